@@ -1,0 +1,48 @@
+# `make run` serves the product on its embedded default; `make test` runs the whole suite.
+# Both honour DATABASE_URL, REDIS_URL, CELERY_BROKER_URL and the rest of .env.example.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# pytest-xdist workers; `make test PYTEST_WORKERS=0` runs in one process.
+PYTEST_WORKERS ?= auto
+
+.PHONY: venv run test lint bench migrate worker beat clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+migrate: venv
+	$(BIN)/python manage.py migrate --noinput
+
+run: migrate
+	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	$(BIN)/python manage.py seed_demo
+	@echo "Serving on http://$(HOST):$(PORT)/ (API docs at /api/docs/, admin at /admin/)"
+	$(BIN)/gunicorn memory_project.wsgi --bind $(HOST):$(PORT) --threads 8 --access-logfile -
+
+test: venv
+	$(BIN)/pytest -n $(PYTEST_WORKERS)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+bench: venv
+	$(BIN)/python bench/run.py
+
+worker: venv
+	$(BIN)/celery -A memory_project worker --loglevel INFO
+
+beat: venv
+	$(BIN)/celery -A memory_project beat --loglevel INFO
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,103 @@
+"""The one place where refusals become HTTP: every API error is
+{"error": {"code", "message", "detail"}}, one code mapping to one status."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+from rest_framework.views import set_rollback
+
+from workspaces.errors import DomainError
+
+# DRF's own exceptions, by class, with the code and status this API gives them.
+# AuthenticationFailed carries its own specific code (TOKEN_EXPIRED, ...).
+DRF_ERROR_CODES: list[tuple[type[drf.APIException], str, int]] = [
+    (drf.NotAuthenticated, "AUTHENTICATION_REQUIRED", 401),
+    (drf.AuthenticationFailed, "TOKEN_INVALID", 401),
+    (drf.ValidationError, "VALIDATION_FAILED", 400),
+    (drf.ParseError, "MALFORMED_REQUEST", 400),
+    (drf.PermissionDenied, "PERMISSION_DENIED", 403),
+    (drf.NotFound, "NOT_FOUND", 404),
+    (drf.MethodNotAllowed, "METHOD_NOT_ALLOWED", 405),
+    (drf.NotAcceptable, "NOT_ACCEPTABLE", 406),
+    (drf.UnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", 415),
+    (drf.Throttled, "RATE_LIMITED", 429),
+]
+
+
+def error_body(code: str, message: str, detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "detail": detail or {}}}
+
+
+def error_response(
+    code: str, message: str, status: int, detail: dict[str, Any] | None = None
+) -> JsonResponse:
+    """Render an error outside DRF (middleware, URL resolution) in the API's shape."""
+    return JsonResponse(error_body(code, message, detail), status=status)
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    headers: dict[str, str] = {}
+    if isinstance(exc, DomainError):
+        code, status, message, detail = exc.code, exc.status, exc.message, exc.detail
+    elif isinstance(exc, Http404):
+        code, status, message, detail = "NOT_FOUND", 404, "Not found.", {}
+    elif isinstance(exc, DjangoPermissionDenied):
+        code, status, message, detail = "PERMISSION_DENIED", 403, "Permission denied.", {}
+    elif isinstance(exc, drf.APIException) and (mapped := _from_drf(exc, headers)):
+        code, status, message, detail = mapped
+    else:
+        return None
+    set_rollback()
+    return Response(error_body(code, message, detail), status=status, headers=headers)
+
+
+def _from_drf(
+    exc: drf.APIException, headers: dict[str, str]
+) -> tuple[str, int, str, dict[str, Any]] | None:
+    mapped = next(((c, s) for kind, c, s in DRF_ERROR_CODES if isinstance(exc, kind)), None)
+    if mapped is None:
+        return None
+    code, status = mapped
+    detail: dict[str, Any] = {}
+    if isinstance(exc, drf.ValidationError):
+        detail = {"fields": exc.detail}
+        message = "The request body is not valid."
+    else:
+        message = str(exc.detail)
+    if isinstance(exc, drf.AuthenticationFailed):
+        specific = exc.get_codes()
+        if isinstance(specific, str) and specific.isupper():
+            code = specific
+    auth_header = getattr(exc, "auth_header", None)
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
+    wait = getattr(exc, "wait", None)
+    if isinstance(exc, drf.Throttled) and wait is not None:
+        retry_after = max(1, math.ceil(wait))
+        headers["Retry-After"] = str(retry_after)
+        detail = {"retryAfterSeconds": retry_after}
+        message = "Too many requests; retry later."
+    return code, status, message, detail
+
+
+def is_api_path(path: str) -> bool:
+    return path.startswith("/api/")
+
+
+def not_found_view(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if is_api_path(request.path):
+        return error_response("NOT_FOUND", "Not found.", 404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error_view(request: HttpRequest) -> HttpResponse:
+    if is_api_path(request.path):
+        return error_response("INTERNAL_ERROR", "The server failed to handle this request.", 500)
+    return defaults.server_error(request)

@@ -1,0 +1,39 @@
+"""Rate limits: per credential on every API request, and a tighter one on writes.
+
+Rates are read at request time (not at import, as DRF's SimpleRateThrottle does), so a
+changed setting takes effect without re-importing the class.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
+from rest_framework.throttling import SimpleRateThrottle
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class _ScopedThrottle(SimpleRateThrottle):
+    def get_rate(self) -> str | None:
+        rates: dict[str, Any] = api_settings.DEFAULT_THROTTLE_RATES
+        return rates.get(str(self.scope))
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        if not request.user or not request.user.is_authenticated:
+            return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+        return self.cache_format % {"scope": self.scope, "ident": f"user-{request.user.pk}"}
+
+
+class CredentialRateThrottle(_ScopedThrottle):
+    scope = "credential"
+
+
+class WriteRateThrottle(_ScopedThrottle):
+    scope = "write"
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        if request.method in SAFE_METHODS:
+            return True
+        return super().allow_request(request, view)

@@ -1,0 +1,120 @@
+"""Typed readers for settings that come from the environment.
+
+Every reader fails start-up with ImproperlyConfigured naming the variable, so a
+typo in a deployment is found at boot instead of becoming a silent default.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def env_str(name: str, default: str, environ: Mapping[str, str] = os.environ) -> str:
+    value = environ.get(name, "")
+    return value if value.strip() else default
+
+
+def env_bool(name: str, default: bool, environ: Mapping[str, str] = os.environ) -> bool:
+    raw = environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ImproperlyConfigured(
+        f"{name} must be one of 1/0, true/false, yes/no, on/off; got {raw!r}"
+    )
+
+
+def env_int(
+    name: str,
+    default: int,
+    *,
+    minimum: int,
+    maximum: int | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> int:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number; got {raw!r}") from None
+    if value < minimum or (maximum is not None and value > maximum):
+        upper = "" if maximum is None else f" and at most {maximum}"
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}{upper}; got {value}")
+    return value
+
+
+def env_list(name: str, default: list[str], environ: Mapping[str, str] = os.environ) -> list[str]:
+    raw = environ.get(name, "")
+    if not raw.strip():
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_origins(
+    name: str, default: list[str], environ: Mapping[str, str] = os.environ
+) -> list[str]:
+    """Read a list of origins, each exactly scheme://host[:port] with no path."""
+    origins = [origin.lower() for origin in env_list(name, default, environ)]
+    for origin in origins:
+        scheme, sep, rest = origin.partition("://")
+        if scheme not in {"http", "https"} or not sep or not rest or "/" in rest:
+            raise ImproperlyConfigured(
+                f"{name} entries must look like https://host[:port] with no path; got {origin!r}"
+            )
+    return origins
+
+
+def env_choice(
+    name: str, default: str, choices: set[str], environ: Mapping[str, str] = os.environ
+) -> str:
+    value = env_str(name, default, environ)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {sorted(choices)}; got {value!r}")
+    return value
+
+
+def env_secret(name: str, fallback_file: Path, environ: Mapping[str, str] = os.environ) -> str:
+    """Read a secret from the environment, else from a generated file kept beside the data.
+
+    The file fallback gives the embedded default a stable key across restarts (a key
+    that changed on every start would make stored ciphertext unreadable). Production
+    deployments set the variable; the file is created with mode 0600 and never logged.
+    """
+    value = environ.get(name, "").strip()
+    if value:
+        if len(value) < 32:
+            raise ImproperlyConfigured(f"{name} must be at least 32 characters long")
+        return value
+    if not fallback_file.exists():
+        _create_secret_file(fallback_file)
+    return fallback_file.read_text().strip()
+
+
+def _create_secret_file(path: Path) -> None:
+    # Written to a private temporary name and hard-linked into place, so two processes
+    # starting at once (test workers, gunicorn) agree on one secret and neither can read
+    # a half-written file.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(secrets.token_urlsafe(48))
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        pass
+    finally:
+        temporary.unlink()

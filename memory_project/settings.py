@@ -1,0 +1,216 @@
+"""Settings for Workspace Memory, read from the environment (see .env.example).
+
+With nothing set, the service runs on its embedded default: a SQLite file under
+DATA_DIR, the in-process cache, and Celery tasks run eagerly in the web process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from memory_project.env import (
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_origins,
+    env_secret,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "var"))).resolve()
+
+SECRET_KEY = env_secret("SECRET_KEY", DATA_DIR / "secret_key")
+# Wraps the per-workspace data keys. Kept apart from SECRET_KEY so rotating the
+# session-signing secret never makes stored memory unreadable.
+CRYPTOGRAPHY_KEY = env_secret("CRYPTOGRAPHY_KEY", DATA_DIR / "cryptography_key")
+if CRYPTOGRAPHY_KEY == SECRET_KEY:
+    raise ImproperlyConfigured("CRYPTOGRAPHY_KEY must differ from SECRET_KEY")
+CRYPTOGRAPHY_SALT = "workspace-memory.data-key-wrap"
+
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+TRUSTED_ORIGINS = env_origins("TRUSTED_ORIGINS", ["http://127.0.0.1:8000", "http://localhost:8000"])
+CSRF_TRUSTED_ORIGINS = TRUSTED_ORIGINS
+# The Origin gate on state-changing /api/ routes; REQUIRE_ORIGIN=0 switches it off
+# for a rollback without a code change.
+REQUIRE_ORIGIN = env_bool("REQUIRE_ORIGIN", True)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_celery_beat",
+    "workspaces",
+    "memory",
+    "automation",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Both gates answer before any session or credential is read.
+    "memory_project.middleware.RequestSizeLimitMiddleware",
+    "memory_project.middleware.OriginGateMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "memory_project.urls"
+WSGI_APPLICATION = "memory_project.wsgi.application"
+ASGI_APPLICATION = "memory_project.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database(url: str) -> dict[str, object]:
+    try:
+        config: dict[str, object] = dict(dj_database_url.parse(url, conn_max_age=60))
+    except ValueError as error:
+        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {error}") from None
+    engine = config.get("ENGINE")
+    if engine == "django.db.backends.sqlite3":
+        # IMMEDIATE takes SQLite's write lock at BEGIN, so a transaction that reads
+        # then writes can never be overtaken between its read and its write.
+        config["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+        config["CONN_MAX_AGE"] = 0
+    elif engine != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_URL must name a postgres:// or sqlite:// database")
+    return config
+
+
+DATABASES = {"default": _database(env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'db.sqlite3'}"))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "workspaces.User"
+
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
+    if not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
+        raise ImproperlyConfigured("REDIS_URL must start with redis://, rediss:// or unix://")
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "wm"),
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/admin/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+# One transport limit for every request body. The 2 MiB document ceiling is a
+# domain rule answered with 422; this bound sits above it so JSON escaping of a
+# document at the ceiling still arrives whole and is judged by that rule.
+REQUEST_MAX_BODY_BYTES = env_int("REQUEST_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=64 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+API_TOKEN_DEFAULT_TTL_DAYS = env_int("API_TOKEN_DEFAULT_TTL_DAYS", 90, minimum=1, maximum=365)
+JWT_TTL_SECONDS = env_int("JWT_TTL_SECONDS", 900, minimum=30, maximum=86_400)
+JWT_SIGNING_KEY = env_str(
+    "JWT_SIGNING_KEY", hashlib.sha256(f"jwt-signing:{SECRET_KEY}".encode()).hexdigest()
+)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "workspaces.authentication.BearerAuthentication",
+        "workspaces.authentication.TeamSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "memory_project.api.throttles.CredentialRateThrottle",
+        "memory_project.api.throttles.WriteRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "credential": env_str("THROTTLE_CREDENTIAL_RATE", "1200/min"),
+        "write": env_str("THROTTLE_WRITE_RATE", "300/min"),
+    },
+    "EXCEPTION_HANDLER": "memory_project.api.exceptions.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Workspace Memory API",
+    "DESCRIPTION": (
+        "A small, lasting, human-editable memory per workspace for an AI assistant, "
+        "and the rules for who may change it and when. Errors have the shape "
+        '{"error": {"code", "message", "detail"}}; docs/errors.md lists every code.'
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
+# Without a broker, tasks run in the calling process: the embedded default needs no
+# worker, and the same code paths run as in production.
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+
+LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", {"DEBUG", "INFO", "WARNING", "ERROR"})
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+}

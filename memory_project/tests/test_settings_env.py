@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from memory_project.env import env_bool, env_int, env_origins, env_secret
+from memory_project.settings import _database
+
+
+@pytest.mark.parametrize("raw", ["maybe", "2", "enabled"])
+def test_malformed_boolean_stops_start_up(raw):
+    with pytest.raises(ImproperlyConfigured, match="REQUIRE_ORIGIN"):
+        env_bool("REQUIRE_ORIGIN", True, environ={"REQUIRE_ORIGIN": raw})
+
+
+@pytest.mark.parametrize("raw", ["abc", "-5", "9.5"])
+def test_malformed_number_stops_start_up(raw):
+    with pytest.raises(ImproperlyConfigured, match="JWT_TTL_SECONDS"):
+        env_int("JWT_TTL_SECONDS", 900, minimum=30, environ={"JWT_TTL_SECONDS": raw})
+
+
+@pytest.mark.parametrize("raw", ["example.org", "ftp://example.org", "https://example.org/app"])
+def test_malformed_origin_stops_start_up(raw):
+    with pytest.raises(ImproperlyConfigured, match="TRUSTED_ORIGINS"):
+        env_origins("TRUSTED_ORIGINS", [], environ={"TRUSTED_ORIGINS": raw})
+
+
+def test_origins_are_normalised_to_lower_case():
+    origins = env_origins("TRUSTED_ORIGINS", [], environ={"TRUSTED_ORIGINS": "HTTPS://App.Org"})
+
+    assert origins == ["https://app.org"]
+
+
+@pytest.mark.parametrize("url", ["mysql://x@y/z", "not a url", "postgres//missing-colon"])
+def test_unsupported_database_url_stops_start_up(url):
+    with pytest.raises(ImproperlyConfigured, match="DATABASE_URL"):
+        _database(url)
+
+
+def test_sqlite_opens_with_immediate_transactions(tmp_path):
+    config = _database(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+
+    assert config["OPTIONS"] == {"transaction_mode": "IMMEDIATE", "timeout": 20}
+
+
+def test_short_secret_stops_start_up(tmp_path):
+    with pytest.raises(ImproperlyConfigured, match="SECRET_KEY"):
+        env_secret("SECRET_KEY", tmp_path / "s", environ={"SECRET_KEY": "short"})
+
+
+def test_generated_secret_is_stable_and_private(tmp_path):
+    path = tmp_path / "data" / "secret"
+
+    first = env_secret("SECRET_KEY", path, environ={})
+    second = env_secret("SECRET_KEY", path, environ={})
+
+    assert first == second
+    assert len(first) >= 32
+    assert path.stat().st_mode & 0o777 == 0o600

@@ -1,0 +1,15 @@
+from django.urls import path
+
+from workspaces.api import views
+
+urlpatterns = [
+    path("auth/jwt", views.JwtIssueApi.as_view(), name="auth-jwt"),
+    path("tokens", views.TokenListCreateApi.as_view(), name="token-list"),
+    path("tokens/<int:token_id>", views.TokenRevokeApi.as_view(), name="token-revoke"),
+    path("workspaces", views.WorkspaceListApi.as_view(), name="workspace-list"),
+    path(
+        "workspaces/<int:workspace_id>/ai",
+        views.WorkspaceAiConsentApi.as_view(),
+        name="workspace-ai",
+    ),
+]

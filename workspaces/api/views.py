@@ -1,0 +1,142 @@
+"""Tenancy, token and workspace AI consent routes. Thin: parse, call, render."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from workspaces import selectors, services
+from workspaces.authentication import request_credential
+from workspaces.errors import CredentialKindRefused, WorkspaceAdminRequired
+from workspaces.tokens import jwt_encode
+
+
+class WorkspaceListApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        name = serializers.CharField()
+        aiEnabled = serializers.BooleanField(source="ai_enabled")
+
+    @extend_schema(responses=OutputSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        credential = request_credential(request)
+        workspaces = selectors.workspace_list_for_member(user=credential.user, team=credential.team)
+        return Response(self.OutputSerializer(workspaces, many=True).data)
+
+
+class WorkspaceAiConsentApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        enabled = serializers.BooleanField()
+        expectedRevision = serializers.IntegerField(min_value=0)
+
+    class OutputSerializer(serializers.Serializer):
+        enabled = serializers.BooleanField(source="ai_enabled")
+        consentRevision = serializers.IntegerField(source="ai_consent_revision")
+
+    @extend_schema(responses=OutputSerializer)
+    def get(self, request: Request, workspace_id: int) -> Response:
+        credential = request_credential(request)
+        membership = selectors.workspace_membership_get(
+            user=credential.user, team=credential.team, workspace_id=workspace_id
+        )
+        return Response(self.OutputSerializer(membership.workspace).data)
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer)
+    def put(self, request: Request, workspace_id: int) -> Response:
+        credential = request_credential(request)
+        membership = selectors.workspace_membership_get(
+            user=credential.user, team=credential.team, workspace_id=workspace_id
+        )
+        if not membership.is_admin:
+            raise WorkspaceAdminRequired()
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        workspace = services.workspace_ai_consent_set(
+            workspace=membership.workspace,
+            enabled=data.validated_data["enabled"],
+            expected_revision=data.validated_data["expectedRevision"],
+        )
+        return Response(self.OutputSerializer(workspace).data)
+
+
+class TokenOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    createdAt = serializers.DateTimeField(source="created_at")
+    expiresAt = serializers.DateTimeField(source="expires_at")
+    revokedAt = serializers.DateTimeField(source="revoked_at", allow_null=True)
+
+
+class TokenListCreateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=100)
+        expiresInDays = serializers.IntegerField(min_value=1, max_value=365, required=False)
+
+    class CreatedSerializer(TokenOutputSerializer):
+        token = serializers.CharField(help_text="Shown once; only its hash is kept.")
+
+    @extend_schema(responses=TokenOutputSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        credential = request_credential(request)
+        tokens = selectors.api_token_list_for_user(user=credential.user, team=credential.team)
+        return Response(TokenOutputSerializer(tokens, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
+    def post(self, request: Request) -> Response:
+        credential = request_credential(request)
+        # A token may not mint a longer-lived token: only a person signed in to the
+        # web frame can create one.
+        if credential.kind != "session":
+            raise CredentialKindRefused(
+                "Personal access tokens can only be created from a signed-in browser session."
+            )
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        token, raw = services.api_token_create(
+            user=credential.user,
+            team=credential.team,
+            name=data.validated_data["name"],
+            ttl_days=data.validated_data.get("expiresInDays"),
+        )
+        body = dict(TokenOutputSerializer(token).data, token=raw)
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class TokenRevokeApi(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, token_id: int) -> Response:
+        credential = request_credential(request)
+        token = selectors.api_token_get_for_user(
+            user=credential.user, team=credential.team, token_id=token_id
+        )
+        services.api_token_revoke(token=token)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class JwtIssueApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        token = serializers.CharField()
+        expiresAt = serializers.DateTimeField()
+        expiresInSeconds = serializers.IntegerField()
+
+    @extend_schema(request=None, responses={201: OutputSerializer})
+    def post(self, request: Request) -> Response:
+        credential = request_credential(request)
+        # A JWT cannot renew itself: short-lived means it ends unless a longer-lived
+        # credential (a PAT or the browser session) asks again.
+        if credential.kind == "jwt":
+            raise CredentialKindRefused("A JWT cannot be exchanged for another JWT.")
+        token, expires_at = jwt_encode(
+            user_id=credential.user.pk, team_id=credential.team.pk, now=timezone.now()
+        )
+        body = {
+            "token": token,
+            "expiresAt": expires_at,
+            "expiresInSeconds": settings.JWT_TTL_SECONDS,
+        }
+        return Response(self.OutputSerializer(body).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,121 @@
+"""DRF authentication: bearer tokens for API clients, the browser session for the web frame.
+
+Every successful authentication yields a Credential whose team is the caller's only
+source of tenancy: no route reads a tenant from the path, the query or the body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import jwt
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
+
+from workspaces.errors import NoActiveTeam
+from workspaces.models import ApiToken, Team, TeamMembership, User
+from workspaces.tokens import PAT_PREFIX, jwt_decode, pat_digest
+
+ACTIVE_TEAM_SESSION_KEY = "active_team_id"
+
+
+@dataclass(frozen=True)
+class Credential:
+    kind: Literal["pat", "jwt", "session"]
+    user: User
+    team: Team
+    token_id: int | None = None
+
+
+def _refuse(code: str, message: str) -> AuthenticationFailed:
+    return AuthenticationFailed(message, code=code)
+
+
+class BearerAuthentication(BaseAuthentication):
+    """`Authorization: Bearer iap_...` (personal access token) or `Bearer <JWT>`."""
+
+    def authenticate(self, request: Request) -> tuple[User, Credential] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        scheme, _, raw = header.partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        raw = raw.strip()
+        if not raw or " " in raw:
+            raise _refuse("TOKEN_INVALID", "Malformed bearer credential.")
+        if raw.startswith(PAT_PREFIX):
+            return self._personal_access_token(raw)
+        return self._jwt(raw)
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="api"'
+
+    def _personal_access_token(self, raw: str) -> tuple[User, Credential]:
+        # Looked up on every request, so a revocation takes effect on the very next
+        # request with no cache window.
+        token = (
+            ApiToken.objects.select_related("user", "team")
+            .annotate(
+                owner_in_team=Exists(
+                    TeamMembership.objects.filter(team=OuterRef("team"), user=OuterRef("user"))
+                )
+            )
+            .filter(token_hash=pat_digest(raw))
+            .first()
+        )
+        if token is None:
+            raise _refuse("TOKEN_INVALID", "Token invalid.")
+        if token.revoked_at is not None:
+            raise _refuse("TOKEN_REVOKED", "Token revoked.")
+        if token.expires_at <= timezone.now():
+            raise _refuse("TOKEN_EXPIRED", "Token expired.")
+        if not token.user.is_active or not token.owner_in_team:
+            raise _refuse("TOKEN_INVALID", "Token owner unavailable.")
+        return token.user, Credential(
+            kind="pat", user=token.user, team=token.team, token_id=token.pk
+        )
+
+    def _jwt(self, raw: str) -> tuple[User, Credential]:
+        try:
+            claims = jwt_decode(raw)
+        except jwt.ExpiredSignatureError:
+            raise _refuse("TOKEN_EXPIRED", "Token expired.") from None
+        except jwt.InvalidTokenError:
+            raise _refuse("TOKEN_INVALID", "Token invalid.") from None
+        membership = (
+            TeamMembership.objects.select_related("user", "team")
+            .filter(user_id=claims.user_id, team_id=claims.team_id, user__is_active=True)
+            .first()
+        )
+        if membership is None:
+            raise _refuse("TOKEN_INVALID", "Token owner unavailable.")
+        return membership.user, Credential(kind="jwt", user=membership.user, team=membership.team)
+
+
+class TeamSessionAuthentication(SessionAuthentication):
+    """The signed-in browser session (with DRF's CSRF check), bound to the session's active team."""
+
+    def authenticate(self, request: Request) -> tuple[User, Credential] | None:
+        authenticated = super().authenticate(request)
+        if authenticated is None:
+            return None
+        user: User = authenticated[0]
+        memberships = TeamMembership.objects.select_related("team").filter(user=user)
+        chosen = request.session.get(ACTIVE_TEAM_SESSION_KEY)
+        membership = (chosen and memberships.filter(team_id=chosen).first()) or (
+            memberships.order_by("team_id").first()
+        )
+        if membership is None:
+            raise NoActiveTeam()
+        return user, Credential(kind="session", user=user, team=membership.team)
+
+
+def request_credential(request: Request) -> Credential:
+    """The authenticated caller's credential; views behind IsAuthenticated always have one."""
+    credential = request.auth
+    if not isinstance(credential, Credential):
+        raise NoActiveTeam()
+    return credential

@@ -1,0 +1,204 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import jwt
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from workspaces.models import ApiToken
+from workspaces.services import api_token_create, workspace_membership_ensure
+from workspaces.tokens import jwt_encode
+
+WORKSPACES_URL = "/api/v1/workspaces"
+
+
+def bearer(raw: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+def assert_error(response, status: int, code: str) -> None:
+    assert response.status_code == status, response.content
+    assert response.json()["error"]["code"] == code
+
+
+def test_personal_access_token_is_stored_only_as_a_hash(tenant):
+    token, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+
+    token.refresh_from_db()
+    assert raw.startswith("iap_")
+    assert raw not in token.token_hash
+    assert not ApiToken.objects.filter(token_hash=raw).exists()
+    assert bearer(raw).get(WORKSPACES_URL).status_code == 200
+
+
+def test_request_without_credential_is_401_authentication_required(tenant):
+    response = APIClient().get(WORKSPACES_URL)
+
+    assert_error(response, 401, "AUTHENTICATION_REQUIRED")
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_unknown_personal_access_token_is_401(tenant):
+    assert_error(bearer("iap_not-a-real-token").get(WORKSPACES_URL), 401, "TOKEN_INVALID")
+
+
+def test_expired_personal_access_token_is_401(tenant):
+    token, raw = api_token_create(user=tenant.member, team=tenant.team, name="old")
+    ApiToken.objects.filter(pk=token.pk).update(
+        created_at=timezone.now() - timedelta(days=2), expires_at=timezone.now() - timedelta(days=1)
+    )
+
+    assert_error(bearer(raw).get(WORKSPACES_URL), 401, "TOKEN_EXPIRED")
+
+
+def test_revoked_token_fails_on_the_very_next_request(tenant):
+    token, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    client = bearer(raw)
+    assert client.get(WORKSPACES_URL).status_code == 200
+
+    response = client.delete(f"/api/v1/tokens/{token.pk}")
+
+    assert response.status_code == 204
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+    assert_error(client.get(WORKSPACES_URL), 401, "TOKEN_REVOKED")
+
+
+def test_token_of_a_user_removed_from_the_team_is_refused(tenant):
+    _, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    tenant.member.team_memberships.all().delete()
+
+    assert_error(bearer(raw).get(WORKSPACES_URL), 401, "TOKEN_INVALID")
+
+
+def test_token_creation_needs_the_browser_session(tenant):
+    client = APIClient()
+    client.force_login(tenant.member)
+
+    created = client.post("/api/v1/tokens", {"name": "laptop"}, format="json")
+    by_token = bearer(created.json()["token"]).post(
+        "/api/v1/tokens", {"name": "again"}, format="json"
+    )
+
+    assert created.status_code == 201
+    assert ApiToken.objects.filter(user=tenant.member, name="laptop").count() == 1
+    assert_error(by_token, 403, "CREDENTIAL_KIND_REFUSED")
+    assert not ApiToken.objects.filter(name="again").exists()
+
+
+def test_token_list_never_shows_the_token_or_its_hash(tenant):
+    token, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+
+    response = bearer(raw).get("/api/v1/tokens")
+
+    assert response.status_code == 200
+    assert [row["id"] for row in response.json()] == [token.pk]
+    assert raw not in response.content.decode()
+    assert token.token_hash not in response.content.decode()
+
+
+def test_cannot_revoke_another_users_token(tenant):
+    theirs, _ = api_token_create(user=tenant.admin, team=tenant.team, name="admin")
+    _, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+
+    response = bearer(raw).delete(f"/api/v1/tokens/{theirs.pk}")
+
+    assert_error(response, 404, "NOT_FOUND")
+    theirs.refresh_from_db()
+    assert theirs.revoked_at is None
+
+
+def test_jwt_from_a_personal_access_token_authenticates_until_it_expires(tenant, settings):
+    _, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+
+    issued = bearer(raw).post("/api/v1/auth/jwt")
+
+    assert issued.status_code == 201
+    short_lived = bearer(issued.json()["token"])
+    assert short_lived.get(WORKSPACES_URL).status_code == 200
+    assert_error(short_lived.post("/api/v1/auth/jwt"), 403, "CREDENTIAL_KIND_REFUSED")
+
+
+def test_expired_jwt_is_401(tenant):
+    token, _ = jwt_encode(
+        user_id=tenant.member.pk,
+        team_id=tenant.team.pk,
+        now=timezone.now() - timedelta(hours=2),
+    )
+
+    assert_error(bearer(token).get(WORKSPACES_URL), 401, "TOKEN_EXPIRED")
+
+
+def test_jwt_with_alg_none_is_401(tenant):
+    now = timezone.now()
+    claims = {
+        "sub": str(tenant.member.pk),
+        "team": tenant.team.pk,
+        "iat": int(now.timestamp()),
+        "exp": int((now + timedelta(minutes=5)).timestamp()),
+    }
+    unsigned = jwt.encode(claims, key="", algorithm="none")
+
+    assert_error(bearer(unsigned).get(WORKSPACES_URL), 401, "TOKEN_INVALID")
+
+
+def test_jwt_signed_with_another_key_is_401(tenant):
+    now = timezone.now()
+    claims = {
+        "sub": str(tenant.member.pk),
+        "team": tenant.team.pk,
+        "iat": int(now.timestamp()),
+        "exp": int((now + timedelta(minutes=5)).timestamp()),
+    }
+    forged = jwt.encode(claims, key="another-key-entirely-" * 3, algorithm="HS256")
+
+    assert_error(bearer(forged).get(WORKSPACES_URL), 401, "TOKEN_INVALID")
+
+
+def test_jwt_naming_a_team_the_user_left_is_401(make_tenant):
+    home, other = make_tenant(), make_tenant()
+    token, _ = jwt_encode(user_id=home.member.pk, team_id=other.team.pk, now=timezone.now())
+
+    assert_error(bearer(token).get(WORKSPACES_URL), 401, "TOKEN_INVALID")
+
+
+@pytest.mark.parametrize("header", ["Bearer", "Bearer a b", "Bearer  "])
+def test_malformed_bearer_header_is_401(tenant, header):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=header)
+
+    assert_error(client.get(WORKSPACES_URL), 401, "TOKEN_INVALID")
+
+
+def test_personal_access_token_of_team_a_gets_404_on_team_b_workspace(make_tenant):
+    team_a, team_b = make_tenant(), make_tenant()
+    client = team_a.client_for(team_a.admin)
+
+    read = client.get(f"/api/v1/workspaces/{team_b.workspace.pk}/ai")
+    write = client.put(
+        f"/api/v1/workspaces/{team_b.workspace.pk}/ai",
+        {"enabled": False, "expectedRevision": 0},
+        format="json",
+    )
+
+    assert_error(read, 404, "NOT_FOUND")
+    assert_error(write, 404, "NOT_FOUND")
+    team_b.workspace.refresh_from_db()
+    assert team_b.workspace.ai_enabled is True
+    assert team_b.workspace.ai_consent_revision == 0
+
+
+def test_member_of_both_teams_sees_only_the_tokens_team(make_tenant):
+    team_a, team_b = make_tenant(), make_tenant()
+    workspace_membership_ensure(workspace=team_b.workspace, user=team_a.member)
+    client = team_a.client_for(team_a.member)
+
+    listed = client.get(WORKSPACES_URL).json()
+    other = client.get(f"/api/v1/workspaces/{team_b.workspace.pk}/ai")
+
+    assert [row["id"] for row in listed] == [team_a.workspace.pk]
+    assert_error(other, 404, "NOT_FOUND")

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from workspaces.models import Org, Team, User, Workspace, WorkspaceMembership
+
+
+def seed(*args: str) -> dict:
+    out = StringIO()
+    call_command("seed_demo", "--json", *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def counts() -> tuple[int, int, int, int]:
+    return (
+        Org.objects.count(),
+        Team.objects.count(),
+        Workspace.objects.count(),
+        User.objects.count(),
+    )
+
+
+def test_seed_demo_twice_creates_nothing_new_and_both_credentials_work(db):
+    first = seed()
+    after_first = counts()
+
+    second = seed()
+
+    assert counts() == after_first == (1, 1, 1, 1)
+    assert {k: second[k] for k in ("org_id", "team_id", "workspace_id", "username")} == {
+        k: first[k] for k in ("org_id", "team_id", "workspace_id", "username")
+    }
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {second['token']}")
+    listed = client.get("/api/v1/workspaces").json()
+    assert [row["id"] for row in listed] == [second["workspace_id"]]
+    assert listed[0]["aiEnabled"] is True
+    assert client.login(username=second["username"], password=second["password"])
+    assert WorkspaceMembership.objects.get(workspace_id=second["workspace_id"]).is_admin
+
+
+def test_seed_demo_with_a_name_makes_an_independent_tenant(db):
+    demo = seed()
+
+    other = seed("--name", "acme")
+
+    assert counts() == (2, 2, 2, 2)
+    assert other["team_id"] != demo["team_id"]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {other['token']}")
+    assert client.get(f"/api/v1/workspaces/{demo['workspace_id']}/ai").status_code == 404
+
+
+def test_seed_demo_prints_readable_credentials(db):
+    out = StringIO()
+
+    call_command("seed_demo", stdout=out)
+
+    text = out.getvalue()
+    user = User.objects.get(username="demo")
+    password = text.split("password:")[1].split()[0]
+    assert user.check_password(password)
+    assert "iap_" in text

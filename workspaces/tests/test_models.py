@@ -1,0 +1,133 @@
+"""Every named constraint refuses a bad row written past Python validation."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.apps import apps
+from django.db import IntegrityError, connection, models, transaction
+from django.utils import timezone
+
+from workspaces.models import ApiToken, Org, TeamMembership, Workspace, WorkspaceMembership
+from workspaces.services import api_token_create
+
+PROJECT_APPS = ("workspaces", "memory", "automation")
+
+
+def violates(constraint: str, write) -> None:
+    with pytest.raises(IntegrityError) as caught, transaction.atomic():
+        write()
+    # SQLite names the constraint for a CHECK but only the columns for a UNIQUE.
+    if connection.vendor == "postgresql" or "unique" not in constraint:
+        assert constraint in str(caught.value)
+
+
+def test_org_status_must_be_a_known_choice(tenant):
+    violates(
+        "workspaces_org_status_valid",
+        lambda: Org.objects.filter(pk=tenant.org.pk).update(status="gone"),
+    )
+
+
+def test_pending_org_needs_a_deletion_deadline(tenant):
+    violates(
+        "workspaces_org_deletion_due_iff_pending",
+        lambda: Org.objects.filter(pk=tenant.org.pk).update(status="pending_deletion"),
+    )
+
+
+def test_active_org_has_no_deletion_deadline(tenant):
+    violates(
+        "workspaces_org_deletion_due_iff_pending",
+        lambda: Org.objects.filter(pk=tenant.org.pk).update(deletion_due_at=timezone.now()),
+    )
+
+
+def test_org_quota_is_not_negative(tenant):
+    violates(
+        "workspaces_org_memory_quota_non_negative",
+        lambda: Org.objects.filter(pk=tenant.org.pk).update(memory_quota_bytes=-1),
+    )
+
+
+def test_team_role_must_be_a_known_choice(tenant):
+    violates(
+        "workspaces_teammembership_role_valid",
+        lambda: TeamMembership.objects.filter(team=tenant.team).update(role="king"),
+    )
+
+
+def test_workspace_role_must_be_a_known_choice(tenant):
+    violates(
+        "workspaces_workspacemembership_role_valid",
+        lambda: WorkspaceMembership.objects.filter(workspace=tenant.workspace).update(role="root"),
+    )
+
+
+def test_consent_revision_is_not_negative(tenant):
+    violates(
+        "workspaces_workspace_consent_revision_non_negative",
+        lambda: Workspace.objects.filter(pk=tenant.workspace.pk).update(ai_consent_revision=-1),
+    )
+
+
+def test_token_expires_after_it_was_created(tenant):
+    token, _ = api_token_create(user=tenant.member, team=tenant.team, name="t")
+    violates(
+        "workspaces_apitoken_expires_after_created",
+        lambda: ApiToken.objects.filter(pk=token.pk).update(
+            expires_at=token.created_at - timedelta(seconds=1)
+        ),
+    )
+
+
+def test_token_hash_is_a_sha256_hex_digest(tenant):
+    token, _ = api_token_create(user=tenant.member, team=tenant.team, name="t")
+    violates(
+        "workspaces_apitoken_hash_is_sha256",
+        lambda: ApiToken.objects.filter(pk=token.pk).update(token_hash="short"),
+    )
+
+
+def test_workspace_names_are_unique_in_a_team(tenant):
+    violates(
+        "workspaces_workspace_name_unique_in_team",
+        lambda: Workspace.objects.create(team=tenant.team, name=tenant.workspace.name),
+    )
+
+
+TESTED_HERE = {
+    "workspaces_org_status_valid",
+    "workspaces_org_deletion_due_iff_pending",
+    "workspaces_org_memory_quota_non_negative",
+    "workspaces_teammembership_role_valid",
+    "workspaces_workspacemembership_role_valid",
+    "workspaces_workspace_consent_revision_non_negative",
+    "workspaces_apitoken_expires_after_created",
+    "workspaces_apitoken_hash_is_sha256",
+}
+
+
+def test_every_check_constraint_of_this_app_has_a_test_above():
+    declared = {
+        constraint.name
+        for model in apps.get_app_config("workspaces").get_models()
+        for constraint in model._meta.constraints
+        if isinstance(constraint, models.CheckConstraint)
+    }
+
+    assert declared == TESTED_HERE
+
+
+def test_every_choices_field_has_a_check_constraint():
+    for label in PROJECT_APPS:
+        for model in apps.get_app_config(label).get_models():
+            checked = " ".join(
+                str(c.condition)
+                for c in model._meta.constraints
+                if isinstance(c, models.CheckConstraint)
+            )
+            for field in model._meta.get_fields():
+                if getattr(field, "choices", None) and field.concrete:
+                    assert f"'{field.name}__in'" in checked, f"{model.__name__}.{field.name}"
