@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
+from django.db import connection, connections
 from django.test import override_settings
 from pytest_django.fixtures import Settings
 from rest_framework.test import APIClient
 
-from workspaces.models import Org, Team, User, Workspace
+from memory.services import memory_save
+from workspaces.models import FileVersion, Org, Team, User, Workspace
 from workspaces.services import api_token_create, workspace_create, workspace_membership_ensure
 
 _names = itertools.count(1)
@@ -89,3 +94,91 @@ def make_tenant(db: None) -> Callable[..., Tenant]:
 @pytest.fixture
 def tenant(make_tenant: Callable[..., Tenant]) -> Tenant:
     return make_tenant()
+
+
+@pytest.fixture
+def memory_revision(tenant: Tenant) -> FileVersion:
+    """A first saved revision of the tenant's memory document."""
+    return memory_save(
+        workspace=tenant.workspace, author=tenant.member, base_version=0, content="- likes tea\n"
+    )
+
+
+@dataclass
+class MemoryApi:
+    """The human memory routes of one workspace, as one member sees them."""
+
+    client: APIClient
+    workspace_id: int
+
+    @property
+    def url(self) -> str:
+        return f"/api/v1/workspaces/{self.workspace_id}/memory"
+
+    def get(self) -> Any:
+        return self.client.get(self.url)
+
+    def put(self, body: dict[str, Any], base: str | int | None, **headers: Any) -> Any:
+        if base is not None:
+            headers["HTTP_X_BASE_VERSION"] = str(base)
+        return self.client.put(self.url, body, format="json", **headers)
+
+    def save(self, content: str, base: str | int | None) -> Any:
+        return self.put({"content": content}, base)
+
+    def clear(self, base: int) -> Any:
+        return self.put({"content": ""}, base, HTTP_X_MEMORY_CLEAR="1")
+
+    def undo(self, restore_version: int, base: int) -> Any:
+        return self.put({"restoreVersion": restore_version}, base)
+
+
+@pytest.fixture
+def memory_api(tenant) -> MemoryApi:
+    return MemoryApi(client=tenant.client_for(tenant.member), workspace_id=tenant.workspace.pk)
+
+
+def run_concurrently(*work: Callable[[], Any]) -> list[Any]:
+    """Run each callable in its own thread and database connection, started together.
+
+    Returns each callable's result, or the exception it raised, in order.
+    """
+    barrier = threading.Barrier(len(work))
+    results: list[Any] = [None] * len(work)
+
+    def run(index: int, job: Callable[[], Any]) -> None:
+        try:
+            barrier.wait(timeout=30)
+            results[index] = job()
+        except BaseException as error:
+            results[index] = error
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i, job)) for i, job in enumerate(work)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
+
+
+def wait_until_a_backend_waits_on_a_lock(timeout: float = 30.0) -> None:
+    """Block until some PostgreSQL backend is waiting on a lock (polls pg_stat_activity)."""
+    deadline = time.monotonic() + timeout
+    with connections["default"].cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            if cursor.fetchone()[0] > 0:
+                return
+            time.sleep(0.01)
+    raise AssertionError("no backend started waiting on a lock")
+
+
+postgres_only = pytest.mark.skipif(
+    django_settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
+    reason="races need real concurrent PostgreSQL connections; CI runs these on PostgreSQL",
+)

@@ -26,12 +26,16 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "var"))).resolve()
 
 SECRET_KEY = env_secret("SECRET_KEY", DATA_DIR / "secret_key")
-# Wraps the per-workspace data keys. Kept apart from SECRET_KEY so rotating the
-# session-signing secret never makes stored memory unreadable.
-CRYPTOGRAPHY_KEY = env_secret("CRYPTOGRAPHY_KEY", DATA_DIR / "cryptography_key")
-if CRYPTOGRAPHY_KEY == SECRET_KEY:
+# The deployment key wraps every workspace's data key (workspaces/crypto.py). It is
+# kept apart from SECRET_KEY so rotating the session-signing secret never makes stored
+# memory unreadable. During a rotation the old keys stay readable from
+# CRYPTOGRAPHY_PREVIOUS_KEYS until `manage.py rewrap_data_keys` has run.
+DEPLOYMENT_KEY = env_secret("CRYPTOGRAPHY_KEY", DATA_DIR / "cryptography_key")
+DEPLOYMENT_PREVIOUS_KEYS = env_list("CRYPTOGRAPHY_PREVIOUS_KEYS", [])
+if DEPLOYMENT_KEY == SECRET_KEY:
     raise ImproperlyConfigured("CRYPTOGRAPHY_KEY must differ from SECRET_KEY")
-CRYPTOGRAPHY_SALT = "workspace-memory.data-key-wrap"
+# django-cryptography's own default key; its import replaces this with a derived key.
+CRYPTOGRAPHY_KEY = DEPLOYMENT_KEY
 
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
@@ -147,7 +151,7 @@ STORAGES = {
 # One transport limit for every request body. The 2 MiB document ceiling is a
 # domain rule answered with 422; this bound sits above it so JSON escaping of a
 # document at the ceiling still arrives whole and is judged by that rule.
-REQUEST_MAX_BODY_BYTES = env_int("REQUEST_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=64 * 1024)
+REQUEST_MAX_BODY_BYTES = env_int("REQUEST_MAX_BODY_BYTES", 16 * 1024 * 1024, minimum=64 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
 
 SESSION_COOKIE_HTTPONLY = True
@@ -157,6 +161,18 @@ X_FRAME_OPTIONS = "DENY"
 
 API_TOKEN_DEFAULT_TTL_DAYS = env_int("API_TOKEN_DEFAULT_TTL_DAYS", 90, minimum=1, maximum=365)
 JWT_TTL_SECONDS = env_int("JWT_TTL_SECONDS", 900, minimum=30, maximum=86_400)
+KEY_SESSION_IDLE_SECONDS = env_int("KEY_SESSION_IDLE_SECONDS", 1800, minimum=30, maximum=86_400)
+# Bounds from the memory contract: what recall may carry, and the hard ceiling of any
+# document (one value for every writer).
+MEMORY_RECALL_MAX_BYTES = env_int("MEMORY_RECALL_MAX_BYTES", 8192, minimum=1)
+MEMORY_MAX_DOCUMENT_BYTES = env_int(
+    "MEMORY_MAX_DOCUMENT_BYTES", 2 * 1024 * 1024, minimum=MEMORY_RECALL_MAX_BYTES
+)
+if MEMORY_MAX_DOCUMENT_BYTES * 6 + 1024 > REQUEST_MAX_BODY_BYTES:
+    raise ImproperlyConfigured(
+        "REQUEST_MAX_BODY_BYTES must leave room for a document at MEMORY_MAX_DOCUMENT_BYTES "
+        "written as JSON (up to 6 bytes per byte when every character is escaped)"
+    )
 JWT_SIGNING_KEY = env_str(
     "JWT_SIGNING_KEY", hashlib.sha256(f"jwt-signing:{SECRET_KEY}".encode()).hexdigest()
 )

@@ -10,4 +10,5 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include("workspaces.api.urls")),
+    path("api/v1/", include("memory.api.urls")),
 ]

@@ -53,3 +53,47 @@ class ConsentRevisionConflict(DomainError):
     code = "CONSENT_REVISION_CONFLICT"
     status = 409
     default_message = "The workspace AI setting changed since the revision you sent."
+
+
+class VersionConflict(DomainError):
+    """The base version a write named is no longer the current one; nothing was written."""
+
+    code = "VERSION_CONFLICT"
+    status = 409
+    default_message = "The document changed since the version you based this write on."
+
+
+class BaseVersionRequired(DomainError):
+    code = "BASE_VERSION_REQUIRED"
+    status = 428
+    default_message = (
+        "X-Base-Version is required: name the version this write is based on (0 to create)."
+    )
+
+
+class InvalidHeader(DomainError):
+    code = "INVALID_HEADER"
+    status = 400
+    default_message = "A request header has a value this route does not accept."
+
+
+class DocumentTooLarge(DomainError):
+    code = "DOCUMENT_TOO_LARGE"
+    status = 422
+    default_message = "The document is larger than the per-document ceiling; nothing was written."
+
+
+class DocumentUnreadable(DomainError):
+    """A stored revision failed authentication (tampered or moved); no partial text is returned."""
+
+    code = "DOCUMENT_UNREADABLE"
+    status = 422
+    default_message = "The stored revision failed its integrity check and cannot be read."
+
+
+class KeySessionUnavailable(DomainError):
+    """No live key session: unknown, revoked, or evicted from the cache after idling."""
+
+    code = "KEY_SESSION_UNAVAILABLE"
+    status = 403
+    default_message = "No live key session for this workspace; open a new one."

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Length
 from django.db.models.lookups import Exact
 from django.utils import timezone
+
+from workspaces.crypto import WrappedKeyField
 
 
 class User(AbstractUser):
@@ -196,3 +200,171 @@ class ApiToken(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+class WorkspaceKey(models.Model):
+    """A workspace's data key, stored only wrapped by the deployment key."""
+
+    workspace = models.OneToOneField(
+        Workspace, on_delete=models.CASCADE, primary_key=True, related_name="data_key"
+    )
+    wrapped_key = WrappedKeyField()
+    # Fingerprint of the deployment key that wrapped it: lets a rotation resume where it
+    # stopped, and lets staff see which rows still need re-wrapping.
+    wrapping_key_id = models.CharField(max_length=16)
+    created_at = models.DateTimeField(default=timezone.now)
+    rewrapped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Exact(Length("wrapping_key_id"), 16),
+                name="workspaces_workspacekey_wrapping_key_id_valid",
+                violation_error_code="KEY_ID_INVALID",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"data key of workspace {self.workspace_id}"
+
+
+class File(models.Model):
+    """One document of a workspace's versioned, encrypted store (notes and the memory document).
+
+    `current_version` is the compare-and-set point: every write is a conditional UPDATE on
+    it (or, for the first revision, an insert guarded by the path's uniqueness).
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=1024)
+    current_version = models.BigIntegerField()
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "path"],
+                name="workspaces_file_path_unique_in_workspace",
+                violation_error_code="VERSION_CONFLICT",
+            ),
+            models.CheckConstraint(
+                condition=Q(current_version__gte=1),
+                name="workspaces_file_current_version_positive",
+                violation_error_code="VERSION_INVALID",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} @ {self.current_version}"
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+
+class FileVersion(models.Model):
+    """An immutable revision: ciphertext, its SHA-256, and sizes. Never plaintext, never a diff."""
+
+    class AuthorKind(models.TextChoices):
+        HUMAN = "human", "A person"
+        AUTOMATIC = "automatic", "The assistant"
+        IMPORT = "import", "An import"
+
+    class ChangeKind(models.TextChoices):
+        SAVE = "save", "Save"
+        CLEAR = "clear", "Clear"
+        UNDO = "undo", "Undo"
+        CAPTURE = "capture", "Capture"
+
+    file = models.ForeignKey(File, on_delete=models.CASCADE, related_name="versions")
+    version = models.BigIntegerField()
+    ciphertext = models.BinaryField()
+    ciphertext_sha256 = models.CharField(max_length=64)
+    size_bytes = models.BigIntegerField()
+    author_kind = models.CharField(max_length=16, choices=AuthorKind.choices)
+    change_kind = models.CharField(max_length=16, choices=ChangeKind.choices)
+    author = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["file", "version"],
+                name="workspaces_fileversion_unique",
+                violation_error_code="VERSION_CONFLICT",
+            ),
+            models.CheckConstraint(
+                condition=Q(version__gte=1),
+                name="workspaces_fileversion_version_positive",
+                violation_error_code="VERSION_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(size_bytes__gte=0),
+                name="workspaces_fileversion_size_non_negative",
+                violation_error_code="SIZE_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Exact(Length("ciphertext_sha256"), 64),
+                name="workspaces_fileversion_digest_is_sha256",
+                violation_error_code="DIGEST_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(author_kind__in=["human", "automatic", "import"]),
+                name="workspaces_fileversion_author_kind_valid",
+                violation_error_code="AUTHOR_KIND_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(change_kind__in=["save", "clear", "undo", "capture"]),
+                name="workspaces_fileversion_change_kind_valid",
+                violation_error_code="CHANGE_KIND_INVALID",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.file_id} v{self.version}"
+
+
+class KeySession(models.Model):
+    """A member's time-bounded, revocable authority for the assistant to use a workspace key.
+
+    The unwrapped key lives only in the cache under this id, with an idle timeout; the row
+    holds no key. Revocation writes a KeySessionRevocation and stamps `revoked_at` here,
+    so a commit fence that locks this row is ordered against the revocation.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="key_sessions")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="key_sessions")
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"key session {self.id}"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    @property
+    def cache_key(self) -> str:
+        """Where the cache holds this session's unwrapped data key."""
+        return f"key-session:{self.pk}"
+
+
+class KeySessionRevocation(models.Model):
+    """The durable record that a key session was revoked (idle eviction writes none)."""
+
+    key_session = models.OneToOneField(
+        KeySession, on_delete=models.CASCADE, primary_key=True, related_name="revocation"
+    )
+    revoked_by = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    revoked_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"revocation of {self.key_session_id}"

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+import uuid
 
-from workspaces.errors import NotFound
-from workspaces.models import ApiToken, Team, User, Workspace, WorkspaceMembership
+from django.core.cache import cache
+from django.db.models import F, QuerySet
+
+from workspaces.crypto import CiphertextRejected, revision_associated_data, unseal
+from workspaces.errors import DocumentUnreadable, NotFound
+from workspaces.models import (
+    ApiToken,
+    File,
+    FileVersion,
+    KeySession,
+    Team,
+    User,
+    Workspace,
+    WorkspaceKey,
+    WorkspaceMembership,
+)
 
 
 def workspace_list_for_member(*, user: User, team: Team) -> QuerySet[Workspace]:
@@ -19,7 +33,7 @@ def workspace_membership_get(*, user: User, team: Team, workspace_id: int) -> Wo
     404, so a probe learns nothing about what exists elsewhere.
     """
     membership = (
-        WorkspaceMembership.objects.select_related("workspace")
+        WorkspaceMembership.objects.select_related("workspace", "user")
         .filter(user=user, workspace_id=workspace_id, workspace__team=team)
         .first()
     )
@@ -37,3 +51,87 @@ def api_token_get_for_user(*, user: User, team: Team, token_id: int) -> ApiToken
     if token is None:
         raise NotFound("No such token.")
     return token
+
+
+def file_get(*, workspace: Workspace, path: str) -> File | None:
+    return File.objects.filter(workspace=workspace, path=path).first()
+
+
+def file_version_get(*, workspace: Workspace, path: str, version: int) -> FileVersion:
+    found = (
+        FileVersion.objects.select_related("file")
+        .filter(file__workspace=workspace, file__path=path, version=version)
+        .first()
+    )
+    if found is None:
+        raise NotFound("No such version.", version=version)
+    return found
+
+
+def file_version_page(
+    *, workspace: Workspace, path: str, before: int | None, limit: int
+) -> list[FileVersion]:
+    """Revisions newest first, keyset-paginated on the version number."""
+    versions = FileVersion.objects.select_related("author").filter(
+        file__workspace=workspace, file__path=path
+    )
+    if before is not None:
+        versions = versions.filter(version__lt=before)
+    return list(versions.order_by("-version")[:limit])
+
+
+def file_version_plaintext(*, version: FileVersion, workspace: Workspace, data_key: bytes) -> str:
+    """Decrypt a revision, binding it to the workspace, file and version it is read as.
+
+    A revision whose ciphertext was altered, or copied from any other row, fails as a
+    whole: no partial text is ever returned.
+    """
+    try:
+        plaintext = unseal(
+            data_key=data_key,
+            ciphertext=bytes(version.ciphertext),
+            associated_data=revision_associated_data(
+                workspace_id=workspace.pk, file_id=version.file_id, version=version.version
+            ),
+        )
+    except CiphertextRejected:
+        raise DocumentUnreadable(version=version.version) from None
+    return plaintext.decode()
+
+
+def key_session_list_for_user(*, user: User, workspace: Workspace) -> list[tuple[KeySession, bool]]:
+    """The caller's key sessions on a workspace, each with whether its key is still cached."""
+    sessions = list(
+        KeySession.objects.filter(user=user, workspace=workspace).order_by("-created_at")[:100]
+    )
+    cached = cache.get_many([session.cache_key for session in sessions])
+    return [
+        (session, not session.is_revoked and session.cache_key in cached) for session in sessions
+    ]
+
+
+def key_session_get_for_owner(*, user: User, team: Team, session_id: uuid.UUID) -> KeySession:
+    session = KeySession.objects.filter(pk=session_id, user=user, workspace__team=team).first()
+    if session is None:
+        raise NotFound("No such key session.")
+    return session
+
+
+def workspace_data_key(*, workspace: Workspace) -> bytes | None:
+    """The workspace's unwrapped data key, or None before its first write."""
+    row = WorkspaceKey.objects.filter(workspace=workspace).first()
+    return None if row is None else bytes(row.wrapped_key)
+
+
+def file_current_version(*, workspace: Workspace, path: str) -> FileVersion | None:
+    """The live revision of a file, in one query; None if never written or deleted."""
+    return (
+        FileVersion.objects.select_related("file", "author")
+        .filter(
+            file__workspace=workspace,
+            file__path=path,
+            file__deleted_at__isnull=True,
+            version=F("file__current_version"),
+        )
+        .first()
+    )

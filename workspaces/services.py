@@ -3,24 +3,44 @@
 from __future__ import annotations
 
 import secrets
+import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.core.cache import cache
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from workspaces.errors import ConsentRevisionConflict
+from workspaces.crypto import (
+    ciphertext_digest,
+    data_key_generate,
+    deployment_key_id,
+    revision_associated_data,
+    seal,
+)
+from workspaces.errors import (
+    ConsentRevisionConflict,
+    DocumentTooLarge,
+    KeySessionUnavailable,
+    VersionConflict,
+)
 from workspaces.models import (
     ApiToken,
+    File,
+    FileVersion,
+    KeySession,
+    KeySessionRevocation,
     Org,
     Team,
     TeamMembership,
     User,
     Workspace,
+    WorkspaceKey,
     WorkspaceMembership,
 )
+from workspaces.selectors import workspace_data_key
 from workspaces.tokens import pat_generate
 
 
@@ -138,3 +158,180 @@ def demo_tenant_seed(*, name: str = "demo") -> DemoCredentials:
         team_id=team.pk,
         workspace_id=workspace.pk,
     )
+
+
+def workspace_key_unwrap(*, workspace: Workspace) -> bytes:
+    """Return the workspace's data key, creating it on first use.
+
+    Two first writers may race to create it; the loser's insert fails on the primary
+    key and it reads the winner's key, so a workspace never has two.
+    """
+    existing = workspace_data_key(workspace=workspace)
+    if existing is not None:
+        return existing
+    try:
+        with transaction.atomic():
+            row = WorkspaceKey.objects.create(
+                workspace=workspace,
+                wrapped_key=data_key_generate(),
+                wrapping_key_id=deployment_key_id(settings.DEPLOYMENT_KEY),
+            )
+    except IntegrityError:
+        row = WorkspaceKey.objects.get(workspace=workspace)
+    return bytes(row.wrapped_key)
+
+
+def workspace_keys_rewrap(*, batch_size: int = 100) -> int:
+    """Re-wrap every data key not yet wrapped by the current deployment key.
+
+    Each batch commits on its own, and rows already re-wrapped are skipped, so an
+    interrupted run resumes where it stopped. Revisions are untouched: they are sealed
+    under the data keys, which do not change. Returns how many keys were re-wrapped.
+    """
+    current = deployment_key_id(settings.DEPLOYMENT_KEY)
+    total = 0
+    while True:
+        with transaction.atomic():
+            batch = list(
+                WorkspaceKey.objects.select_for_update()
+                .exclude(wrapping_key_id=current)
+                .order_by("pk")[:batch_size]
+            )
+            for row in batch:
+                # Assigning the unwrapped value back makes the field seal it again
+                # under the current deployment key.
+                row.wrapped_key = bytes(row.wrapped_key)  # type: ignore[assignment]
+                row.wrapping_key_id = current
+                row.rewrapped_at = timezone.now()
+                row.save(update_fields=["wrapped_key", "wrapping_key_id", "rewrapped_at"])
+        if not batch:
+            return total
+        total += len(batch)
+
+
+def file_write(
+    *,
+    workspace: Workspace,
+    path: str,
+    plaintext: str,
+    base_version: int,
+    data_key: bytes,
+    author: User | None,
+    author_kind: str,
+    change_kind: str,
+) -> FileVersion:
+    """Write a new revision of a file by compare-and-set on its current version.
+
+    `base_version` 0 creates the file and fails if it exists; otherwise the write
+    applies only if the live file is still at `base_version` (a deleted file is never
+    revived by a write). On a mismatch nothing is written and VersionConflict carries
+    the version now held. The version bump and the revision commit together.
+    """
+    encoded = plaintext.encode()
+    limit = settings.MEMORY_MAX_DOCUMENT_BYTES
+    if len(encoded) > limit:
+        raise DocumentTooLarge(limitBytes=limit, bytes=len(encoded))
+    now = timezone.now()
+    with transaction.atomic():
+        if base_version == 0:
+            file = _file_create(workspace=workspace, path=path, now=now)
+        else:
+            # The conditional UPDATE is the compare-and-set: a concurrent writer blocks
+            # on the row lock, then re-reads the bumped version and matches nothing.
+            updated = File.objects.filter(
+                workspace=workspace,
+                path=path,
+                current_version=base_version,
+                deleted_at__isnull=True,
+            ).update(current_version=F("current_version") + 1, updated_at=now)
+            if updated != 1:
+                raise _conflict(workspace=workspace, path=path)
+            file = File.objects.get(workspace=workspace, path=path)
+        ciphertext = seal(
+            data_key=data_key,
+            plaintext=encoded,
+            associated_data=revision_associated_data(
+                workspace_id=workspace.pk, file_id=file.pk, version=file.current_version
+            ),
+        )
+        return FileVersion.objects.create(
+            file=file,
+            version=file.current_version,
+            ciphertext=ciphertext,
+            ciphertext_sha256=ciphertext_digest(ciphertext),
+            size_bytes=len(encoded),
+            author=author,
+            author_kind=author_kind,
+            change_kind=change_kind,
+            created_at=now,
+        )
+
+
+def _file_create(*, workspace: Workspace, path: str, now: datetime) -> File:
+    try:
+        with transaction.atomic():
+            return File.objects.create(
+                workspace=workspace, path=path, current_version=1, created_at=now, updated_at=now
+            )
+    except IntegrityError:
+        if File.objects.filter(workspace=workspace, path=path).exists():
+            raise _conflict(workspace=workspace, path=path) from None
+        raise
+
+
+def _conflict(*, workspace: Workspace, path: str) -> VersionConflict:
+    current = File.objects.filter(workspace=workspace, path=path).values("current_version").first()
+    return VersionConflict(currentVersion=current["current_version"] if current else 0)
+
+
+def key_session_open(*, workspace: Workspace, user: User) -> KeySession:
+    """Open a key session: the unwrapped data key goes into the cache, never the database."""
+    data_key = workspace_key_unwrap(workspace=workspace)
+    session = KeySession.objects.create(workspace=workspace, user=user)
+    cache.set(
+        session.cache_key,
+        {"workspace_id": workspace.pk, "user_id": user.pk, "key": data_key},
+        timeout=settings.KEY_SESSION_IDLE_SECONDS,
+    )
+    return session
+
+
+def key_session_resolve(*, session_id: uuid.UUID, workspace: Workspace, user: User) -> bytes:
+    """Return the data key held by a live key session of `user` on `workspace`.
+
+    Refuses an unknown or foreign session, a revoked one (durable row), and one the
+    cache has evicted after idling. Each use restarts the idle timeout.
+    """
+    session = (
+        KeySession.objects.filter(pk=session_id, workspace=workspace, user=user)
+        .select_related("revocation")
+        .first()
+    )
+    if session is None:
+        raise KeySessionUnavailable(reason="unknown")
+    if session.is_revoked or hasattr(session, "revocation"):
+        raise KeySessionUnavailable(reason="revoked")
+    entry = cache.get(session.cache_key)
+    if entry is None or entry["workspace_id"] != workspace.pk:
+        raise KeySessionUnavailable(reason="expired")
+    cache.touch(session.cache_key, settings.KEY_SESSION_IDLE_SECONDS)
+    return bytes(entry["key"])
+
+
+def key_session_revoke(*, session: KeySession, revoked_by: User) -> KeySession:
+    """Revoke a key session: record the revocation durably, then discard the key.
+
+    The revocation row is what the commit fence reads; stamping the session row in the
+    same transaction gives a fence that locks that row a real order against this.
+    Revoking twice keeps the first revocation.
+    """
+    with transaction.atomic():
+        KeySessionRevocation.objects.get_or_create(
+            key_session=session, defaults={"revoked_by": revoked_by}
+        )
+        KeySession.objects.filter(pk=session.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        transaction.on_commit(lambda: cache.delete(session.cache_key))
+    session.refresh_from_db(fields=["revoked_at"])
+    return session

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
 from pathlib import Path
 
@@ -133,6 +135,9 @@ def _all_subclasses(cls: type[DomainError]) -> list[type[DomainError]]:
 
 
 def test_every_domain_error_code_is_documented_with_its_one_status():
+    for app in ("workspaces", "memory", "automation"):
+        if importlib.util.find_spec(f"{app}.errors"):
+            importlib.import_module(f"{app}.errors")
     documented = _documented_codes()
     raised: dict[str, int] = {}
     for error in _all_subclasses(DomainError):

@@ -12,4 +12,14 @@ urlpatterns = [
         views.WorkspaceAiConsentApi.as_view(),
         name="workspace-ai",
     ),
+    path(
+        "workspaces/<int:workspace_id>/key-sessions",
+        views.KeySessionListCreateApi.as_view(),
+        name="key-session-list",
+    ),
+    path(
+        "automation/key-sessions/<uuid:session_id>",
+        views.KeySessionRevokeApi.as_view(),
+        name="key-session-revoke",
+    ),
 ]

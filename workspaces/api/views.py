@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
@@ -11,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from workspaces import selectors, services
+from workspaces.api.access import caller_membership
 from workspaces.authentication import request_credential
 from workspaces.errors import CredentialKindRefused, WorkspaceAdminRequired
 from workspaces.tokens import jwt_encode
@@ -40,18 +43,12 @@ class WorkspaceAiConsentApi(APIView):
 
     @extend_schema(responses=OutputSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
-        credential = request_credential(request)
-        membership = selectors.workspace_membership_get(
-            user=credential.user, team=credential.team, workspace_id=workspace_id
-        )
+        membership = caller_membership(request, workspace_id)
         return Response(self.OutputSerializer(membership.workspace).data)
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
     def put(self, request: Request, workspace_id: int) -> Response:
-        credential = request_credential(request)
-        membership = selectors.workspace_membership_get(
-            user=credential.user, team=credential.team, workspace_id=workspace_id
-        )
+        membership = caller_membership(request, workspace_id)
         if not membership.is_admin:
             raise WorkspaceAdminRequired()
         data = self.InputSerializer(data=request.data)
@@ -140,3 +137,44 @@ class JwtIssueApi(APIView):
             "expiresInSeconds": settings.JWT_TTL_SECONDS,
         }
         return Response(self.OutputSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+class KeySessionListCreateApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.UUIDField()
+        workspaceId = serializers.IntegerField(source="workspace_id")
+        createdAt = serializers.DateTimeField(source="created_at")
+        revokedAt = serializers.DateTimeField(source="revoked_at", allow_null=True)
+        idleTimeoutSeconds = serializers.SerializerMethodField()
+
+        def get_idleTimeoutSeconds(self, _session: object) -> int:
+            return int(settings.KEY_SESSION_IDLE_SECONDS)
+
+    class ListedSerializer(OutputSerializer):
+        live = serializers.BooleanField()
+
+    @extend_schema(request=None, responses={201: OutputSerializer})
+    def post(self, request: Request, workspace_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        session = services.key_session_open(workspace=membership.workspace, user=membership.user)
+        return Response(self.OutputSerializer(session).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=ListedSerializer(many=True))
+    def get(self, request: Request, workspace_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        sessions = selectors.key_session_list_for_user(
+            user=membership.user, workspace=membership.workspace
+        )
+        rows = [dict(self.OutputSerializer(s).data, live=live) for s, live in sessions]
+        return Response(rows)
+
+
+class KeySessionRevokeApi(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, session_id: uuid.UUID) -> Response:
+        credential = request_credential(request)
+        session = selectors.key_session_get_for_owner(
+            user=credential.user, team=credential.team, session_id=session_id
+        )
+        services.key_session_revoke(session=session, revoked_by=credential.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)

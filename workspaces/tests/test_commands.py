@@ -6,7 +6,8 @@ from io import StringIO
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from workspaces.models import Org, Team, User, Workspace, WorkspaceMembership
+from workspaces.models import Org, Team, User, Workspace, WorkspaceKey, WorkspaceMembership
+from workspaces.services import workspace_key_unwrap
 
 
 def seed(*args: str) -> dict:
@@ -65,3 +66,16 @@ def test_seed_demo_prints_readable_credentials(db):
     password = text.split("password:")[1].split()[0]
     assert user.check_password(password)
     assert "iap_" in text
+
+
+def test_rewrap_command_rewraps_under_the_new_key(tenant, settings):
+    key = workspace_key_unwrap(workspace=tenant.workspace)
+    settings.DEPLOYMENT_PREVIOUS_KEYS = [settings.DEPLOYMENT_KEY]
+    settings.DEPLOYMENT_KEY = "a rotated deployment key used by this test " * 2
+    out = StringIO()
+
+    call_command("rewrap_data_keys", "--batch-size", "1", stdout=out)
+
+    settings.DEPLOYMENT_PREVIOUS_KEYS = []
+    assert out.getvalue().strip() == "Re-wrapped 1 workspace data key(s)."
+    assert bytes(WorkspaceKey.objects.get(workspace=tenant.workspace).wrapped_key) == key

@@ -9,7 +9,16 @@ from django.apps import apps
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
-from workspaces.models import ApiToken, Org, TeamMembership, Workspace, WorkspaceMembership
+from workspaces.models import (
+    ApiToken,
+    File,
+    FileVersion,
+    Org,
+    TeamMembership,
+    Workspace,
+    WorkspaceKey,
+    WorkspaceMembership,
+)
 from workspaces.services import api_token_create
 
 PROJECT_APPS = ("workspaces", "memory", "automation")
@@ -97,7 +106,78 @@ def test_workspace_names_are_unique_in_a_team(tenant):
     )
 
 
+def test_file_version_numbers_start_at_one(memory_revision):
+    violates(
+        "workspaces_fileversion_version_positive",
+        lambda: FileVersion.objects.filter(pk=memory_revision.pk).update(version=0),
+    )
+
+
+def test_file_current_version_starts_at_one(memory_revision):
+    violates(
+        "workspaces_file_current_version_positive",
+        lambda: File.objects.filter(pk=memory_revision.file_id).update(current_version=0),
+    )
+
+
+def test_file_version_size_is_not_negative(memory_revision):
+    violates(
+        "workspaces_fileversion_size_non_negative",
+        lambda: FileVersion.objects.filter(pk=memory_revision.pk).update(size_bytes=-1),
+    )
+
+
+def test_file_version_digest_is_sha256(memory_revision):
+    violates(
+        "workspaces_fileversion_digest_is_sha256",
+        lambda: FileVersion.objects.filter(pk=memory_revision.pk).update(ciphertext_sha256="x"),
+    )
+
+
+def test_file_version_author_kind_is_a_known_choice(memory_revision):
+    violates(
+        "workspaces_fileversion_author_kind_valid",
+        lambda: FileVersion.objects.filter(pk=memory_revision.pk).update(author_kind="robot"),
+    )
+
+
+def test_file_version_change_kind_is_a_known_choice(memory_revision):
+    violates(
+        "workspaces_fileversion_change_kind_valid",
+        lambda: FileVersion.objects.filter(pk=memory_revision.pk).update(change_kind="merge"),
+    )
+
+
+def test_file_versions_are_unique_per_file(memory_revision):
+    violates(
+        "workspaces_fileversion_unique",
+        lambda: FileVersion.objects.create(
+            file_id=memory_revision.file_id,
+            version=memory_revision.version,
+            ciphertext=b"x",
+            ciphertext_sha256="0" * 64,
+            size_bytes=0,
+            author_kind="human",
+            change_kind="save",
+        ),
+    )
+
+
+def test_wrapping_key_id_is_a_fingerprint(memory_revision, tenant):
+    violates(
+        "workspaces_workspacekey_wrapping_key_id_valid",
+        lambda: WorkspaceKey.objects.filter(workspace=tenant.workspace).update(wrapping_key_id=""),
+    )
+
+
 TESTED_HERE = {
+    "workspaces_fileversion_version_positive",
+    "workspaces_file_current_version_positive",
+    "workspaces_fileversion_size_non_negative",
+    "workspaces_fileversion_digest_is_sha256",
+    "workspaces_fileversion_author_kind_valid",
+    "workspaces_fileversion_change_kind_valid",
+    "workspaces_workspacekey_wrapping_key_id_valid",
     "workspaces_org_status_valid",
     "workspaces_org_deletion_due_iff_pending",
     "workspaces_org_memory_quota_non_negative",

@@ -1,0 +1,26 @@
+from django.urls import path
+
+from memory.api import views
+
+urlpatterns = [
+    path(
+        "workspaces/<int:workspace_id>/memory",
+        views.MemoryDocumentApi.as_view(),
+        name="memory-document",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/memory/versions",
+        views.MemoryVersionListApi.as_view(),
+        name="memory-version-list",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/memory/versions/<int:version>",
+        views.MemoryVersionDetailApi.as_view(),
+        name="memory-version-detail",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/memory/policy",
+        views.MemoryPolicyApi.as_view(),
+        name="memory-policy",
+    ),
+]

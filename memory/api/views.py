@@ -1,0 +1,170 @@
+"""The human memory routes. Thin: parse, call a selector or service, render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memory import selectors, services
+from memory.models import MemoryPolicy
+from workspaces.api.access import caller_membership
+from workspaces.api.headers import base_version_from, flag_from
+
+BASE_VERSION_HEADER = OpenApiParameter(
+    "X-Base-Version",
+    int,
+    OpenApiParameter.HEADER,
+    required=True,
+    description="The version this write is based on; 0 creates the document.",
+)
+CLEAR_HEADER = OpenApiParameter(
+    "X-Memory-Clear",
+    int,
+    OpenApiParameter.HEADER,
+    description="1 with empty content: Clear (also advances the Clear generation).",
+)
+
+
+class RevisionSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    bytes = serializers.IntegerField(source="size_bytes")
+    createdAt = serializers.DateTimeField(source="created_at")
+    authorKind = serializers.CharField(source="author_kind")
+    changeKind = serializers.CharField(source="change_kind")
+    author = serializers.CharField(source="author.username", allow_null=True, default=None)
+    ciphertextSha256 = serializers.CharField(source="ciphertext_sha256")
+
+
+class MemoryDocumentApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        # Never trimmed or normalised: the saved text is exactly the text sent.
+        content = serializers.CharField(allow_blank=True, trim_whitespace=False, required=False)
+        restoreVersion = serializers.IntegerField(min_value=1, required=False)
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if ("content" in attrs) == ("restoreVersion" in attrs):
+                raise serializers.ValidationError("Send exactly one of content or restoreVersion.")
+            if self.context["is_clear"] and attrs.get("content") != "":
+                raise serializers.ValidationError("A Clear sends empty content.")
+            return attrs
+
+    class OutputSerializer(serializers.Serializer):
+        content = serializers.CharField()
+        version = serializers.IntegerField()
+        bytes = serializers.IntegerField()
+        recallable = serializers.BooleanField(source="is_recallable")
+
+    class WrittenSerializer(serializers.Serializer):
+        version = serializers.IntegerField()
+        bytes = serializers.IntegerField(source="size_bytes")
+        changeKind = serializers.CharField(source="change_kind")
+
+    @extend_schema(responses=OutputSerializer)
+    def get(self, request: Request, workspace_id: int) -> Response:
+        workspace = caller_membership(request, workspace_id).workspace
+        return Response(
+            self.OutputSerializer(selectors.memory_current_get(workspace=workspace)).data
+        )
+
+    @extend_schema(
+        parameters=[BASE_VERSION_HEADER, CLEAR_HEADER],
+        request=InputSerializer,
+        responses=WrittenSerializer,
+    )
+    def put(self, request: Request, workspace_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        base_version = base_version_from(request)
+        is_clear = flag_from(request, "X-Memory-Clear")
+        data = self.InputSerializer(data=request.data, context={"is_clear": is_clear})
+        data.is_valid(raise_exception=True)
+        workspace, author = membership.workspace, membership.user
+        if is_clear:
+            revision = services.memory_clear(
+                workspace=workspace, author=author, base_version=base_version
+            )
+        elif "restoreVersion" in data.validated_data:
+            revision = services.memory_undo(
+                workspace=workspace,
+                author=author,
+                base_version=base_version,
+                restore_version=data.validated_data["restoreVersion"],
+            )
+        else:
+            revision = services.memory_save(
+                workspace=workspace,
+                author=author,
+                base_version=base_version,
+                content=data.validated_data["content"],
+            )
+        return Response(self.WrittenSerializer(revision).data)
+
+
+class MemoryVersionListApi(APIView):
+    class QuerySerializer(serializers.Serializer):
+        before = serializers.IntegerField(min_value=1, required=False)
+        limit = serializers.IntegerField(min_value=1, max_value=100, default=50)
+
+    class PageSerializer(serializers.Serializer):
+        results = RevisionSerializer(many=True)
+        nextBefore = serializers.IntegerField(allow_null=True)
+
+    @extend_schema(parameters=[QuerySerializer], responses=PageSerializer)
+    def get(self, request: Request, workspace_id: int) -> Response:
+        workspace = caller_membership(request, workspace_id).workspace
+        query = self.QuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        limit = query.validated_data["limit"]
+        page = selectors.memory_version_page(
+            workspace=workspace, before=query.validated_data.get("before"), limit=limit
+        )
+        next_before = page[-1].version if len(page) == limit and page[-1].version > 1 else None
+        return Response(self.PageSerializer({"results": page, "nextBefore": next_before}).data)
+
+
+class MemoryVersionDetailApi(APIView):
+    class OutputSerializer(RevisionSerializer):
+        content = serializers.CharField()
+
+    @extend_schema(responses=OutputSerializer)
+    def get(self, request: Request, workspace_id: int, version: int) -> Response:
+        workspace = caller_membership(request, workspace_id).workspace
+        revision = selectors.memory_version_get(workspace=workspace, version=version)
+        text = selectors.memory_revision_text(workspace=workspace, revision=revision)
+        body = dict(RevisionSerializer(revision).data, content=text.content)
+        return Response(body)
+
+
+class MemoryPolicyApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        mode = serializers.ChoiceField(choices=MemoryPolicy.Mode.choices)
+        expectedRevision = serializers.IntegerField(min_value=0)
+
+    class OutputSerializer(serializers.Serializer):
+        mode = serializers.CharField()
+        policyRevision = serializers.IntegerField(source="policy_revision")
+        clearGeneration = serializers.IntegerField(source="clear_generation")
+
+    @extend_schema(responses=OutputSerializer)
+    def get(self, request: Request, workspace_id: int) -> Response:
+        workspace = caller_membership(request, workspace_id).workspace
+        return Response(
+            self.OutputSerializer(selectors.memory_policy_get(workspace=workspace)).data
+        )
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer)
+    def put(self, request: Request, workspace_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        state = services.memory_policy_set(
+            workspace=membership.workspace,
+            mode=data.validated_data["mode"],
+            expected_revision=data.validated_data["expectedRevision"],
+            actor=membership.user,
+        )
+        return Response(self.OutputSerializer(state).data)

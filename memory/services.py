@@ -1,0 +1,130 @@
+"""Every change to the memory document and its policy.
+
+Human writes are direct compare-and-set writes of the encrypted document: each names
+the version it is based on, and either lands as exactly the next version or changes
+nothing. Nothing is queued, so no delayed write can refill memory after a Clear.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memory.errors import PolicyRevisionConflict
+from memory.models import MEMORY_PATH, MemoryPolicy
+from memory.selectors import PolicyState, memory_policy_get, memory_version_get
+from workspaces.models import FileVersion, User, Workspace
+from workspaces.selectors import file_version_plaintext
+from workspaces.services import file_write, workspace_key_unwrap
+
+
+def _policy_row_ensure(*, workspace: Workspace) -> None:
+    # get_or_create survives a concurrent first insert; the row it makes reads exactly
+    # like the missing row it replaces (read only, revision 0, generation 0).
+    MemoryPolicy.objects.get_or_create(workspace=workspace)
+
+
+def memory_policy_set(
+    *, workspace: Workspace, mode: str, expected_revision: int, actor: User
+) -> PolicyState:
+    """Change the memory mode by compare-and-set on the policy revision.
+
+    Every accepted change bumps the revision, retiring admissions taken under the old
+    one. It never touches workspace AI consent or key sessions, and never the text.
+    """
+    with transaction.atomic():
+        _policy_row_ensure(workspace=workspace)
+        updated = MemoryPolicy.objects.filter(
+            pk=workspace.pk, policy_revision=expected_revision
+        ).update(
+            mode=mode,
+            policy_revision=F("policy_revision") + 1,
+            updated_at=timezone.now(),
+            updated_by=actor,
+        )
+        if updated != 1:
+            current = memory_policy_get(workspace=workspace)
+            raise PolicyRevisionConflict(currentRevision=current.policy_revision)
+    return memory_policy_get(workspace=workspace)
+
+
+def memory_save(
+    *, workspace: Workspace, author: User, base_version: int, content: str
+) -> FileVersion:
+    """Save `content` as the next version after `base_version` (0 creates the document)."""
+    return _human_write(
+        workspace=workspace,
+        author=author,
+        base_version=base_version,
+        content=content,
+        change_kind=FileVersion.ChangeKind.SAVE,
+        data_key=workspace_key_unwrap(workspace=workspace),
+    )
+
+
+def memory_clear(*, workspace: Workspace, author: User, base_version: int) -> FileVersion:
+    """Write an empty revision and advance the Clear generation, both or neither.
+
+    The mode is kept. If another write won first the base no longer matches: nothing is
+    written and the generation does not move.
+    """
+    data_key = workspace_key_unwrap(workspace=workspace)
+    with transaction.atomic():
+        # Lock order: the policy row before the file row, as the commit fence takes them,
+        # so a Clear and a capture can wait for each other but never deadlock.
+        _policy_row_ensure(workspace=workspace)
+        MemoryPolicy.objects.filter(pk=workspace.pk).update(
+            clear_generation=F("clear_generation") + 1, updated_at=timezone.now()
+        )
+        return _human_write(
+            workspace=workspace,
+            author=author,
+            base_version=base_version,
+            content="",
+            change_kind=FileVersion.ChangeKind.CLEAR,
+            data_key=data_key,
+        )
+
+
+def memory_undo(
+    *, workspace: Workspace, author: User, base_version: int, restore_version: int
+) -> FileVersion:
+    """Restore an older revision's text as a new revision against the current version.
+
+    It cannot overwrite newer text (the base must still be current) and never rewinds
+    the Clear generation or the policy revision.
+    """
+    data_key = workspace_key_unwrap(workspace=workspace)
+    older = memory_version_get(workspace=workspace, version=restore_version)
+    content = file_version_plaintext(version=older, workspace=workspace, data_key=data_key)
+    return _human_write(
+        workspace=workspace,
+        author=author,
+        base_version=base_version,
+        content=content,
+        change_kind=FileVersion.ChangeKind.UNDO,
+        data_key=data_key,
+    )
+
+
+def _human_write(
+    *,
+    workspace: Workspace,
+    author: User,
+    base_version: int,
+    content: str,
+    change_kind: str,
+    data_key: bytes,
+) -> FileVersion:
+    with transaction.atomic():
+        return file_write(
+            workspace=workspace,
+            path=MEMORY_PATH,
+            plaintext=content,
+            base_version=base_version,
+            data_key=data_key,
+            author=author,
+            author_kind=FileVersion.AuthorKind.HUMAN,
+            change_kind=change_kind,
+        )

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import pytest
+from django.apps import apps
+from django.db import IntegrityError, models, transaction
+
+from memory.models import MemoryPolicy
+
+
+@pytest.fixture
+def policy(tenant) -> MemoryPolicy:
+    return MemoryPolicy.objects.create(workspace=tenant.workspace)
+
+
+@pytest.mark.parametrize(
+    ("constraint", "change"),
+    [
+        ("memory_memorypolicy_mode_valid", {"mode": "sometimes"}),
+        ("memory_memorypolicy_revision_non_negative", {"policy_revision": -1}),
+        ("memory_memorypolicy_generation_non_negative", {"clear_generation": -1}),
+    ],
+)
+def test_policy_constraints_refuse_bad_rows(policy, constraint, change):
+    with pytest.raises(IntegrityError) as caught, transaction.atomic():
+        MemoryPolicy.objects.filter(pk=policy.pk).update(**change)
+
+    assert constraint in str(caught.value)
+
+
+def test_every_check_constraint_of_this_app_is_tested_above():
+    declared = {
+        constraint.name
+        for model in apps.get_app_config("memory").get_models()
+        for constraint in model._meta.constraints
+        if isinstance(constraint, models.CheckConstraint)
+    }
+
+    assert declared == {
+        "memory_memorypolicy_mode_valid",
+        "memory_memorypolicy_revision_non_negative",
+        "memory_memorypolicy_generation_non_negative",
+    }

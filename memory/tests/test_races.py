@@ -1,0 +1,153 @@
+"""Compare-and-set under real concurrency, on PostgreSQL with one connection per writer."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection, transaction
+from rest_framework.test import APIClient
+
+from conftest import postgres_only, run_concurrently, wait_until_a_backend_waits_on_a_lock
+from memory import services
+from memory.models import MEMORY_PATH
+from memory.selectors import memory_current_get, memory_policy_get
+from workspaces.errors import VersionConflict
+from workspaces.models import FileVersion
+from workspaces.services import api_token_create
+
+pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+
+
+def stored_versions(tenant) -> list[int]:
+    return list(
+        FileVersion.objects.filter(file__workspace=tenant.workspace, file__path=MEMORY_PATH)
+        .order_by("version")
+        .values_list("version", flat=True)
+    )
+
+
+def client_of(tenant, user) -> APIClient:
+    _, raw = api_token_create(user=user, team=tenant.team, name="race")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+def test_two_writers_with_the_same_base_one_200_one_409(tenant, memory_revision):
+    url = f"/api/v1/workspaces/{tenant.workspace.pk}/memory"
+    clients = [client_of(tenant, tenant.member), client_of(tenant, tenant.admin)]
+
+    def save(client, text):
+        return lambda: client.put(url, {"content": text}, format="json", HTTP_X_BASE_VERSION="1")
+
+    responses = run_concurrently(save(clients[0], "from tab A"), save(clients[1], "from tab B"))
+
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses == [200, 409]
+    winner = next(r for r in responses if r.status_code == 200)
+    loser = next(r for r in responses if r.status_code == 409)
+    assert loser.json()["error"] == {
+        "code": "VERSION_CONFLICT",
+        "message": loser.json()["error"]["message"],
+        "detail": {"currentVersion": 2},
+    }
+    final = memory_current_get(workspace=tenant.workspace)
+    assert (final.version, winner.json()["version"]) == (2, 2)
+    assert final.content in {"from tab A", "from tab B"}
+    assert stored_versions(tenant) == [1, 2]
+
+
+def test_eight_writers_with_the_same_base_exactly_one_lands(tenant, memory_revision):
+    def save(n):
+        return lambda: services.memory_save(
+            workspace=tenant.workspace, author=tenant.member, base_version=1, content=f"w{n}"
+        )
+
+    results = run_concurrently(*(save(n) for n in range(8)))
+
+    winners = [r for r in results if isinstance(r, FileVersion)]
+    assert len(winners) == 1
+    assert all(isinstance(r, VersionConflict) for r in results if r not in winners)
+    assert stored_versions(tenant) == [1, 2]
+
+
+def test_writer_blocked_behind_an_uncommitted_save_conflicts_once_it_commits(
+    tenant, memory_revision
+):
+    holding = threading.Event()
+    release = threading.Event()
+
+    def first():
+        with transaction.atomic():
+            revision = services.memory_save(
+                workspace=tenant.workspace, author=tenant.member, base_version=1, content="first"
+            )
+            holding.set()
+            release.wait(timeout=30)
+        return revision
+
+    def second():
+        holding.wait(timeout=30)
+        return services.memory_save(
+            workspace=tenant.workspace, author=tenant.admin, base_version=1, content="second"
+        )
+
+    def referee():
+        holding.wait(timeout=30)
+        wait_until_a_backend_waits_on_a_lock()
+        release.set()
+
+    results = run_concurrently(first, second, referee)
+
+    assert isinstance(results[0], FileVersion)
+    assert isinstance(results[1], VersionConflict)
+    assert results[1].detail == {"currentVersion": 2}
+    assert memory_current_get(workspace=tenant.workspace).content == "first"
+    assert stored_versions(tenant) == [1, 2]
+
+
+def test_clear_that_loses_a_race_writes_nothing_and_keeps_the_generation(tenant, memory_revision):
+    holding = threading.Event()
+    release = threading.Event()
+
+    def save():
+        with transaction.atomic():
+            services.memory_save(
+                workspace=tenant.workspace, author=tenant.member, base_version=1, content="newer"
+            )
+            holding.set()
+            release.wait(timeout=30)
+
+    def clear():
+        holding.wait(timeout=30)
+        return services.memory_clear(
+            workspace=tenant.workspace, author=tenant.admin, base_version=1
+        )
+
+    def referee():
+        holding.wait(timeout=30)
+        wait_until_a_backend_waits_on_a_lock()
+        release.set()
+
+    results = run_concurrently(save, clear, referee)
+
+    assert isinstance(results[1], VersionConflict)
+    assert memory_policy_get(workspace=tenant.workspace).clear_generation == 0
+    assert memory_current_get(workspace=tenant.workspace).content == "newer"
+    assert stored_versions(tenant) == [1, 2]
+
+
+def test_concurrent_first_writes_create_one_document_and_one_key(tenant):
+    def create(n):
+        return lambda: services.memory_save(
+            workspace=tenant.workspace, author=tenant.member, base_version=0, content=f"c{n}"
+        )
+
+    results = run_concurrently(*(create(n) for n in range(6)))
+
+    assert sum(isinstance(r, FileVersion) for r in results) == 1
+    assert sum(isinstance(r, VersionConflict) for r in results) == 5
+    assert stored_versions(tenant) == [1]
+    assert memory_current_get(workspace=tenant.workspace).version == 1
+    connection.close()

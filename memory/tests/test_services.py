@@ -1,0 +1,107 @@
+"""Service-level guarantees: all-or-nothing writes and the policy compare-and-set."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory import services
+from memory.errors import PolicyRevisionConflict
+from memory.models import MEMORY_PATH, MemoryPolicy
+from memory.selectors import memory_current_get, memory_policy_get
+from workspaces.models import FileVersion, Workspace
+
+
+class InjectedFailure(Exception):
+    pass
+
+
+@pytest.fixture
+def fail_after_revision_insert(monkeypatch):
+    """Make the revision insert succeed, then fail inside the same transaction."""
+    real_write = services.file_write
+
+    def write_then_fail(**kwargs):
+        revision = real_write(**kwargs)
+        assert FileVersion.objects.filter(pk=revision.pk).exists()
+        raise InjectedFailure()
+
+    monkeypatch.setattr(services, "file_write", write_then_fail)
+
+
+def revision_count(tenant) -> int:
+    return FileVersion.objects.filter(file__workspace=tenant.workspace).count()
+
+
+def test_failure_after_a_save_leaves_no_revision(
+    tenant, memory_revision, fail_after_revision_insert
+):
+    with pytest.raises(InjectedFailure):
+        services.memory_save(
+            workspace=tenant.workspace, author=tenant.member, base_version=1, content="lost"
+        )
+
+    assert revision_count(tenant) == 1
+    assert memory_current_get(workspace=tenant.workspace).version == 1
+
+
+def test_failure_after_a_clear_leaves_no_revision_and_no_generation_change(
+    tenant, memory_revision, fail_after_revision_insert
+):
+    with pytest.raises(InjectedFailure):
+        services.memory_clear(workspace=tenant.workspace, author=tenant.member, base_version=1)
+
+    assert revision_count(tenant) == 1
+    assert memory_current_get(workspace=tenant.workspace).content == "- likes tea\n"
+    assert memory_policy_get(workspace=tenant.workspace).clear_generation == 0
+
+
+def test_policy_missing_row_reads_as_read_only_revision_0_generation_0(tenant):
+    state = memory_policy_get(workspace=tenant.workspace)
+
+    assert (state.mode, state.policy_revision, state.clear_generation) == ("read_only", 0, 0)
+    assert not MemoryPolicy.objects.exists()
+
+
+def test_policy_change_bumps_the_revision_and_nothing_else(tenant):
+    services.memory_policy_set(
+        workspace=tenant.workspace, mode="auto", expected_revision=0, actor=tenant.member
+    )
+
+    state = services.memory_policy_set(
+        workspace=tenant.workspace, mode="off", expected_revision=1, actor=tenant.member
+    )
+
+    assert (state.mode, state.policy_revision, state.clear_generation) == ("off", 2, 0)
+    workspace = Workspace.objects.get(pk=tenant.workspace.pk)
+    assert (workspace.ai_enabled, workspace.ai_consent_revision) == (True, 0)
+
+
+def test_stale_policy_revision_is_refused_and_changes_nothing(tenant):
+    services.memory_policy_set(
+        workspace=tenant.workspace, mode="auto", expected_revision=0, actor=tenant.member
+    )
+
+    with pytest.raises(PolicyRevisionConflict) as refused:
+        services.memory_policy_set(
+            workspace=tenant.workspace, mode="off", expected_revision=0, actor=tenant.member
+        )
+
+    assert refused.value.detail == {"currentRevision": 1}
+    state = memory_policy_get(workspace=tenant.workspace)
+    assert (state.mode, state.policy_revision) == ("auto", 1)
+
+
+def test_clear_generation_never_moves_back_through_undo(tenant, memory_revision):
+    services.memory_clear(workspace=tenant.workspace, author=tenant.member, base_version=1)
+    services.memory_undo(
+        workspace=tenant.workspace, author=tenant.member, base_version=2, restore_version=1
+    )
+
+    assert memory_policy_get(workspace=tenant.workspace).clear_generation == 1
+    assert memory_current_get(workspace=tenant.workspace).content == "- likes tea\n"
+    kinds = list(
+        FileVersion.objects.filter(file__path=MEMORY_PATH)
+        .order_by("version")
+        .values_list("change_kind", flat=True)
+    )
+    assert kinds == ["save", "clear", "undo"]

@@ -1,0 +1,31 @@
+"""Parsing of the request headers that carry compare-and-set preconditions."""
+
+from __future__ import annotations
+
+from rest_framework.request import Request
+
+from workspaces.errors import BaseVersionRequired, InvalidHeader
+
+
+def base_version_from(request: Request) -> int:
+    """Read X-Base-Version: required, a whole number >= 0 (0 means create-only)."""
+    raw = request.headers.get("X-Base-Version")
+    if raw is None or not raw.strip():
+        raise BaseVersionRequired()
+    raw = raw.strip()
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        raise InvalidHeader(
+            "X-Base-Version must be a whole number of at least 0.",
+            header="X-Base-Version",
+        )
+    return int(raw)
+
+
+def flag_from(request: Request, name: str) -> bool:
+    """Read a 0/1 flag header; absent is 0, anything other than 0 or 1 is refused."""
+    raw = request.headers.get(name)
+    if raw is None:
+        return False
+    if raw.strip() not in {"0", "1"}:
+        raise InvalidHeader(f"{name} must be 0 or 1.", header=name)
+    return raw.strip() == "1"

@@ -1,0 +1,103 @@
+"""Encryption of document revisions and wrapping of per-workspace data keys.
+
+Two layers:
+
+* every workspace has its own random 256-bit data key; each revision is sealed with
+  AES-256-GCM under it, with associated data naming the workspace, the file and the
+  version, so a ciphertext copied into any other row fails authentication;
+* the data key is stored wrapped by the deployment key (CRYPTOGRAPHY_KEY) in a
+  django-cryptography encrypted field.
+
+django-cryptography signs its ciphertext with SECRET_KEY unless told otherwise, which
+would make every stored key unreadable the day SECRET_KEY is rotated. The field below
+gives it an encryption key and a signing key both derived from the deployment key, and
+falls back to CRYPTOGRAPHY_PREVIOUS_KEYS while a rotation is under way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import lru_cache
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from django.conf import settings
+from django.core.signing import BadSignature
+from django.db import models
+from django_cryptography.core.signing import FernetSigner
+from django_cryptography.fields import encrypt
+from django_cryptography.utils.crypto import FernetBytes, InvalidToken
+
+DATA_KEY_BYTES = 32
+NONCE_BYTES = 12
+
+
+class CiphertextRejected(Exception):
+    """A ciphertext failed authentication: tampered, truncated, or moved from another row."""
+
+
+def data_key_generate() -> bytes:
+    return AESGCM.generate_key(bit_length=8 * DATA_KEY_BYTES)
+
+
+def revision_associated_data(*, workspace_id: int, file_id: int, version: int) -> bytes:
+    return f"workspace-memory/v1/{workspace_id}/{file_id}/{version}".encode()
+
+
+def seal(*, data_key: bytes, plaintext: bytes, associated_data: bytes) -> bytes:
+    nonce = os.urandom(NONCE_BYTES)
+    return nonce + AESGCM(data_key).encrypt(nonce, plaintext, associated_data)
+
+
+def unseal(*, data_key: bytes, ciphertext: bytes, associated_data: bytes) -> bytes:
+    nonce, body = ciphertext[:NONCE_BYTES], ciphertext[NONCE_BYTES:]
+    try:
+        return AESGCM(data_key).decrypt(nonce, body, associated_data)
+    except (InvalidTag, ValueError):
+        raise CiphertextRejected() from None
+
+
+def ciphertext_digest(ciphertext: bytes) -> str:
+    return hashlib.sha256(ciphertext).hexdigest()
+
+
+def deployment_key_id(secret: str) -> str:
+    """A short public fingerprint of a deployment key, recorded beside what it wrapped."""
+    return hashlib.sha256(f"workspace-memory/key-id/{secret}".encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=8)
+def _fernet_for(secret: str) -> FernetBytes:
+    def derive(purpose: bytes) -> bytes:
+        return HKDF(
+            algorithm=hashes.SHA256(), length=32, salt=None, info=b"workspace-memory/" + purpose
+        ).derive(secret.encode())
+
+    return FernetBytes(key=derive(b"wrap"), signer=FernetSigner(key=derive(b"sign")))
+
+
+def deployment_keys() -> list[str]:
+    """The current deployment key first, then any previous ones still accepted for reading."""
+    return [settings.DEPLOYMENT_KEY, *settings.DEPLOYMENT_PREVIOUS_KEYS]
+
+
+_EncryptedBinaryField: type[models.BinaryField] = type(encrypt(models.BinaryField()))
+
+
+class WrappedKeyField(_EncryptedBinaryField):  # type: ignore[valid-type,misc]
+    """django-cryptography's encrypted binary field, keyed by the deployment key alone."""
+
+    def _dump(self, value: Any) -> bytes:
+        return bytes(_fernet_for(settings.DEPLOYMENT_KEY).encrypt(bytes(value)))
+
+    def _load(self, value: bytes) -> bytes:
+        for secret in deployment_keys():
+            try:
+                return bytes(_fernet_for(secret).decrypt(value))
+            except (BadSignature, InvalidToken):
+                continue
+        raise CiphertextRejected("no configured deployment key unwraps this data key")

@@ -1,0 +1,185 @@
+"""Revision sealing and data-key wrapping, including the pinned django-cryptography package."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.db import connection, models
+from django_cryptography.fields import encrypt
+from hypothesis import given
+from hypothesis import strategies as st
+
+from workspaces.crypto import (
+    CiphertextRejected,
+    data_key_generate,
+    deployment_key_id,
+    revision_associated_data,
+    seal,
+    unseal,
+)
+from workspaces.models import FileVersion, WorkspaceKey
+from workspaces.services import file_write, workspace_key_unwrap, workspace_keys_rewrap
+
+AD = revision_associated_data(workspace_id=1, file_id=2, version=3)
+
+
+def test_pinned_django_cryptography_imports_and_builds_a_field_on_this_django():
+    field = encrypt(models.BinaryField())
+
+    assert field.get_internal_type() == "BinaryField"
+
+
+def test_wrapped_key_round_trips_through_the_database(tenant):
+    key = workspace_key_unwrap(workspace=tenant.workspace)
+
+    stored = WorkspaceKey.objects.get(workspace=tenant.workspace)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT wrapped_key FROM workspaces_workspacekey WHERE workspace_id = %s",
+            [tenant.workspace.pk],
+        )
+        raw = bytes(cursor.fetchone()[0])
+
+    assert len(key) == 32
+    assert bytes(stored.wrapped_key) == key
+    assert key not in raw
+    assert workspace_key_unwrap(workspace=tenant.workspace) == key
+
+
+def test_rotating_secret_key_does_not_break_unwrapping(tenant, settings):
+    key = workspace_key_unwrap(workspace=tenant.workspace)
+
+    settings.SECRET_KEY = "an entirely different session secret " * 2
+
+    assert bytes(WorkspaceKey.objects.get(workspace=tenant.workspace).wrapped_key) == key
+
+
+def test_another_deployment_key_cannot_unwrap(tenant, settings):
+    workspace_key_unwrap(workspace=tenant.workspace)
+
+    settings.DEPLOYMENT_KEY = "a deployment key that never wrapped anything " * 2
+
+    with pytest.raises(CiphertextRejected):
+        WorkspaceKey.objects.get(workspace=tenant.workspace)
+
+
+@given(st.binary(max_size=4096))
+def test_seal_then_unseal_returns_the_plaintext(plaintext):
+    key = data_key_generate()
+
+    assert (
+        unseal(
+            data_key=key,
+            ciphertext=seal(data_key=key, plaintext=plaintext, associated_data=AD),
+            associated_data=AD,
+        )
+        == plaintext
+    )
+
+
+@given(st.binary(min_size=1, max_size=256), st.data())
+def test_any_flipped_bit_is_rejected(plaintext, data):
+    key = data_key_generate()
+    sealed = bytearray(seal(data_key=key, plaintext=plaintext, associated_data=AD))
+    bit = data.draw(st.integers(min_value=0, max_value=len(sealed) * 8 - 1))
+    sealed[bit // 8] ^= 1 << (bit % 8)
+
+    with pytest.raises(CiphertextRejected):
+        unseal(data_key=key, ciphertext=bytes(sealed), associated_data=AD)
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        {"workspace_id": 9, "file_id": 2, "version": 3},
+        {"workspace_id": 1, "file_id": 9, "version": 3},
+        {"workspace_id": 1, "file_id": 2, "version": 4},
+    ],
+)
+def test_ciphertext_read_as_another_row_is_rejected(elsewhere):
+    key = data_key_generate()
+    sealed = seal(data_key=key, plaintext=b"memory", associated_data=AD)
+
+    with pytest.raises(CiphertextRejected):
+        unseal(
+            data_key=key, ciphertext=sealed, associated_data=revision_associated_data(**elsewhere)
+        )
+
+
+def test_two_seals_of_the_same_text_differ():
+    key = data_key_generate()
+
+    assert seal(data_key=key, plaintext=b"x", associated_data=AD) != seal(
+        data_key=key, plaintext=b"x", associated_data=AD
+    )
+
+
+def test_truncated_ciphertext_is_rejected():
+    with pytest.raises(CiphertextRejected):
+        unseal(data_key=data_key_generate(), ciphertext=os.urandom(5), associated_data=AD)
+
+
+def test_rewrap_moves_every_key_to_the_new_deployment_key_without_touching_revisions(
+    make_tenant, settings
+):
+    tenants = [make_tenant() for _ in range(5)]
+    for tenant in tenants:
+        file_write(
+            workspace=tenant.workspace,
+            path="notes/a.md",
+            plaintext="x",
+            base_version=0,
+            data_key=workspace_key_unwrap(workspace=tenant.workspace),
+            author=tenant.member,
+            author_kind="human",
+            change_kind="save",
+        )
+    digests_before = dict(FileVersion.objects.values_list("pk", "ciphertext_sha256"))
+    keys_before = {t.workspace.pk: workspace_key_unwrap(workspace=t.workspace) for t in tenants}
+    old = settings.DEPLOYMENT_KEY
+    settings.DEPLOYMENT_KEY = "the new deployment key for this rotation " * 2
+    settings.DEPLOYMENT_PREVIOUS_KEYS = [old]
+
+    rewrapped = workspace_keys_rewrap(batch_size=2)
+
+    assert rewrapped == 5
+    settings.DEPLOYMENT_PREVIOUS_KEYS = []
+    current = deployment_key_id(settings.DEPLOYMENT_KEY)
+    assert set(WorkspaceKey.objects.values_list("wrapping_key_id", flat=True)) == {current}
+    assert {t.workspace.pk: workspace_key_unwrap(workspace=t.workspace) for t in tenants} == (
+        keys_before
+    )
+    assert dict(FileVersion.objects.values_list("pk", "ciphertext_sha256")) == digests_before
+    assert workspace_keys_rewrap(batch_size=2) == 0
+
+
+def test_rewrap_interrupted_after_one_batch_resumes_where_it_stopped(
+    make_tenant, settings, monkeypatch
+):
+    tenants = [make_tenant() for _ in range(5)]
+    keys = {t.workspace.pk: workspace_key_unwrap(workspace=t.workspace) for t in tenants}
+    old = settings.DEPLOYMENT_KEY
+    settings.DEPLOYMENT_KEY = "the new deployment key for this rotation " * 2
+    settings.DEPLOYMENT_PREVIOUS_KEYS = [old]
+    saves = 0
+    real_save = WorkspaceKey.save
+
+    def crash_on_third_save(self, *args, **kwargs):
+        nonlocal saves
+        saves += 1
+        if saves == 3:
+            raise KeyboardInterrupt("operator pressed ^C")
+        return real_save(self, *args, **kwargs)
+
+    monkeypatch.setattr(WorkspaceKey, "save", crash_on_third_save)
+    with pytest.raises(KeyboardInterrupt):
+        workspace_keys_rewrap(batch_size=2)
+    monkeypatch.setattr(WorkspaceKey, "save", real_save)
+    current = deployment_key_id(settings.DEPLOYMENT_KEY)
+    assert WorkspaceKey.objects.filter(wrapping_key_id=current).count() == 2
+
+    assert workspace_keys_rewrap(batch_size=2) == 3
+
+    settings.DEPLOYMENT_PREVIOUS_KEYS = []
+    assert {t.workspace.pk: workspace_key_unwrap(workspace=t.workspace) for t in tenants} == keys
