@@ -117,14 +117,13 @@ def _human_write(
     change_kind: str,
     data_key: bytes,
 ) -> FileVersion:
-    with transaction.atomic():
-        return file_write(
-            workspace=workspace,
-            path=MEMORY_PATH,
-            plaintext=content,
-            base_version=base_version,
-            data_key=data_key,
-            author=author,
-            author_kind=FileVersion.AuthorKind.HUMAN,
-            change_kind=change_kind,
-        )
+    return file_write(
+        workspace=workspace,
+        path=MEMORY_PATH,
+        plaintext=content,
+        base_version=base_version,
+        data_key=data_key,
+        author=author,
+        author_kind=FileVersion.AuthorKind.HUMAN,
+        change_kind=change_kind,
+    )

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -234,29 +234,24 @@ def file_write(
     now = timezone.now()
     with transaction.atomic():
         if base_version == 0:
-            file = _file_create(workspace=workspace, path=path, now=now)
+            file_id, version = _file_create(workspace=workspace, path=path, now=now).pk, 1
         else:
-            # The conditional UPDATE is the compare-and-set: a concurrent writer blocks
-            # on the row lock, then re-reads the bumped version and matches nothing.
-            updated = File.objects.filter(
-                workspace=workspace,
-                path=path,
-                current_version=base_version,
-                deleted_at__isnull=True,
-            ).update(current_version=F("current_version") + 1, updated_at=now)
-            if updated != 1:
+            bumped = _file_version_bump(
+                workspace=workspace, path=path, base_version=base_version, now=now
+            )
+            if bumped is None:
                 raise _conflict(workspace=workspace, path=path)
-            file = File.objects.get(workspace=workspace, path=path)
+            file_id, version = bumped
         ciphertext = seal(
             data_key=data_key,
             plaintext=encoded,
             associated_data=revision_associated_data(
-                workspace_id=workspace.pk, file_id=file.pk, version=file.current_version
+                workspace_id=workspace.pk, file_id=file_id, version=version
             ),
         )
         return FileVersion.objects.create(
-            file=file,
-            version=file.current_version,
+            file_id=file_id,
+            version=version,
             ciphertext=ciphertext,
             ciphertext_sha256=ciphertext_digest(ciphertext),
             size_bytes=len(encoded),
@@ -265,6 +260,27 @@ def file_write(
             change_kind=change_kind,
             created_at=now,
         )
+
+
+def _file_version_bump(
+    *, workspace: Workspace, path: str, base_version: int, now: datetime
+) -> tuple[int, int] | None:
+    """The compare-and-set: bump a live file from `base_version`, returning (id, new version).
+
+    One conditional UPDATE. A concurrent writer blocks on the row lock, then re-reads the
+    bumped version and matches nothing. Written in SQL because the ORM's update() cannot
+    return the row, and a second statement to read it back is measurable on every save.
+    """
+    table = connection.ops.quote_name(File._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET current_version = current_version + 1, updated_at = %s "  # noqa: S608
+            "WHERE workspace_id = %s AND path = %s AND current_version = %s "
+            "AND deleted_at IS NULL RETURNING id, current_version",
+            [now, workspace.pk, path, base_version],
+        )
+        row = cursor.fetchone()
+    return None if row is None else (row[0], row[1])
 
 
 def _file_create(*, workspace: Workspace, path: str, now: datetime) -> File:

@@ -18,14 +18,14 @@ class InjectedFailure(Exception):
 @pytest.fixture
 def fail_after_revision_insert(monkeypatch):
     """Make the revision insert succeed, then fail inside the same transaction."""
-    real_write = services.file_write
+    real_create = FileVersion.objects.create
 
-    def write_then_fail(**kwargs):
-        revision = real_write(**kwargs)
+    def create_then_fail(**kwargs):
+        revision = real_create(**kwargs)
         assert FileVersion.objects.filter(pk=revision.pk).exists()
         raise InjectedFailure()
 
-    monkeypatch.setattr(services, "file_write", write_then_fail)
+    monkeypatch.setattr(FileVersion.objects, "create", create_then_fail)
 
 
 def revision_count(tenant) -> int:
