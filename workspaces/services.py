@@ -274,7 +274,7 @@ def _file_version_bump(
     table = connection.ops.quote_name(File._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET current_version = current_version + 1, updated_at = %s "  # noqa: S608
+            f"UPDATE {table} SET current_version = current_version + 1, updated_at = %s "
             "WHERE workspace_id = %s AND path = %s AND current_version = %s "
             "AND deleted_at IS NULL RETURNING id, current_version",
             [now, workspace.pk, path, base_version],
