@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -60,3 +62,66 @@ class MemoryPolicy(models.Model):
 # The memory document's place in the workspace's file store. Reserved: only the memory
 # routes write it.
 MEMORY_PATH = ".zudotext/memory/memory.md"
+
+
+class Proposal(models.Model):
+    """A change the assistant suggested but did not write: in Read only, or after a conflict.
+
+    The changes are memory text, so they are stored sealed under the workspace key, like
+    revisions. A proposal carries the Clear generation it was made under: once memory is
+    cleared it can no longer be applied.
+    """
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        APPLIED = "applied", "Applied"
+        DISMISSED = "dismissed", "Dismissed"
+
+    class Reason(models.TextChoices):
+        READ_ONLY = "read_only", "Memory is read only"
+        VERSION_CONFLICT = "version_conflict", "Memory changed since the assistant read it"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="proposals")
+    # The admission the proposing turn ran under (an automation id; no foreign key, so
+    # that memory does not depend on the app above it).
+    admission_id = models.UUIDField()
+    changes_ciphertext = models.BinaryField()
+    base_version = models.BigIntegerField()
+    clear_generation = models.BigIntegerField()
+    reason = models.CharField(max_length=32, choices=Reason.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    created_at = models.DateTimeField(default=timezone.now)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["open", "applied", "dismissed"]),
+                name="memory_proposal_status_valid",
+                violation_error_code="STATUS_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(reason__in=["read_only", "version_conflict"]),
+                name="memory_proposal_reason_valid",
+                violation_error_code="REASON_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="open", resolved_at__isnull=True)
+                | (~Q(status="open") & Q(resolved_at__isnull=False)),
+                name="memory_proposal_resolved_iff_closed",
+                violation_error_code="STATUS_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(base_version__gte=0) & Q(clear_generation__gte=0),
+                name="memory_proposal_versions_non_negative",
+                violation_error_code="VERSION_INVALID",
+            ),
+        ]
+        indexes = [models.Index(fields=["workspace", "status", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"proposal {self.id} ({self.status})"

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from memory.models import MEMORY_PATH, MemoryPolicy
-from workspaces.errors import DocumentUnreadable
+from memory.edits import MemoryChange, parse_changes
+from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
+from workspaces.crypto import CiphertextRejected, record_associated_data, unseal
+from workspaces.errors import DocumentUnreadable, NotFound
 from workspaces.models import FileVersion, Workspace
 from workspaces.selectors import (
     file_current_version,
@@ -46,20 +50,24 @@ def memory_policy_get(*, workspace: Workspace) -> PolicyState:
     )
 
 
-def memory_revision_text(*, workspace: Workspace, revision: FileVersion) -> MemoryText:
-    data_key = workspace_data_key(workspace=workspace)
+def memory_revision_text(
+    *, workspace: Workspace, revision: FileVersion, data_key: bytes | None = None
+) -> MemoryText:
+    """A revision's text, opened with `data_key` (an automatic reader's key session) or,
+    for a person's request, with the workspace key the deployment unwraps."""
+    data_key = data_key or workspace_data_key(workspace=workspace)
     if data_key is None:
         raise DocumentUnreadable(version=revision.version)
     content = file_version_plaintext(version=revision, workspace=workspace, data_key=data_key)
     return MemoryText(content=content, version=revision.version, bytes=revision.size_bytes)
 
 
-def memory_current_get(*, workspace: Workspace) -> MemoryText:
+def memory_current_get(*, workspace: Workspace, data_key: bytes | None = None) -> MemoryText:
     """The saved memory; a never-written document reads as empty at version 0."""
     revision = file_current_version(workspace=workspace, path=MEMORY_PATH)
     if revision is None:
         return MemoryText(content="", version=0, bytes=0)
-    return memory_revision_text(workspace=workspace, revision=revision)
+    return memory_revision_text(workspace=workspace, revision=revision, data_key=data_key)
 
 
 def memory_version_get(*, workspace: Workspace, version: int) -> FileVersion:
@@ -70,3 +78,47 @@ def memory_version_page(
     *, workspace: Workspace, before: int | None, limit: int
 ) -> list[FileVersion]:
     return file_version_page(workspace=workspace, path=MEMORY_PATH, before=before, limit=limit)
+
+
+def memory_proposal_changes(
+    *, proposal: Proposal, workspace: Workspace, data_key: bytes
+) -> list[MemoryChange]:
+    """Open a proposal's sealed changes."""
+    try:
+        raw = unseal(
+            data_key=data_key,
+            ciphertext=bytes(proposal.changes_ciphertext),
+            associated_data=record_associated_data(
+                kind="proposal", workspace_id=workspace.pk, record_id=proposal.pk
+            ),
+        )
+    except CiphertextRejected:
+        raise DocumentUnreadable(proposal=str(proposal.pk)) from None
+    return parse_changes(json.loads(raw))
+
+
+def memory_proposal_list_open_with_changes(
+    *, workspace: Workspace
+) -> list[tuple[Proposal, list[MemoryChange]]]:
+    """Open proposals, newest first, each with its changes opened for the member to review."""
+    proposals = list(
+        Proposal.objects.filter(workspace=workspace, status=Proposal.Status.OPEN).order_by(
+            "-created_at"
+        )[:100]
+    )
+    if not proposals:
+        return []
+    data_key = workspace_data_key(workspace=workspace)
+    if data_key is None:
+        raise DocumentUnreadable()
+    return [
+        (p, memory_proposal_changes(proposal=p, workspace=workspace, data_key=data_key))
+        for p in proposals
+    ]
+
+
+def memory_proposal_get(*, workspace: Workspace, proposal_id: uuid.UUID) -> Proposal:
+    proposal = Proposal.objects.filter(workspace=workspace, pk=proposal_id).first()
+    if proposal is None:
+        raise NotFound("No such proposal.")
+    return proposal

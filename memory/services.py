@@ -7,13 +7,26 @@ nothing. Nothing is queued, so no delayed write can refill memory after a Clear.
 
 from __future__ import annotations
 
+import json
+import uuid
+
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memory.errors import PolicyRevisionConflict
-from memory.models import MEMORY_PATH, MemoryPolicy
-from memory.selectors import PolicyState, memory_policy_get, memory_version_get
+from memory.edits import MemoryChange, apply_memory_changes
+from memory.errors import PolicyRevisionConflict, ProposalNotOpen
+from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
+from memory.selectors import (
+    PolicyState,
+    memory_current_get,
+    memory_policy_get,
+    memory_proposal_changes,
+    memory_proposal_get,
+    memory_version_get,
+)
+from workspaces.crypto import record_associated_data, seal
+from workspaces.errors import VersionConflict
 from workspaces.models import FileVersion, User, Workspace
 from workspaces.selectors import file_version_plaintext
 from workspaces.services import file_write, workspace_key_unwrap
@@ -127,3 +140,84 @@ def _human_write(
         author_kind=FileVersion.AuthorKind.HUMAN,
         change_kind=change_kind,
     )
+
+
+def memory_proposal_create(
+    *,
+    workspace: Workspace,
+    admission_id: uuid.UUID,
+    changes: list[MemoryChange],
+    base_version: int,
+    clear_generation: int,
+    reason: str,
+    data_key: bytes,
+) -> Proposal:
+    """Store the assistant's suggested changes, sealed, for a person to apply or dismiss."""
+    proposal_id = uuid.uuid4()
+    payload = json.dumps([change.as_dict() for change in changes]).encode()
+    return Proposal.objects.create(
+        id=proposal_id,
+        workspace=workspace,
+        admission_id=admission_id,
+        changes_ciphertext=seal(
+            data_key=data_key,
+            plaintext=payload,
+            associated_data=record_associated_data(
+                kind="proposal", workspace_id=workspace.pk, record_id=proposal_id
+            ),
+        ),
+        base_version=base_version,
+        clear_generation=clear_generation,
+        reason=reason,
+    )
+
+
+def memory_proposal_apply(
+    *, workspace: Workspace, author: User, proposal_id: uuid.UUID, base_version: int
+) -> FileVersion:
+    """Apply a proposal as a person's Save against `base_version`.
+
+    Refused when the proposal is no longer open or was made before the latest Clear:
+    a cleared memory is never refilled from an older suggestion.
+    """
+    data_key = workspace_key_unwrap(workspace=workspace)
+    with transaction.atomic():
+        # Lock order: the policy row first, as Clear and the commit fence take it, so a
+        # Clear cannot slip between the generation check and the write.
+        _policy_row_ensure(workspace=workspace)
+        policy = MemoryPolicy.objects.select_for_update().get(pk=workspace.pk)
+        proposal = memory_proposal_get(workspace=workspace, proposal_id=proposal_id)
+        if proposal.status != Proposal.Status.OPEN:
+            raise ProposalNotOpen(status=proposal.status)
+        if proposal.clear_generation != policy.clear_generation:
+            raise ProposalNotOpen(
+                "Memory was cleared after this proposal was made.", status="cleared"
+            )
+        current = memory_current_get(workspace=workspace)
+        if current.version != base_version:
+            raise VersionConflict(currentVersion=current.version)
+        changes = memory_proposal_changes(proposal=proposal, workspace=workspace, data_key=data_key)
+        revision = _human_write(
+            workspace=workspace,
+            author=author,
+            base_version=base_version,
+            content=apply_memory_changes(current.content, changes),
+            change_kind=FileVersion.ChangeKind.SAVE,
+            data_key=data_key,
+        )
+        _proposal_resolve(proposal=proposal, status=Proposal.Status.APPLIED, actor=author)
+    return revision
+
+
+def memory_proposal_dismiss(*, workspace: Workspace, author: User, proposal_id: uuid.UUID) -> None:
+    """Dismiss an open proposal; dismissing a closed one is refused."""
+    proposal = memory_proposal_get(workspace=workspace, proposal_id=proposal_id)
+    if not _proposal_resolve(proposal=proposal, status=Proposal.Status.DISMISSED, actor=author):
+        raise ProposalNotOpen(status=proposal.status)
+
+
+def _proposal_resolve(*, proposal: Proposal, status: str, actor: User) -> bool:
+    resolved = Proposal.objects.filter(pk=proposal.pk, status=Proposal.Status.OPEN).update(
+        status=status, resolved_at=timezone.now(), resolved_by=actor
+    )
+    return resolved == 1

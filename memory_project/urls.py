@@ -11,4 +11,5 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include("workspaces.api.urls")),
     path("api/v1/", include("memory.api.urls")),
+    path("api/v1/", include("automation.api.urls")),
 ]

@@ -48,6 +48,11 @@ def revision_associated_data(*, workspace_id: int, file_id: int, version: int) -
     return f"workspace-memory/v1/{workspace_id}/{file_id}/{version}".encode()
 
 
+def record_associated_data(*, kind: str, workspace_id: int, record_id: object) -> bytes:
+    """Associated data for a sealed record other than a file revision (e.g. a proposal)."""
+    return f"workspace-memory/v1/{kind}/{workspace_id}/{record_id}".encode()
+
+
 def seal(*, data_key: bytes, plaintext: bytes, associated_data: bytes) -> bytes:
     nonce = os.urandom(NONCE_BYTES)
     return nonce + AESGCM(data_key).encrypt(nonce, plaintext, associated_data)

@@ -77,6 +77,14 @@ class InvalidHeader(DomainError):
     default_message = "A request header has a value this route does not accept."
 
 
+class InvalidText(DomainError):
+    """Text that cannot be stored as UTF-8 (a lone surrogate, which JSON can still carry)."""
+
+    code = "INVALID_TEXT"
+    status = 400
+    default_message = "The text is not valid Unicode and cannot be stored."
+
+
 class DocumentTooLarge(DomainError):
     code = "DOCUMENT_TOO_LARGE"
     status = 422

@@ -23,6 +23,7 @@ from workspaces.crypto import (
 from workspaces.errors import (
     ConsentRevisionConflict,
     DocumentTooLarge,
+    InvalidText,
     KeySessionUnavailable,
     VersionConflict,
 )
@@ -227,7 +228,10 @@ def file_write(
     revived by a write). On a mismatch nothing is written and VersionConflict carries
     the version now held. The version bump and the revision commit together.
     """
-    encoded = plaintext.encode()
+    try:
+        encoded = plaintext.encode()
+    except UnicodeEncodeError:
+        raise InvalidText() from None
     limit = settings.MEMORY_MAX_DOCUMENT_BYTES
     if len(encoded) > limit:
         raise DocumentTooLarge(limitBytes=limit, bytes=len(encoded))

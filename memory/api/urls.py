@@ -23,4 +23,19 @@ urlpatterns = [
         views.MemoryPolicyApi.as_view(),
         name="memory-policy",
     ),
+    path(
+        "workspaces/<int:workspace_id>/memory/proposals",
+        views.ProposalListApi.as_view(),
+        name="memory-proposal-list",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/memory/proposals/<uuid:proposal_id>/apply",
+        views.ProposalApplyApi.as_view(),
+        name="memory-proposal-apply",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/memory/proposals/<uuid:proposal_id>/dismiss",
+        views.ProposalDismissApi.as_view(),
+        name="memory-proposal-dismiss",
+    ),
 ]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -168,3 +169,52 @@ class MemoryPolicyApi(APIView):
             actor=membership.user,
         )
         return Response(self.OutputSerializer(state).data)
+
+
+class ProposalListApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.UUIDField(source="proposal.id")
+        admissionId = serializers.UUIDField(source="proposal.admission_id")
+        baseVersion = serializers.IntegerField(source="proposal.base_version")
+        clearGeneration = serializers.IntegerField(source="proposal.clear_generation")
+        reason = serializers.CharField(source="proposal.reason")
+        createdAt = serializers.DateTimeField(source="proposal.created_at")
+        changes = serializers.ListField(child=serializers.DictField())
+
+    @extend_schema(responses=OutputSerializer(many=True))
+    def get(self, request: Request, workspace_id: int) -> Response:
+        workspace = caller_membership(request, workspace_id).workspace
+        rows = [
+            {"proposal": proposal, "changes": [change.as_dict() for change in changes]}
+            for proposal, changes in selectors.memory_proposal_list_open_with_changes(
+                workspace=workspace
+            )
+        ]
+        return Response(self.OutputSerializer(rows, many=True).data)
+
+
+class ProposalApplyApi(APIView):
+    @extend_schema(
+        parameters=[BASE_VERSION_HEADER],
+        request=None,
+        responses=MemoryDocumentApi.WrittenSerializer,
+    )
+    def post(self, request: Request, workspace_id: int, proposal_id: uuid.UUID) -> Response:
+        membership = caller_membership(request, workspace_id)
+        revision = services.memory_proposal_apply(
+            workspace=membership.workspace,
+            author=membership.user,
+            proposal_id=proposal_id,
+            base_version=base_version_from(request),
+        )
+        return Response(MemoryDocumentApi.WrittenSerializer(revision).data)
+
+
+class ProposalDismissApi(APIView):
+    @extend_schema(request=None, responses={204: None})
+    def post(self, request: Request, workspace_id: int, proposal_id: uuid.UUID) -> Response:
+        membership = caller_membership(request, workspace_id)
+        services.memory_proposal_dismiss(
+            workspace=membership.workspace, author=membership.user, proposal_id=proposal_id
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)

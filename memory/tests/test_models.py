@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.apps import apps
 from django.db import IntegrityError, models, transaction
+from django.utils import timezone
 
-from memory.models import MemoryPolicy
+from memory.models import MemoryPolicy, Proposal
 
 
 @pytest.fixture
@@ -27,6 +30,36 @@ def test_policy_constraints_refuse_bad_rows(policy, constraint, change):
     assert constraint in str(caught.value)
 
 
+@pytest.fixture
+def proposal(tenant) -> Proposal:
+    return Proposal.objects.create(
+        workspace=tenant.workspace,
+        admission_id=uuid.uuid4(),
+        changes_ciphertext=b"sealed",
+        base_version=1,
+        clear_generation=0,
+        reason="read_only",
+    )
+
+
+@pytest.mark.parametrize(
+    ("constraint", "change"),
+    [
+        ("memory_proposal_status_valid", {"status": "maybe", "resolved_at": timezone.now()}),
+        ("memory_proposal_reason_valid", {"reason": "whim"}),
+        ("memory_proposal_resolved_iff_closed", {"status": "applied"}),
+        ("memory_proposal_resolved_iff_closed", {"resolved_at": timezone.now()}),
+        ("memory_proposal_versions_non_negative", {"base_version": -1}),
+        ("memory_proposal_versions_non_negative", {"clear_generation": -1}),
+    ],
+)
+def test_proposal_constraints_refuse_bad_rows(proposal, constraint, change):
+    with pytest.raises(IntegrityError) as caught, transaction.atomic():
+        Proposal.objects.filter(pk=proposal.pk).update(**change)
+
+    assert constraint in str(caught.value)
+
+
 def test_every_check_constraint_of_this_app_is_tested_above():
     declared = {
         constraint.name
@@ -39,4 +72,8 @@ def test_every_check_constraint_of_this_app_is_tested_above():
         "memory_memorypolicy_mode_valid",
         "memory_memorypolicy_revision_non_negative",
         "memory_memorypolicy_generation_non_negative",
+        "memory_proposal_status_valid",
+        "memory_proposal_reason_valid",
+        "memory_proposal_resolved_iff_closed",
+        "memory_proposal_versions_non_negative",
     }

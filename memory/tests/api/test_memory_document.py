@@ -4,6 +4,8 @@ import pytest
 
 from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import memory_policy_get
+from memory.services import memory_save
+from workspaces.errors import InvalidText
 from workspaces.models import File, FileVersion
 
 
@@ -315,3 +317,25 @@ def test_versions_list_runs_a_fixed_number_of_queries(memory_api, django_assert_
         response = memory_api.client.get(f"{memory_api.url}/versions")
 
     assert len(response.json()["results"]) == 20
+
+
+def test_text_with_a_lone_surrogate_is_400_and_writes_nothing(memory_api, tenant):
+    response = memory_api.client.put(
+        memory_api.url,
+        data='{"content": "broken \\ud800 text"}',
+        content_type="application/json",
+        HTTP_X_BASE_VERSION="0",
+    )
+
+    error = assert_error(response, 400, "VALIDATION_FAILED")
+    assert "content" in error["detail"]["fields"]
+    assert versions(tenant) == []
+
+
+def test_the_store_itself_refuses_a_lone_surrogate(tenant):
+    with pytest.raises(InvalidText):
+        memory_save(
+            workspace=tenant.workspace, author=tenant.member, base_version=0, content="x\ud800"
+        )
+
+    assert versions(tenant) == []

@@ -1,0 +1,21 @@
+from django.urls import path
+
+from automation.api import views
+
+urlpatterns = [
+    path(
+        "agents/assistant/conversations",
+        views.ConversationListCreateApi.as_view(),
+        name="conversation-list",
+    ),
+    path(
+        "agents/assistant/<uuid:conversation_id>/messages",
+        views.MessageSendApi.as_view(),
+        name="message-send",
+    ),
+    path(
+        "automation/workspaces/<int:workspace_id>/memory",
+        views.AutomationMemoryApi.as_view(),
+        name="automation-memory",
+    ),
+]

@@ -1,0 +1,188 @@
+"""Assistant and automation routes. Thin: parse, call a selector or service, render."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from automation import selectors, services
+from automation.authentication import DeliveryCredentialAuthentication, DeliveryGrant
+from automation.errors import IdempotencyKeyRequired
+from memory.edits import parse_changes
+from workspaces.api.access import caller_membership
+from workspaces.authentication import request_credential
+from workspaces.errors import InvalidHeader, KeySessionUnavailable, NotFound
+
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key", str, OpenApiParameter.HEADER, required=True
+)
+KEY_SESSION_HEADER = OpenApiParameter(
+    "X-Key-Session", uuid.UUID, OpenApiParameter.HEADER, description="An open key session."
+)
+
+
+def _key_session_from(request: Request) -> uuid.UUID | None:
+    raw = request.headers.get("X-Key-Session")
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return uuid.UUID(raw.strip())
+    except ValueError:
+        raise InvalidHeader(
+            "X-Key-Session must be a key session id.", header="X-Key-Session"
+        ) from None
+
+
+def _idempotency_key_from(request: Request) -> str:
+    raw = (request.headers.get("Idempotency-Key") or "").strip()
+    if not raw:
+        raise IdempotencyKeyRequired()
+    if len(raw) > 200 or not raw.isprintable():
+        raise InvalidHeader(
+            "Idempotency-Key must be at most 200 printable characters.", header="Idempotency-Key"
+        )
+    return raw
+
+
+def _memory_state_from(request: Request) -> services.MemoryState | None:
+    """X-Memory-State: `version=<acknowledged version>; saving=<0|1>`."""
+    raw = request.headers.get("X-Memory-State")
+    if raw is None:
+        return None
+    fields = dict(part.strip().partition("=")[::2] for part in raw.split(";") if part.strip())
+    version, saving = fields.get("version", ""), fields.get("saving", "0")
+    if set(fields) - {"version", "saving"} or not version.isdigit() or saving not in {"0", "1"}:
+        raise InvalidHeader(
+            "X-Memory-State must look like `version=12; saving=0`.", header="X-Memory-State"
+        )
+    return services.MemoryState(acknowledged_version=int(version), save_in_flight=saving == "1")
+
+
+class ConversationListCreateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        workspaceId = serializers.IntegerField()
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.UUIDField()
+        workspaceId = serializers.IntegerField(source="workspace_id")
+        createdAt = serializers.DateTimeField(source="created_at")
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        membership = caller_membership(request, data.validated_data["workspaceId"])
+        conversation = services.conversation_create(
+            workspace=membership.workspace, owner=membership.user
+        )
+        return Response(self.OutputSerializer(conversation).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=OutputSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        credential = request_credential(request)
+        conversations = selectors.conversation_list_for_user(
+            user=credential.user, team=credential.team
+        )[:100]
+        return Response(self.OutputSerializer(conversations, many=True).data)
+
+
+class MessageSendApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        text = serializers.CharField(max_length=20_000, trim_whitespace=False)
+
+    class OutputSerializer(serializers.Serializer):
+        admissionId = serializers.UUIDField(source="admission.pk")
+        replayed = serializers.SerializerMethodField()
+        turn = serializers.SerializerMethodField()
+
+        def get_replayed(self, admitted: services.AdmittedTurn) -> bool:
+            return not admitted.is_new
+
+        def get_turn(self, admitted: services.AdmittedTurn) -> dict[str, Any]:
+            return {"id": str(admitted.turn.pk), "state": admitted.turn.state}
+
+    @extend_schema(
+        parameters=[
+            IDEMPOTENCY_HEADER,
+            KEY_SESSION_HEADER,
+            OpenApiParameter(
+                "X-Memory-State",
+                str,
+                OpenApiParameter.HEADER,
+                description="`version=<acknowledged version>; saving=<0|1>`",
+            ),
+        ],
+        request=InputSerializer,
+        responses={202: OutputSerializer},
+    )
+    def post(self, request: Request, conversation_id: uuid.UUID) -> Response:
+        credential = request_credential(request)
+        conversation = selectors.conversation_get_for_owner(
+            user=credential.user, team=credential.team, conversation_id=conversation_id
+        )
+        idempotency_key = _idempotency_key_from(request)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        admitted = services.message_admit(
+            conversation=conversation,
+            sender=credential.user,
+            text=data.validated_data["text"],
+            idempotency_key=idempotency_key,
+            key_session_id=_key_session_from(request),
+            memory_state=_memory_state_from(request),
+        )
+        return Response(self.OutputSerializer(admitted).data, status=status.HTTP_202_ACCEPTED)
+
+
+class AutomationMemoryApi(APIView):
+    """The only automatic writer of memory, for agent runtimes holding a delivery credential."""
+
+    authentication_classes = [DeliveryCredentialAuthentication]
+
+    class InputSerializer(serializers.Serializer):
+        expectedVersion = serializers.IntegerField(min_value=0)
+        changes = serializers.JSONField()
+
+    class ReceiptSerializer(serializers.Serializer):
+        admissionId = serializers.UUIDField(source="admission_id")
+        version = serializers.IntegerField()
+        bytes = serializers.IntegerField()
+        committedAt = serializers.DateTimeField(source="committed_at")
+        replayed = serializers.BooleanField(source="is_replay")
+        unchanged = serializers.BooleanField(source="is_unchanged")
+
+    @extend_schema(
+        parameters=[IDEMPOTENCY_HEADER, KEY_SESSION_HEADER],
+        request=InputSerializer,
+        responses=ReceiptSerializer,
+    )
+    def put(self, request: Request, workspace_id: int) -> Response:
+        grant = request.auth
+        if not isinstance(grant, DeliveryGrant) or grant.admission.workspace_id != workspace_id:
+            raise NotFound("No such workspace.")
+        admission = grant.admission
+        if _idempotency_key_from(request) != f"memory:{admission.pk}":
+            raise InvalidHeader(
+                "Idempotency-Key must be memory:<admissionId> of this credential's turn.",
+                header="Idempotency-Key",
+            )
+        key_session_id = _key_session_from(request)
+        if key_session_id is None:
+            raise KeySessionUnavailable(reason="missing")
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        receipt = services.capture_commit(
+            admission=admission,
+            owner=admission.owner,
+            workspace=admission.workspace,
+            key_session_id=key_session_id,
+            expected_version=data.validated_data["expectedVersion"],
+            changes=parse_changes(data.validated_data["changes"]),
+        )
+        return Response(self.ReceiptSerializer(receipt).data)

@@ -1,0 +1,45 @@
+from workspaces.errors import DomainError, VersionConflict
+
+
+class CaptureRetired(DomainError):
+    """The turn's authority to write memory no longer holds; `detail.predicate` names why."""
+
+    code = "CAPTURE_RETIRED"
+    status = 403
+    default_message = "This turn may no longer write memory; nothing was written."
+
+
+class CaptureConflict(VersionConflict):
+    """Memory changed since the assistant read it: the change comes back as a proposal."""
+
+    default_message = (
+        "Memory changed since the assistant read it; the change was kept as a proposal "
+        "for a person to review, and nothing was written."
+    )
+
+
+class MemoryOversized(DomainError):
+    code = "MEMORY_OVERSIZED"
+    status = 422
+    default_message = (
+        "Memory is over the recall bound, or this change would take it over; automatic "
+        "capture is refused until a person shortens it. Nothing was written."
+    )
+
+
+class WorkspaceAiDisabled(DomainError):
+    code = "WORKSPACE_AI_DISABLED"
+    status = 403
+    default_message = "Workspace AI is switched off by a workspace admin."
+
+
+class IdempotencyKeyRequired(DomainError):
+    code = "IDEMPOTENCY_KEY_REQUIRED"
+    status = 428
+    default_message = "Idempotency-Key is required so that a resend is recognised."
+
+
+class IdempotencyKeyReused(DomainError):
+    code = "IDEMPOTENCY_KEY_REUSED"
+    status = 409
+    default_message = "This Idempotency-Key was already used with a different body."

@@ -1,0 +1,201 @@
+"""The assistant's side: conversations, delivery credentials, admissions and commit fences."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Length
+from django.db.models.lookups import Exact
+from django.utils import timezone
+
+from memory.models import MemoryPolicy
+from workspaces.models import FileVersion, KeySession, User, Workspace
+
+FENCE_CONSTRAINT = "automation_commitfence_ok"
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="conversations")
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="conversations")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"conversation {self.id}"
+
+
+class DeliveryCredential(models.Model):
+    """The conversation's one credential slot: each admitted turn overwrites it.
+
+    Holds only the SHA-256 of the credential, never the credential. A turn whose
+    admission no longer matches the slot was superseded by a newer turn.
+    """
+
+    conversation = models.OneToOneField(
+        Conversation, on_delete=models.CASCADE, primary_key=True, related_name="credential"
+    )
+    credential_digest = models.CharField(max_length=64)
+    expires_at = models.DateTimeField()
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Exact(Length("credential_digest"), 64),
+                name="automation_deliverycredential_digest_is_sha256",
+                violation_error_code="DIGEST_INVALID",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"credential slot of {self.conversation_id}"
+
+
+class Admission(models.Model):
+    """The authority one sent turn was admitted under, frozen at the moment of sending.
+
+    Everything an automatic write must still match is copied here when the turn is
+    admitted; the commit fence compares these columns with the live rows.
+    """
+
+    class Status(models.TextChoices):
+        ADMITTED = "admitted", "Admitted"
+        COMMITTED = "committed", "Committed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="admissions")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="admissions")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="admissions"
+    )
+    idempotency_key = models.CharField(max_length=200)
+    request_digest = models.CharField(max_length=64)
+    mode = models.CharField(max_length=16, choices=MemoryPolicy.Mode.choices)
+    policy_revision = models.BigIntegerField()
+    clear_generation = models.BigIntegerField()
+    ai_consent_revision = models.BigIntegerField()
+    key_session = models.ForeignKey(
+        KeySession, on_delete=models.SET_NULL, null=True, blank=True, related_name="admissions"
+    )
+    # What the sender's client said it had acknowledged (X-Memory-State); null when it sent
+    # none, as an MCP turn does.
+    acknowledged_version = models.BigIntegerField(null=True, blank=True)
+    save_in_flight = models.BooleanField(null=True, blank=True)
+    credential_digest = models.CharField(max_length=64, unique=True)
+    admitted_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ADMITTED)
+    committed_at = models.DateTimeField(null=True, blank=True)
+    committed_revision = models.ForeignKey(
+        FileVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    capture_digest = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "idempotency_key"],
+                name="automation_admission_idempotency_key_unique",
+                violation_error_code="IDEMPOTENCY_KEY_REUSED",
+            ),
+            models.CheckConstraint(
+                condition=Q(mode__in=["off", "read_only", "auto"]),
+                name="automation_admission_mode_valid",
+                violation_error_code="MODE_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["admitted", "committed"]),
+                name="automation_admission_status_valid",
+                violation_error_code="STATUS_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(status="admitted", committed_at__isnull=True, capture_digest="")
+                    | Q(status="committed", committed_at__isnull=False) & ~Q(capture_digest="")
+                ),
+                name="automation_admission_committed_has_receipt",
+                violation_error_code="STATUS_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=models.F("admitted_at")),
+                name="automation_admission_expires_after_admitted",
+                violation_error_code="EXPIRY_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(policy_revision__gte=0)
+                & Q(clear_generation__gte=0)
+                & Q(ai_consent_revision__gte=0),
+                name="automation_admission_revisions_non_negative",
+                violation_error_code="REVISION_INVALID",
+            ),
+        ]
+        indexes = [models.Index(fields=["conversation", "-admitted_at"])]
+
+    def __str__(self) -> str:
+        return f"admission {self.id}"
+
+    @property
+    def is_committed(self) -> bool:
+        return self.status == self.Status.COMMITTED
+
+
+class CommitFence(models.Model):
+    """Written in the same transaction as an automatic revision; exists only if `ok` is 1.
+
+    `ok` is computed by one INSERT ... SELECT over the admission and the live policy,
+    workspace, credential slot and key-session rows. The CHECK makes a false predicate
+    abort the transaction, taking the revision with it. `ok` is NOT NULL and computed by
+    CASE, so an unknown (NULL) comparison is a 0, never a pass.
+    """
+
+    admission = models.OneToOneField(
+        Admission, on_delete=models.CASCADE, primary_key=True, related_name="fence"
+    )
+    revision = models.OneToOneField(FileVersion, on_delete=models.CASCADE, related_name="fence")
+    presented_key_session = models.ForeignKey(
+        KeySession, on_delete=models.CASCADE, related_name="fences"
+    )
+    ok = models.SmallIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(ok=1),
+                name=FENCE_CONSTRAINT,
+                violation_error_code="CAPTURE_RETIRED",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"fence of {self.admission_id}"
+
+
+class Turn(models.Model):
+    """One run of the assistant for one admitted message."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    admission = models.OneToOneField(Admission, on_delete=models.CASCADE, related_name="turn")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state__in=["queued", "running", "completed", "failed"]),
+                name="automation_turn_state_valid",
+                violation_error_code="STATE_INVALID",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"turn {self.id} ({self.state})"

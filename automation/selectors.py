@@ -1,0 +1,100 @@
+"""Reads of conversations and admissions, with tenancy."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.db.models import QuerySet
+
+from automation.models import Admission, Conversation, DeliveryCredential
+from memory.models import MemoryPolicy
+from memory.selectors import memory_policy_get
+from workspaces.errors import NotFound
+from workspaces.models import KeySessionRevocation, Team, User, Workspace
+
+
+def conversation_list_for_user(*, user: User, team: Team) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(owner=user, workspace__team=team).order_by("-created_at")
+
+
+def conversation_get_for_owner(
+    *, user: User, team: Team, conversation_id: uuid.UUID
+) -> Conversation:
+    """The caller's own conversation in a workspace they are still a member of, or 404."""
+    conversation = (
+        Conversation.objects.select_related("workspace")
+        .filter(
+            pk=conversation_id,
+            owner=user,
+            workspace__team=team,
+            workspace__memberships__user=user,
+        )
+        .first()
+    )
+    if conversation is None:
+        raise NotFound("No such conversation.")
+    return conversation
+
+
+# The commit fence's predicate, one name per clause, in the order the seed states them.
+FENCE_PREDICATES = (
+    "owner_matches",
+    "workspace_matches",
+    "admission_unconsumed",
+    "admission_unexpired",
+    "admitted_in_auto",
+    "policy_still_auto",
+    "policy_revision_unchanged",
+    "clear_generation_unchanged",
+    "ai_still_enabled",
+    "consent_revision_unchanged",
+    "credential_current",
+    "credential_unexpired",
+    "key_session_matches",
+    "key_session_unrevoked",
+)
+
+
+def fence_failed_predicates(
+    *,
+    admission_id: uuid.UUID,
+    owner: User,
+    workspace: Workspace,
+    key_session_id: uuid.UUID,
+    now: datetime,
+) -> list[str]:
+    """Which clauses of the fence predicate are false right now.
+
+    Only explains a refusal: it runs after the fence's transaction rolled back, so it
+    reads a later state than the fence did. The fence's own INSERT ... SELECT decides.
+    """
+    admission = Admission.objects.select_related("workspace").filter(pk=admission_id).first()
+    if admission is None:
+        return ["admission_exists"]
+    policy = memory_policy_get(workspace=admission.workspace)
+    live_workspace = admission.workspace
+    slot = DeliveryCredential.objects.filter(conversation_id=admission.conversation_id).first()
+    holds = {
+        "owner_matches": admission.owner_id == owner.pk,
+        "workspace_matches": admission.workspace_id == workspace.pk,
+        "admission_unconsumed": admission.status == Admission.Status.ADMITTED,
+        "admission_unexpired": admission.expires_at > now,
+        "admitted_in_auto": admission.mode == MemoryPolicy.Mode.AUTO,
+        "policy_still_auto": policy.mode == MemoryPolicy.Mode.AUTO,
+        "policy_revision_unchanged": policy.policy_revision == admission.policy_revision,
+        "clear_generation_unchanged": policy.clear_generation == admission.clear_generation,
+        "ai_still_enabled": live_workspace.ai_enabled,
+        "consent_revision_unchanged": (
+            live_workspace.ai_consent_revision == admission.ai_consent_revision
+        ),
+        "credential_current": slot is not None
+        and slot.credential_digest == admission.credential_digest,
+        "credential_unexpired": slot is not None and slot.expires_at > now,
+        "key_session_matches": admission.key_session_id == key_session_id,
+        "key_session_unrevoked": admission.key_session_id is not None
+        and not KeySessionRevocation.objects.filter(
+            key_session_id=admission.key_session_id
+        ).exists(),
+    }
+    return [name for name in FENCE_PREDICATES if not holds[name]]

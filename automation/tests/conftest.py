@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from automation.models import Admission, Conversation
+from automation.services import (
+    CaptureReceipt,
+    MemoryState,
+    capture_commit,
+    conversation_create,
+    message_admit,
+)
+from memory.edits import parse_changes
+from memory.services import memory_policy_set, memory_save
+from workspaces.models import KeySession
+from workspaces.services import key_session_open
+
+_keys = itertools.count(1)
+
+
+@dataclass
+class Assistant:
+    """One member's conversation in a workspace set to Auto, with an open key session."""
+
+    tenant: Any
+    conversation: Conversation
+    key_session: KeySession
+
+    def send(
+        self,
+        text: str = "hello",
+        *,
+        idempotency_key: str | None = None,
+        key_session: KeySession | bool | None = True,
+        memory_state: MemoryState | None = None,
+    ) -> Admission:
+        session = self.key_session if key_session is True else key_session or None
+        return message_admit(
+            conversation=self.conversation,
+            sender=self.tenant.member,
+            text=text,
+            idempotency_key=idempotency_key or f"send-{next(_keys)}",
+            key_session_id=session.pk if session else None,
+            memory_state=memory_state,
+        ).admission
+
+    def capture(
+        self,
+        admission: Admission,
+        changes: list[dict[str, str]] | None = None,
+        *,
+        expected_version: int = 1,
+        key_session_id: uuid.UUID | None = None,
+    ) -> CaptureReceipt:
+        admission = Admission.objects.select_related("owner", "workspace").get(pk=admission.pk)
+        return capture_commit(
+            admission=admission,
+            owner=admission.owner,
+            workspace=admission.workspace,
+            key_session_id=key_session_id or self.key_session.pk,
+            expected_version=expected_version,
+            changes=parse_changes(changes or [{"op": "add", "line": "- likes green tea"}]),
+        )
+
+
+@pytest.fixture
+def make_assistant(tenant) -> Callable[..., Assistant]:
+    def make(*, mode: str = "auto", memory: str | None = "- likes tea\n") -> Assistant:
+        if mode != "read_only":
+            memory_policy_set(
+                workspace=tenant.workspace, mode=mode, expected_revision=0, actor=tenant.member
+            )
+        if memory is not None:
+            memory_save(
+                workspace=tenant.workspace, author=tenant.member, base_version=0, content=memory
+            )
+        return Assistant(
+            tenant=tenant,
+            conversation=conversation_create(workspace=tenant.workspace, owner=tenant.member),
+            key_session=key_session_open(workspace=tenant.workspace, user=tenant.member),
+        )
+
+    return make
+
+
+@pytest.fixture
+def assistant(make_assistant) -> Assistant:
+    return make_assistant()

@@ -1,0 +1,152 @@
+"""The commit fence linearizes against every retiring action, on PostgreSQL.
+
+For each action, two interleavings with real concurrent connections:
+- the action commits first (the capture is held until it has): the capture is refused;
+- the capture holds its fence locks first: the action waits, then finds it done.
+Each test checks that the second party really waited on a lock, so the order is the one
+the locks impose, not an accident of scheduling.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import transaction
+
+from automation import services
+from automation.errors import CaptureRetired
+from automation.models import Admission, CommitFence
+from automation.services import CaptureReceipt
+from conftest import postgres_only, run_concurrently, wait_until_a_backend_waits_on_a_lock
+from memory.selectors import memory_current_get, memory_policy_get
+from memory.services import memory_clear, memory_policy_set
+from workspaces.errors import VersionConflict
+from workspaces.models import KeySession, KeySessionRevocation, Workspace
+from workspaces.services import key_session_revoke, workspace_ai_consent_set
+
+pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+
+
+def mode_change(assistant):
+    return memory_policy_set(
+        workspace=assistant.tenant.workspace,
+        mode="off",
+        expected_revision=1,
+        actor=assistant.tenant.member,
+    )
+
+
+def clear(assistant):
+    return memory_clear(
+        workspace=assistant.tenant.workspace, author=assistant.tenant.member, base_version=1
+    )
+
+
+def consent_change(assistant):
+    return workspace_ai_consent_set(
+        workspace=assistant.tenant.workspace, enabled=False, expected_revision=0
+    )
+
+
+def new_turn(assistant):
+    return assistant.send("a newer message")
+
+
+def revocation(assistant):
+    return key_session_revoke(session=assistant.key_session, revoked_by=assistant.tenant.member)
+
+
+ACTIONS = {
+    "mode_change": (mode_change, "policy_still_auto"),
+    "clear": (clear, "clear_generation_unchanged"),
+    "consent_change": (consent_change, "ai_still_enabled"),
+    "new_turn": (new_turn, "credential_current"),
+    "revocation": (revocation, "key_session_unrevoked"),
+}
+
+
+@pytest.mark.parametrize("action_name", sorted(ACTIONS))
+def test_action_that_commits_first_retires_the_capture(assistant, action_name):
+    action, predicate = ACTIONS[action_name]
+    admission = assistant.send()
+    holding, release = threading.Event(), threading.Event()
+
+    def act():
+        with transaction.atomic():
+            action(assistant)
+            holding.set()
+            release.wait(timeout=30)
+
+    def capture():
+        holding.wait(timeout=30)
+        return assistant.capture(admission)
+
+    def referee():
+        holding.wait(timeout=30)
+        wait_until_a_backend_waits_on_a_lock()
+        release.set()
+
+    results = run_concurrently(act, capture, referee)
+
+    assert results[0] is None or not isinstance(results[0], BaseException), results[0]
+    assert isinstance(results[1], CaptureRetired), results[1]
+    assert predicate in results[1].detail["failed"]
+    assert not CommitFence.objects.filter(admission=admission).exists()
+    assert Admission.objects.get(pk=admission.pk).status == "admitted"
+    assert memory_current_get(workspace=assistant.tenant.workspace).content != (
+        "- likes tea\n- likes green tea\n"
+    )
+
+
+@pytest.mark.parametrize("action_name", sorted(ACTIONS))
+def test_capture_that_commits_first_stands_and_the_action_sees_it(
+    assistant, monkeypatch, action_name
+):
+    action, _ = ACTIONS[action_name]
+    admission = assistant.send()
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_inside_the_fence(stage):
+        if stage == "locked":
+            holding.set()
+            release.wait(timeout=30)
+
+    monkeypatch.setattr(services, "_checkpoint", hold_inside_the_fence)
+
+    def capture():
+        return assistant.capture(admission)
+
+    def act():
+        holding.wait(timeout=30)
+        return action(assistant)
+
+    def referee():
+        holding.wait(timeout=30)
+        wait_until_a_backend_waits_on_a_lock()
+        release.set()
+
+    results = run_concurrently(capture, act, referee)
+
+    assert isinstance(results[0], CaptureReceipt), results[0]
+    assert CommitFence.objects.get(admission=admission).ok == 1
+    assert Admission.objects.get(pk=admission.pk).status == "committed"
+    workspace = Workspace.objects.get(pk=assistant.tenant.workspace.pk)
+    if action_name == "clear":
+        # The Clear was based on version 1; the capture made version 2 first.
+        assert isinstance(results[1], VersionConflict)
+        assert results[1].detail == {"currentVersion": 2}
+        assert memory_policy_get(workspace=workspace).clear_generation == 0
+        assert "green tea" in memory_current_get(workspace=workspace).content
+        return
+    assert not isinstance(results[1], BaseException), results[1]
+    if action_name == "mode_change":
+        assert memory_policy_get(workspace=workspace).mode == "off"
+    elif action_name == "consent_change":
+        assert workspace.ai_enabled is False
+    elif action_name == "new_turn":
+        assert Admission.objects.filter(conversation=assistant.conversation).count() == 2
+    else:
+        assert KeySessionRevocation.objects.filter(key_session=assistant.key_session).exists()
+        assert KeySession.objects.get(pk=assistant.key_session.pk).revoked_at is not None
+    assert "green tea" in memory_current_get(workspace=workspace).content

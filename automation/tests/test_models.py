@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.apps import apps
+from django.db import IntegrityError, connection, models, transaction
+from django.utils import timezone
+
+from automation.models import Admission, CommitFence, DeliveryCredential, Turn
+
+
+def violates(constraint: str, write) -> None:
+    with pytest.raises(IntegrityError) as caught, transaction.atomic():
+        write()
+    if connection.vendor == "postgresql" or "unique" not in constraint:
+        assert constraint in str(caught.value)
+
+
+@pytest.fixture
+def admission(assistant) -> Admission:
+    return assistant.send()
+
+
+ADMISSION_CASES = [
+    ("automation_admission_mode_valid", {"mode": "sometimes"}),
+    ("automation_admission_status_valid", {"status": "gone"}),
+    ("automation_admission_committed_has_receipt", {"status": "committed"}),
+    ("automation_admission_committed_has_receipt", {"committed_at": timezone.now()}),
+    ("automation_admission_revisions_non_negative", {"policy_revision": -1}),
+    ("automation_admission_revisions_non_negative", {"clear_generation": -1}),
+    ("automation_admission_revisions_non_negative", {"ai_consent_revision": -1}),
+]
+
+
+@pytest.mark.parametrize(("constraint", "change"), ADMISSION_CASES)
+def test_admission_constraints_refuse_bad_rows(admission, constraint, change):
+    violates(constraint, lambda: Admission.objects.filter(pk=admission.pk).update(**change))
+
+
+def test_admission_expires_after_it_was_admitted(admission):
+    violates(
+        "automation_admission_expires_after_admitted",
+        lambda: Admission.objects.filter(pk=admission.pk).update(
+            expires_at=admission.admitted_at - timedelta(seconds=1)
+        ),
+    )
+
+
+def test_idempotency_key_is_unique_per_conversation(admission):
+    violates(
+        "automation_admission_idempotency_key_unique",
+        lambda: Admission.objects.create(
+            owner=admission.owner,
+            workspace=admission.workspace,
+            conversation=admission.conversation,
+            idempotency_key=admission.idempotency_key,
+            request_digest="0" * 64,
+            mode="auto",
+            policy_revision=0,
+            clear_generation=0,
+            ai_consent_revision=0,
+            credential_digest="1" * 64,
+            expires_at=timezone.now() + timedelta(minutes=1),
+        ),
+    )
+
+
+def test_credential_slot_holds_a_sha256(admission):
+    violates(
+        "automation_deliverycredential_digest_is_sha256",
+        lambda: DeliveryCredential.objects.filter(conversation=admission.conversation).update(
+            credential_digest="plain"
+        ),
+    )
+
+
+def test_turn_state_is_a_known_choice(admission):
+    violates(
+        "automation_turn_state_valid",
+        lambda: Turn.objects.filter(admission=admission).update(state="sleeping"),
+    )
+
+
+def test_fence_row_with_ok_0_is_refused(assistant, admission):
+    receipt = assistant.capture(admission)
+
+    violates(
+        "automation_commitfence_ok",
+        lambda: CommitFence.objects.filter(admission=admission).update(ok=0),
+    )
+    assert receipt.version == 2
+
+
+def test_fence_ok_cannot_be_null(assistant, admission):
+    assistant.capture(admission)
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        CommitFence.objects.filter(admission=admission).update(ok=None)
+
+
+def test_every_check_constraint_of_this_app_is_tested_above():
+    declared = {
+        constraint.name
+        for model in apps.get_app_config("automation").get_models()
+        for constraint in model._meta.constraints
+        if isinstance(constraint, models.CheckConstraint)
+    }
+    tested = {name for name, _ in ADMISSION_CASES} | {
+        "automation_admission_expires_after_admitted",
+        "automation_deliverycredential_digest_is_sha256",
+        "automation_turn_state_valid",
+        "automation_commitfence_ok",
+    }
+
+    assert declared == tested

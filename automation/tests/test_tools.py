@@ -1,0 +1,106 @@
+"""remember_in_memory: commit in Auto, propose in Read only, nothing when Off."""
+
+from __future__ import annotations
+
+from automation.models import Admission
+from automation.tools import TurnContext, remember_in_memory
+from memory.models import Proposal
+from memory.selectors import memory_current_get
+from memory.services import memory_clear, memory_save
+
+ADD = [{"op": "add", "line": "- likes green tea"}]
+
+
+def context(assistant, admission, recalled_version=1):
+    admission = Admission.objects.select_related("owner", "workspace").get(pk=admission.pk)
+    return TurnContext(
+        admission=admission,
+        key_session_id=admission.key_session_id,
+        recalled_version=recalled_version,
+    )
+
+
+def test_auto_says_remembered_only_with_a_committed_receipt(assistant):
+    result = remember_in_memory(context(assistant, assistant.send()), ADD)
+
+    assert result == {"status": "remembered", "version": 2, "replayed": False}
+    assert "green tea" in memory_current_get(workspace=assistant.tenant.workspace).content
+
+
+def test_read_only_returns_a_stored_proposal_and_writes_nothing(make_assistant):
+    assistant = make_assistant(mode="read_only")
+
+    result = remember_in_memory(context(assistant, assistant.send()), ADD)
+
+    assert result["status"] == "proposed"
+    proposal = Proposal.objects.get(pk=result["proposalId"])
+    assert (proposal.reason, proposal.base_version, proposal.clear_generation) == (
+        "read_only",
+        1,
+        0,
+    )
+    assert memory_current_get(workspace=assistant.tenant.workspace).version == 1
+
+
+def test_off_does_nothing(make_assistant):
+    assistant = make_assistant(mode="off")
+
+    result = remember_in_memory(context(assistant, assistant.send()), ADD)
+
+    assert result["status"] == "off"
+    assert not Proposal.objects.exists()
+    assert memory_current_get(workspace=assistant.tenant.workspace).version == 1
+
+
+def test_conflict_comes_back_as_a_proposal_never_a_rebase(assistant):
+    admission = assistant.send()
+    memory_save(
+        workspace=assistant.tenant.workspace,
+        author=assistant.tenant.member,
+        base_version=1,
+        content="- likes tea\n- person's newer line\n",
+    )
+
+    result = remember_in_memory(context(assistant, admission, recalled_version=1), ADD)
+
+    assert (result["status"], result["reason"], result["currentVersion"]) == (
+        "proposed",
+        "version_conflict",
+        2,
+    )
+    assert memory_current_get(workspace=assistant.tenant.workspace).content == (
+        "- likes tea\n- person's newer line\n"
+    )
+
+
+def test_without_a_key_session_capture_is_refused(assistant):
+    admission = assistant.send(key_session=None)
+
+    result = remember_in_memory(context(assistant, admission), ADD)
+
+    assert (result["status"], result["code"]) == ("refused", "KEY_SESSION_UNAVAILABLE")
+
+
+def test_retired_turn_is_refused_with_the_predicate(assistant):
+    admission = assistant.send()
+    memory_clear(
+        workspace=assistant.tenant.workspace, author=assistant.tenant.member, base_version=1
+    )
+
+    result = remember_in_memory(context(assistant, admission, recalled_version=2), ADD)
+
+    assert (result["status"], result["code"], result["predicate"]) == (
+        "refused",
+        "CAPTURE_RETIRED",
+        "clear_generation_unchanged",
+    )
+
+
+def test_malformed_edits_are_refused_not_raised(assistant):
+    result = remember_in_memory(context(assistant, assistant.send()), [{"op": "shout"}])
+
+    assert (result["status"], result["code"], result["reason"]) == (
+        "refused",
+        "MEMORY_EDIT_INVALID",
+        "unknown_op",
+    )
