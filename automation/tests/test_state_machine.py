@@ -166,7 +166,11 @@ class MemoryLife(RuleBasedStateMachine):
 
 
 def test_memory_life_state_machine(make_tenant):
+    class MemoryLifeHere(MemoryLife):
+        def __init__(self) -> None:
+            super().__init__(make_tenant)
+
     run_state_machine_as_test(
-        lambda: MemoryLife(make_tenant),
+        MemoryLifeHere,
         settings=settings(max_examples=60, stateful_step_count=20, deadline=None),
     )
