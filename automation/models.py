@@ -111,10 +111,8 @@ class Admission(models.Model):
                 violation_error_code="STATUS_INVALID",
             ),
             models.CheckConstraint(
-                condition=(
-                    Q(status="admitted", committed_at__isnull=True, capture_digest="")
-                    | Q(status="committed", committed_at__isnull=False) & ~Q(capture_digest="")
-                ),
+                condition=(~Q(status="committed") & Q(committed_at__isnull=True, capture_digest=""))
+                | (Q(status="committed", committed_at__isnull=False) & ~Q(capture_digest="")),
                 name="automation_admission_committed_has_receipt",
                 violation_error_code="STATUS_INVALID",
             ),
