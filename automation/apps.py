@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class AutomationConfig(AppConfig):
     name = "automation"
     verbose_name = "Assistant automation"
+
+    def ready(self) -> None:
+        # Register the Celery tasks in every process (web included), so that a task can
+        # be looked up by name and run eagerly when no broker is configured.
+        from automation import tasks  # noqa: F401

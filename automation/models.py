@@ -16,6 +16,22 @@ from workspaces.models import FileVersion, KeySession, User, Workspace
 FENCE_CONSTRAINT = "automation_commitfence_ok"
 
 
+class RecallStatus(models.TextChoices):
+    """What memory a model call was given, and if none, why (the seed's withheld reasons)."""
+
+    PROVIDED = "provided", "Provided"
+    OFF = "off", "Memory is off"
+    EMPTY = "empty", "Memory is empty"
+    PENDING = "pending", "A save was still in flight"
+    CONFLICT = "conflict", "The sender's view conflicts with the saved memory"
+    STALE = "stale", "The sender had not seen the latest saved memory"
+    OVERSIZED = "oversized", "Memory is over the recall bound"
+    DELETED = "deleted", "Memory was deleted"
+    UNAVAILABLE = "unavailable", "No live key session"
+    NO_ACCESS = "no_access", "The sender no longer has workspace access"
+    SUPERSEDED = "superseded", "A newer turn holds the conversation's credential"
+
+
 class Conversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="conversations")
@@ -83,6 +99,7 @@ class Admission(models.Model):
     # none, as an MCP turn does.
     acknowledged_version = models.BigIntegerField(null=True, blank=True)
     save_in_flight = models.BooleanField(null=True, blank=True)
+    has_unresolved_conflict = models.BooleanField(null=True, blank=True)
     credential_digest = models.CharField(max_length=64, unique=True)
     admitted_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
@@ -92,6 +109,12 @@ class Admission(models.Model):
         FileVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     capture_digest = models.CharField(max_length=64, blank=True, default="")
+    # The recall receipt: what the latest model call of this turn was given. Ids,
+    # versions and statuses only, never text.
+    recall_status = models.CharField(max_length=16, choices=RecallStatus.choices, blank=True)
+    recall_version = models.BigIntegerField(null=True, blank=True)
+    recalled_at = models.DateTimeField(null=True, blank=True)
+    recall_count = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
@@ -114,6 +137,17 @@ class Admission(models.Model):
                 condition=(~Q(status="committed") & Q(committed_at__isnull=True, capture_digest=""))
                 | (Q(status="committed", committed_at__isnull=False) & ~Q(capture_digest="")),
                 name="automation_admission_committed_has_receipt",
+                violation_error_code="STATUS_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(recall_status__in=["", *RecallStatus.values]),
+                name="automation_admission_recall_status_valid",
+                violation_error_code="STATUS_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(recall_status="", recalled_at__isnull=True, recall_count=0)
+                | (~Q(recall_status="") & Q(recalled_at__isnull=False, recall_count__gte=1)),
+                name="automation_admission_recall_receipt_complete",
                 violation_error_code="STATUS_INVALID",
             ),
             models.CheckConstraint(
@@ -185,6 +219,8 @@ class Turn(models.Model):
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Why a failed turn failed (an error code, never text from the conversation).
+    failure_code = models.CharField(max_length=64, blank=True)
 
     class Meta:
         constraints = [
@@ -197,3 +233,44 @@ class Turn(models.Model):
 
     def __str__(self) -> str:
         return f"turn {self.id} ({self.state})"
+
+
+class Message(models.Model):
+    """One entry of a conversation's transcript, sealed under the workspace key.
+
+    The recall block a model call is given is never stored here: memory reaches the
+    model only at the binding, fresh each call, so a cleared memory is not replayed.
+    """
+
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        TOOL = "tool", "Tool"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    sequence = models.PositiveIntegerField()
+    ciphertext = models.BinaryField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(role__in=["user", "assistant", "tool"]),
+                name="automation_message_role_valid",
+                violation_error_code="ROLE_INVALID",
+            ),
+            models.UniqueConstraint(
+                fields=["turn", "sequence"],
+                name="automation_message_sequence_unique_in_turn",
+                violation_error_code="SEQUENCE_TAKEN",
+            ),
+        ]
+        indexes = [models.Index(fields=["conversation", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.role} message {self.id}"

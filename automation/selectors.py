@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import QuerySet
 
-from automation.models import Admission, Conversation, DeliveryCredential
+from automation.models import Admission, Conversation, DeliveryCredential, Message, Turn
 from memory.models import MemoryPolicy
 from memory.selectors import memory_policy_get
-from workspaces.errors import NotFound
+from workspaces.crypto import CiphertextRejected, record_associated_data, unseal
+from workspaces.errors import DocumentUnreadable, NotFound
 from workspaces.models import KeySessionRevocation, Team, User, Workspace
+from workspaces.selectors import workspace_data_key
 
 
 def conversation_list_for_user(*, user: User, team: Team) -> QuerySet[Conversation]:
@@ -98,3 +103,79 @@ def fence_failed_predicates(
         ).exists(),
     }
     return [name for name in FENCE_PREDICATES if not holds[name]]
+
+
+@dataclass(frozen=True)
+class TranscriptEntry:
+    turn_id: uuid.UUID
+    role: str
+    body: dict[str, Any]
+    created_at: datetime
+
+
+def transcript_for_conversation(
+    *, conversation: Conversation, limit: int = 200
+) -> list[TranscriptEntry]:
+    """The conversation's sealed transcript, opened, oldest first (the latest `limit`)."""
+    workspace = conversation.workspace
+    data_key = workspace_data_key(workspace=workspace)
+    messages = list(
+        Message.objects.filter(conversation=conversation).order_by("-created_at", "-sequence")[
+            :limit
+        ]
+    )
+    if not messages:
+        return []
+    entries = [
+        TranscriptEntry(
+            turn_id=message.turn_id,
+            role=message.role,
+            body=_message_open(message, workspace, data_key),
+            created_at=message.created_at,
+        )
+        for message in reversed(messages)
+    ]
+    return entries
+
+
+def _message_open(message: Message, workspace: Workspace, data_key: bytes | None) -> dict[str, Any]:
+    if data_key is None:
+        raise DocumentUnreadable(message=str(message.pk))
+    try:
+        raw = unseal(
+            data_key=data_key,
+            ciphertext=bytes(message.ciphertext),
+            associated_data=record_associated_data(
+                kind="message", workspace_id=workspace.pk, record_id=message.pk
+            ),
+        )
+    except CiphertextRejected:
+        raise DocumentUnreadable(message=str(message.pk)) from None
+    body: dict[str, Any] = json.loads(raw)
+    return body
+
+
+def receipts_for_conversation(*, conversation: Conversation) -> QuerySet[Admission]:
+    """Each turn's memory receipt: ids, versions and statuses, never text."""
+    return (
+        Admission.objects.filter(conversation=conversation)
+        .select_related("turn", "committed_revision")
+        .order_by("-admitted_at")[:200]
+    )
+
+
+def turn_answer(*, turn: Turn) -> str | None:
+    """The turn's final answer once it has one."""
+    if turn.state != Turn.State.COMPLETED:
+        return None
+    message = (
+        Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT)
+        .select_related("conversation__workspace")
+        .order_by("-sequence")
+        .first()
+    )
+    if message is None:
+        return None
+    workspace = message.conversation.workspace
+    body = _message_open(message, workspace, workspace_data_key(workspace=workspace))
+    return str(body.get("content", ""))

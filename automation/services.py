@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Max
 from django.utils import timezone
 
 from automation.errors import (
@@ -37,6 +39,8 @@ from automation.models import (
     CommitFence,
     Conversation,
     DeliveryCredential,
+    Message,
+    RecallStatus,
     Turn,
 )
 from automation.selectors import fence_failed_predicates
@@ -45,6 +49,7 @@ from memory.edits import MemoryChange, apply_memory_changes, is_encodable
 from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import memory_current_get, memory_policy_get
 from memory.services import memory_proposal_create
+from workspaces.crypto import record_associated_data, seal
 from workspaces.errors import InvalidText, KeySessionUnavailable, VersionConflict
 from workspaces.models import (
     FileVersion,
@@ -52,8 +57,10 @@ from workspaces.models import (
     KeySessionRevocation,
     User,
     Workspace,
+    WorkspaceMembership,
 )
-from workspaces.services import file_write, key_session_resolve
+from workspaces.selectors import file_get
+from workspaces.services import file_write, key_session_resolve, workspace_key_unwrap
 
 
 def conversation_create(*, workspace: Workspace, owner: User) -> Conversation:
@@ -62,12 +69,14 @@ def conversation_create(*, workspace: Workspace, owner: User) -> Conversation:
 
 @dataclass(frozen=True)
 class MemoryState:
-    """What the sender's client reported with X-Memory-State: its acknowledged version
-    and whether one of its own Saves was still in flight. An unsaved draft is never
-    reported: it is not saved memory."""
+    """What the sender's client reported with X-Memory-State about its own Saves: the
+    version its last Save was acknowledged at, whether a Save was still in flight after
+    waiting, and whether its last Save met a conflict it has not resolved. An unsaved
+    draft is never reported: it is not saved memory."""
 
     acknowledged_version: int
     save_in_flight: bool
+    has_unresolved_conflict: bool = False
 
 
 @dataclass(frozen=True)
@@ -137,15 +146,24 @@ def message_admit(
                 key_session=key_session,
                 acknowledged_version=memory_state.acknowledged_version if memory_state else None,
                 save_in_flight=memory_state.save_in_flight if memory_state else None,
+                has_unresolved_conflict=(
+                    memory_state.has_unresolved_conflict if memory_state else None
+                ),
                 credential_digest=credential_digest,
                 admitted_at=now,
                 expires_at=expires_at,
             )
             turn = Turn.objects.create(admission=admission, created_at=now)
+            transcript_append(
+                turn=turn, workspace=workspace, role=Message.Role.USER, body={"content": text}
+            )
             cache_key = delivery_credential_cache_key(admission.pk)
             transaction.on_commit(
                 lambda: cache.set(cache_key, raw_credential, settings.ADMISSION_TTL_SECONDS)
             )
+            # After the credential is in the cache: the runtime needs it. Eager in the
+            # embedded default, so the turn has run by the time the request answers.
+            transaction.on_commit(lambda: turn_enqueue(turn_id=turn.pk))
     except IntegrityError:
         # A concurrent resend with the same key won the insert; answer as a resend.
         raced = _admission_for_key(conversation, idempotency_key, request_digest)
@@ -436,3 +454,123 @@ def _fence_insert(
         inserted = cursor.rowcount
     if inserted != 1:
         raise CaptureRetired(predicate="admission_exists", failed=["admission_exists"])
+
+
+TURN_TASK = "automation.turn_run"
+
+
+def turn_enqueue(*, turn_id: uuid.UUID) -> None:
+    """Hand a turn to the runtime: a Celery worker, or this process when eager."""
+    current_app.tasks[TURN_TASK].delay(str(turn_id))
+
+
+def transcript_append(
+    *, turn: Turn, workspace: Workspace, role: str, body: dict[str, Any]
+) -> Message:
+    """Append a sealed entry to the turn's transcript.
+
+    The transcript is the conversation's own record; the memory block a model call
+    was given is never passed here.
+    """
+    message_id = uuid.uuid4()
+    sequence = (turn.messages.aggregate(last=Max("sequence"))["last"] or 0) + 1
+    sealed = seal(
+        data_key=workspace_key_unwrap(workspace=workspace),
+        plaintext=json.dumps(body).encode(),
+        associated_data=record_associated_data(
+            kind="message", workspace_id=workspace.pk, record_id=message_id
+        ),
+    )
+    return Message.objects.create(
+        id=message_id,
+        conversation_id=turn.admission.conversation_id,
+        turn=turn,
+        role=role,
+        sequence=sequence,
+        ciphertext=sealed,
+    )
+
+
+def turn_finish(*, turn: Turn, failure_code: str = "") -> None:
+    """Mark a running turn completed (or failed, with a code and never any text)."""
+    state = Turn.State.FAILED if failure_code else Turn.State.COMPLETED
+    Turn.objects.filter(pk=turn.pk, state=Turn.State.RUNNING).update(
+        state=state, finished_at=timezone.now(), failure_code=failure_code
+    )
+
+
+def turn_claim(*, turn_id: uuid.UUID) -> bool:
+    """Move a queued turn to running; False if another worker already has it."""
+    return (
+        Turn.objects.filter(pk=turn_id, state=Turn.State.QUEUED).update(state=Turn.State.RUNNING)
+        == 1
+    )
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What one model call is given: the text only when provided, else the reason."""
+
+    status: str
+    version: int | None
+    text: str | None = None
+
+
+def memory_recall(*, admission: Admission) -> Recall:
+    """Read memory for one model call, as the turn may see it now, and record the receipt.
+
+    Runs before every model call, so a Save, a Clear or Off between two calls of one
+    turn reaches the second. When memory is withheld the status says why; an older
+    copy is never substituted.
+    """
+    recall = _recall_inspect(admission)
+    Admission.objects.filter(pk=admission.pk).update(
+        recall_status=recall.status,
+        recall_version=recall.version,
+        recalled_at=timezone.now(),
+        recall_count=F("recall_count") + 1,
+    )
+    return recall
+
+
+def _recall_inspect(admission: Admission) -> Recall:
+    workspace = Workspace.objects.get(pk=admission.workspace_id)
+    is_member = WorkspaceMembership.objects.filter(
+        workspace=workspace, user_id=admission.owner_id, user__is_active=True
+    ).exists()
+    if not is_member or not workspace.ai_enabled:
+        return Recall(RecallStatus.NO_ACCESS, None)
+    slot_digest = (
+        DeliveryCredential.objects.filter(conversation_id=admission.conversation_id)
+        .values_list("credential_digest", flat=True)
+        .first()
+    )
+    if slot_digest != admission.credential_digest:
+        return Recall(RecallStatus.SUPERSEDED, None)
+    if memory_policy_get(workspace=workspace).mode == MemoryPolicy.Mode.OFF:
+        return Recall(RecallStatus.OFF, None)
+    if admission.key_session_id is None:
+        return Recall(RecallStatus.UNAVAILABLE, None)
+    try:
+        data_key = key_session_resolve(
+            session_id=admission.key_session_id, workspace=workspace, user=admission.owner
+        )
+    except KeySessionUnavailable:
+        return Recall(RecallStatus.UNAVAILABLE, None)
+    file = file_get(workspace=workspace, path=MEMORY_PATH)
+    if file is not None and file.is_deleted:
+        return Recall(RecallStatus.DELETED, file.current_version)
+    current = memory_current_get(workspace=workspace, data_key=data_key)
+    if admission.save_in_flight:
+        return Recall(RecallStatus.PENDING, current.version)
+    if admission.has_unresolved_conflict:
+        return Recall(RecallStatus.CONFLICT, current.version)
+    acknowledged = admission.acknowledged_version
+    if acknowledged is not None and acknowledged > current.version:
+        # The sender saw a Save acknowledged that this server does not hold.
+        return Recall(RecallStatus.STALE, current.version)
+    if not current.content:
+        return Recall(RecallStatus.EMPTY, current.version)
+    if not current.is_recallable:
+        return Recall(RecallStatus.OVERSIZED, current.version)
+    return Recall(RecallStatus.PROVIDED, current.version, current.content)

@@ -4,11 +4,13 @@ session and the version it read come from the server's side of the turn."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from automation.errors import CaptureConflict, CaptureRetired, MemoryOversized
 from automation.models import Admission
+from automation.providers import ToolSpec
 from automation.services import capture_commit
 from memory.edits import MemoryChange, parse_changes
 from memory.errors import MemoryEditInvalid
@@ -87,3 +89,36 @@ def _propose(
 
 def _refused(error: DomainError) -> dict[str, Any]:
     return {"status": "refused", "code": error.code, "message": error.message, **error.detail}
+
+
+REMEMBER_SPEC = ToolSpec(
+    name="remember_in_memory",
+    description=(
+        "Change the workspace's saved memory with at most five exact one-line edits: "
+        "add (optionally under a heading), replace or remove. replace and remove must match "
+        "exactly one whole line."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "changes": {
+                "type": "array",
+                "maxItems": 5,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "op": {"enum": ["add", "replace", "remove"]},
+                        "line": {"type": "string"},
+                        "target": {"type": "string"},
+                        "heading": {"type": "string"},
+                    },
+                    "required": ["op"],
+                },
+            }
+        },
+        "required": ["changes"],
+    },
+)
+
+TOOL_SPECS: list[ToolSpec] = [REMEMBER_SPEC]
+TOOLS: dict[str, Callable[..., dict[str, Any]]] = {"remember_in_memory": remember_in_memory}

@@ -175,6 +175,14 @@ if MEMORY_MAX_DOCUMENT_BYTES * 6 + 1024 > REQUEST_MAX_BODY_BYTES:
         "REQUEST_MAX_BODY_BYTES must leave room for a document at MEMORY_MAX_DOCUMENT_BYTES "
         "written as JSON (up to 6 bytes per byte when every character is escaped)"
     )
+# The model behind the assistant: `scripted` (deterministic, offline, the default) or any
+# OpenAI-compatible chat-completions endpoint.
+MODEL_PROVIDER = env_choice("MODEL_PROVIDER", "scripted", {"scripted", "openai"})
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
+OPENAI_MODEL = env_str("OPENAI_MODEL", "")
+if MODEL_PROVIDER == "openai" and not (OPENAI_BASE_URL and OPENAI_MODEL):
+    raise ImproperlyConfigured("MODEL_PROVIDER=openai needs OPENAI_BASE_URL and OPENAI_MODEL")
 JWT_SIGNING_KEY = env_str(
     "JWT_SIGNING_KEY", hashlib.sha256(f"jwt-signing:{SECRET_KEY}".encode()).hexdigest()
 )
@@ -214,10 +222,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
 # Without a broker, tasks run in the calling process: the embedded default needs no
 # worker, and the same code paths run as in production.
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_ALWAYS_EAGER = not env_str("CELERY_BROKER_URL", "")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -14,6 +14,11 @@ urlpatterns = [
         name="message-send",
     ),
     path(
+        "agents/assistant/<uuid:conversation_id>/memory-receipts",
+        views.MemoryReceiptsApi.as_view(),
+        name="memory-receipts",
+    ),
+    path(
         "automation/workspaces/<int:workspace_id>/memory",
         views.AutomationMemoryApi.as_view(),
         name="automation-memory",

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from automation import selectors, services
 from automation.authentication import DeliveryCredentialAuthentication, DeliveryGrant
 from automation.errors import IdempotencyKeyRequired
+from automation.models import Admission, Turn
 from memory.edits import parse_changes
 from workspaces.api.access import caller_membership
 from workspaces.authentication import request_credential
@@ -51,17 +52,28 @@ def _idempotency_key_from(request: Request) -> str:
 
 
 def _memory_state_from(request: Request) -> services.MemoryState | None:
-    """X-Memory-State: `version=<acknowledged version>; saving=<0|1>`."""
+    """X-Memory-State: `version=<acknowledged version>; saving=<0|1>; conflict=<0|1>`."""
     raw = request.headers.get("X-Memory-State")
     if raw is None:
         return None
     fields = dict(part.strip().partition("=")[::2] for part in raw.split(";") if part.strip())
-    version, saving = fields.get("version", ""), fields.get("saving", "0")
-    if set(fields) - {"version", "saving"} or not version.isdigit() or saving not in {"0", "1"}:
+    version = fields.get("version", "")
+    saving, conflict = fields.get("saving", "0"), fields.get("conflict", "0")
+    if (
+        set(fields) - {"version", "saving", "conflict"}
+        or not (version.isascii() and version.isdigit())
+        or saving not in {"0", "1"}
+        or conflict not in {"0", "1"}
+    ):
         raise InvalidHeader(
-            "X-Memory-State must look like `version=12; saving=0`.", header="X-Memory-State"
+            "X-Memory-State must look like `version=12; saving=0; conflict=0`.",
+            header="X-Memory-State",
         )
-    return services.MemoryState(acknowledged_version=int(version), save_in_flight=saving == "1")
+    return services.MemoryState(
+        acknowledged_version=int(version),
+        save_in_flight=saving == "1",
+        has_unresolved_conflict=conflict == "1",
+    )
 
 
 class ConversationListCreateApi(APIView):
@@ -105,7 +117,15 @@ class MessageSendApi(APIView):
             return not admitted.is_new
 
         def get_turn(self, admitted: services.AdmittedTurn) -> dict[str, Any]:
-            return {"id": str(admitted.turn.pk), "state": admitted.turn.state}
+            # Re-read: in the embedded default the turn ran eagerly once the admission
+            # committed, so it may already have its answer.
+            turn = Turn.objects.get(pk=admitted.turn.pk)
+            return {
+                "id": str(turn.pk),
+                "state": turn.state,
+                "answer": selectors.turn_answer(turn=turn),
+                "failureCode": turn.failure_code or None,
+            }
 
     @extend_schema(
         parameters=[
@@ -139,6 +159,50 @@ class MessageSendApi(APIView):
         )
         return Response(self.OutputSerializer(admitted).data, status=status.HTTP_202_ACCEPTED)
 
+    class TranscriptSerializer(serializers.Serializer):
+        turnId = serializers.UUIDField(source="turn_id")
+        role = serializers.CharField()
+        content = serializers.CharField(source="body.content", default="")
+        toolCalls = serializers.ListField(source="body.toolCalls", default=list)
+        createdAt = serializers.DateTimeField(source="created_at")
+
+    @extend_schema(responses=TranscriptSerializer(many=True))
+    def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
+        credential = request_credential(request)
+        conversation = selectors.conversation_get_for_owner(
+            user=credential.user, team=credential.team, conversation_id=conversation_id
+        )
+        entries = selectors.transcript_for_conversation(conversation=conversation)
+        return Response(self.TranscriptSerializer(entries, many=True).data)
+
+
+class MemoryReceiptsApi(APIView):
+    """Which memory revision each turn's model calls were given, or why none: no text."""
+
+    class OutputSerializer(serializers.Serializer):
+        admissionId = serializers.UUIDField(source="id")
+        turnId = serializers.UUIDField(source="turn.id")
+        turnState = serializers.CharField(source="turn.state")
+        admittedAt = serializers.DateTimeField(source="admitted_at")
+        mode = serializers.CharField()
+        recallStatus = serializers.CharField(source="recall_status", allow_blank=True)
+        recallVersion = serializers.IntegerField(source="recall_version", allow_null=True)
+        recalledAt = serializers.DateTimeField(source="recalled_at", allow_null=True)
+        recallCount = serializers.IntegerField(source="recall_count")
+        captureStatus = serializers.CharField(source="status")
+        capturedVersion = serializers.IntegerField(
+            source="committed_revision.version", allow_null=True, default=None
+        )
+
+    @extend_schema(responses=OutputSerializer(many=True))
+    def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
+        credential = request_credential(request)
+        conversation = selectors.conversation_get_for_owner(
+            user=credential.user, team=credential.team, conversation_id=conversation_id
+        )
+        receipts = selectors.receipts_for_conversation(conversation=conversation)
+        return Response(self.OutputSerializer(receipts, many=True).data)
+
 
 class AutomationMemoryApi(APIView):
     """The only automatic writer of memory, for agent runtimes holding a delivery credential."""
@@ -157,16 +221,29 @@ class AutomationMemoryApi(APIView):
         replayed = serializers.BooleanField(source="is_replay")
         unchanged = serializers.BooleanField(source="is_unchanged")
 
+    class RecallQuerySerializer(serializers.Serializer):
+        purpose = serializers.ChoiceField(choices=["recall"])
+
+    class RecallSerializer(serializers.Serializer):
+        status = serializers.CharField()
+        version = serializers.IntegerField(allow_null=True)
+        text = serializers.CharField(allow_null=True)
+
+    @extend_schema(parameters=[RecallQuerySerializer], responses=RecallSerializer)
+    def get(self, request: Request, workspace_id: int) -> Response:
+        admission = _granted_admission(request, workspace_id)
+        query = self.RecallQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        recall = services.memory_recall(admission=admission)
+        return Response(self.RecallSerializer(recall).data)
+
     @extend_schema(
         parameters=[IDEMPOTENCY_HEADER, KEY_SESSION_HEADER],
         request=InputSerializer,
         responses=ReceiptSerializer,
     )
     def put(self, request: Request, workspace_id: int) -> Response:
-        grant = request.auth
-        if not isinstance(grant, DeliveryGrant) or grant.admission.workspace_id != workspace_id:
-            raise NotFound("No such workspace.")
-        admission = grant.admission
+        admission = _granted_admission(request, workspace_id)
         if _idempotency_key_from(request) != f"memory:{admission.pk}":
             raise InvalidHeader(
                 "Idempotency-Key must be memory:<admissionId> of this credential's turn.",
@@ -186,3 +263,11 @@ class AutomationMemoryApi(APIView):
             changes=parse_changes(data.validated_data["changes"]),
         )
         return Response(self.ReceiptSerializer(receipt).data)
+
+
+def _granted_admission(request: Request, workspace_id: int) -> Admission:
+    """The admission a delivery credential grants, if it is for this workspace (else 404)."""
+    grant = request.auth
+    if not isinstance(grant, DeliveryGrant) or grant.admission.workspace_id != workspace_id:
+        raise NotFound("No such workspace.")
+    return grant.admission

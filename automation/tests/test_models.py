@@ -7,7 +7,7 @@ from django.apps import apps
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
-from automation.models import Admission, CommitFence, DeliveryCredential, Turn
+from automation.models import Admission, CommitFence, DeliveryCredential, Message, Turn
 
 
 def violates(constraint: str, write) -> None:
@@ -30,6 +30,12 @@ ADMISSION_CASES = [
     ("automation_admission_revisions_non_negative", {"policy_revision": -1}),
     ("automation_admission_revisions_non_negative", {"clear_generation": -1}),
     ("automation_admission_revisions_non_negative", {"ai_consent_revision": -1}),
+    (
+        "automation_admission_recall_status_valid",
+        {"recall_status": "maybe", "recalled_at": timezone.now(), "recall_count": 1},
+    ),
+    ("automation_admission_recall_receipt_complete", {"recall_status": "provided"}),
+    ("automation_admission_recall_receipt_complete", {"recall_count": 2}),
 ]
 
 
@@ -75,6 +81,13 @@ def test_credential_slot_holds_a_sha256(admission):
     )
 
 
+def test_message_role_is_a_known_choice(admission):
+    violates(
+        "automation_message_role_valid",
+        lambda: Message.objects.filter(turn__admission=admission).update(role="system"),
+    )
+
+
 def test_turn_state_is_a_known_choice(admission):
     violates(
         "automation_turn_state_valid",
@@ -111,6 +124,7 @@ def test_every_check_constraint_of_this_app_is_tested_above():
         "automation_deliverycredential_digest_is_sha256",
         "automation_turn_state_valid",
         "automation_commitfence_ok",
+        "automation_message_role_valid",
     }
 
     assert declared == tested

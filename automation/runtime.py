@@ -1,0 +1,107 @@
+"""The assistant turn: recall, model call, tools, repeat until the model answers.
+
+Memory is attached at the model binding: immediately before every model call the
+turn's memory is read afresh and appended to the system message for that call only.
+It never enters the stored transcript, and the turn's initial data holds only ids.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from automation import services, tools
+from automation.models import Message, Turn
+from automation.prompts import system_message
+from automation.providers import (
+    ChatMessage,
+    ModelProvider,
+    ProviderUnavailable,
+    ToolCall,
+    provider_from_settings,
+)
+from automation.selectors import transcript_for_conversation
+
+MAX_MODEL_CALLS = 6
+
+
+def turn_run(*, turn_id: uuid.UUID, provider: ModelProvider | None = None) -> None:
+    """Run a queued turn to completion. A turn already claimed elsewhere is left alone."""
+    if not services.turn_claim(turn_id=turn_id):
+        return
+    turn = Turn.objects.select_related(
+        "admission__owner", "admission__workspace", "admission__conversation__workspace"
+    ).get(pk=turn_id)
+    try:
+        _run(turn, provider or provider_from_settings())
+    except ProviderUnavailable:
+        services.turn_finish(turn=turn, failure_code="MODEL_UNAVAILABLE")
+
+
+def _run(turn: Turn, provider: ModelProvider) -> None:
+    admission = turn.admission
+    workspace = admission.workspace
+    messages = [
+        _chat(entry.role, entry.body)
+        for entry in transcript_for_conversation(conversation=admission.conversation)
+    ]
+    for _ in range(MAX_MODEL_CALLS):
+        recall = services.memory_recall(admission=admission)
+        reply = provider.complete(
+            system=system_message(status=recall.status, version=recall.version, text=recall.text),
+            messages=messages,
+            tools=tools.TOOL_SPECS,
+        )
+        if not reply.tool_calls:
+            body: dict[str, Any] = {"content": reply.text}
+            services.transcript_append(
+                turn=turn, workspace=workspace, role=Message.Role.ASSISTANT, body=body
+            )
+            services.turn_finish(turn=turn)
+            return
+        calls_body = {"content": reply.text, "toolCalls": [_call_dict(c) for c in reply.tool_calls]}
+        services.transcript_append(
+            turn=turn, workspace=workspace, role=Message.Role.ASSISTANT, body=calls_body
+        )
+        messages.append(_chat(Message.Role.ASSISTANT, calls_body))
+        context = tools.TurnContext(
+            admission=admission,
+            key_session_id=admission.key_session_id,
+            recalled_version=recall.version,
+        )
+        for call in reply.tool_calls:
+            result = _execute(call, context)
+            result_body = {"content": json.dumps(result), "toolCallId": call.id}
+            services.transcript_append(
+                turn=turn, workspace=workspace, role=Message.Role.TOOL, body=result_body
+            )
+            messages.append(_chat(Message.Role.TOOL, result_body))
+    services.turn_finish(turn=turn, failure_code="TOO_MANY_MODEL_CALLS")
+
+
+def _execute(call: ToolCall, context: tools.TurnContext) -> dict[str, Any]:
+    handler: Callable[..., dict[str, Any]] | None = tools.TOOLS.get(call.name)
+    if handler is None:
+        return {"status": "refused", "code": "UNKNOWN_TOOL", "message": f"No tool {call.name}."}
+    try:
+        return handler(context, **call.arguments)
+    except TypeError:
+        return {"status": "refused", "code": "BAD_ARGUMENTS", "message": "Wrong arguments."}
+
+
+def _call_dict(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "name": call.name, "arguments": call.arguments}
+
+
+def _chat(role: str, body: dict[str, Any]) -> ChatMessage:
+    return ChatMessage(
+        role=role,
+        content=body.get("content", ""),
+        tool_calls=tuple(
+            ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
+            for c in body.get("toolCalls", [])
+        ),
+        tool_call_id=body.get("toolCallId", ""),
+    )
