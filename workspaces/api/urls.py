@@ -3,6 +3,7 @@ from django.urls import path
 from workspaces.api import views
 
 urlpatterns = [
+    path("ping", views.PingApi.as_view(), name="ping"),
     path("auth/jwt", views.JwtIssueApi.as_view(), name="auth-jwt"),
     path("tokens", views.TokenListCreateApi.as_view(), name="token-list"),
     path("tokens/<int:token_id>", views.TokenRevokeApi.as_view(), name="token-revoke"),

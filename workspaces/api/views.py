@@ -178,3 +178,16 @@ class KeySessionRevokeApi(APIView):
         )
         services.key_session_revoke(session=session, revoked_by=credential.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PingApi(APIView):
+    """A trivial authenticated read: the yardstick for route overhead in benchmarks."""
+
+    class OutputSerializer(serializers.Serializer):
+        ok = serializers.BooleanField()
+        teamId = serializers.IntegerField()
+
+    @extend_schema(responses=OutputSerializer)
+    def get(self, request: Request) -> Response:
+        credential = request_credential(request)
+        return Response(self.OutputSerializer({"ok": True, "teamId": credential.team.pk}).data)

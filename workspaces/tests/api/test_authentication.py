@@ -202,3 +202,11 @@ def test_member_of_both_teams_sees_only_the_tokens_team(make_tenant):
 
     assert [row["id"] for row in listed] == [team_a.workspace.pk]
     assert_error(other, 404, "NOT_FOUND")
+
+
+def test_ping_answers_only_with_a_credential(tenant):
+    assert_error(APIClient().get("/api/v1/ping"), 401, "AUTHENTICATION_REQUIRED")
+
+    response = tenant.client_for(tenant.member).get("/api/v1/ping")
+
+    assert response.json() == {"ok": True, "teamId": tenant.team.pk}
