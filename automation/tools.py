@@ -8,13 +8,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from automation.documents import (
+    assistant_document_list,
+    assistant_document_read,
+    assistant_document_search,
+    assistant_document_write,
+    document_actor_for_turn,
+)
 from automation.errors import CaptureConflict, CaptureRetired, MemoryOversized
 from automation.models import Admission
 from automation.providers import ToolSpec
 from automation.services import capture_commit
 from memory.edits import MemoryChange, parse_changes
-from memory.errors import MemoryEditInvalid
+from memory.errors import MemoryEditInvalid, MemoryNamespaceReserved
 from memory.models import MemoryPolicy
+from memory.namespace import is_memory_namespace
 from memory.selectors import memory_current_get
 from memory.services import memory_proposal_create
 from workspaces.errors import DomainError, KeySessionUnavailable
@@ -120,5 +128,123 @@ REMEMBER_SPEC = ToolSpec(
     },
 )
 
-TOOL_SPECS: list[ToolSpec] = [REMEMBER_SPEC]
-TOOLS: dict[str, Callable[..., dict[str, Any]]] = {"remember_in_memory": remember_in_memory}
+
+def list_documents(context: TurnContext, prefix: str | None = None) -> dict[str, Any]:
+    """The workspace's notes (the memory namespace is not among them)."""
+    try:
+        actor = document_actor_for_turn(
+            admission=context.admission, key_session_id=context.key_session_id
+        )
+        files = assistant_document_list(actor=actor, prefix=prefix)
+    except DomainError as error:
+        return _refused(error)
+    return {
+        "status": "ok",
+        "documents": [{"path": f.path, "version": f.current_version} for f in files],
+    }
+
+
+def search_documents(context: TurnContext, query: str) -> dict[str, Any]:
+    try:
+        actor = document_actor_for_turn(
+            admission=context.admission, key_session_id=context.key_session_id
+        )
+        hits = assistant_document_search(actor=actor, query=query)
+    except DomainError as error:
+        return _refused(error)
+    return {
+        "status": "ok",
+        "results": [{"path": h.path, "version": h.version, "snippet": h.snippet} for h in hits],
+    }
+
+
+def read_document(context: TurnContext, path: str) -> dict[str, Any]:
+    if refusal := _memory_namespace_refusal(path):
+        return refusal
+    try:
+        actor = document_actor_for_turn(
+            admission=context.admission, key_session_id=context.key_session_id
+        )
+        document = assistant_document_read(actor=actor, raw_path=path)
+    except DomainError as error:
+        return _refused(error)
+    return {
+        "status": "ok",
+        "path": document.path,
+        "version": document.version,
+        "content": document.content,
+    }
+
+
+def create_note(context: TurnContext, path: str, content: str) -> dict[str, Any]:
+    """Create a new note (never overwrites: an existing path is a conflict)."""
+    if refusal := _memory_namespace_refusal(path):
+        return refusal
+    try:
+        actor = document_actor_for_turn(
+            admission=context.admission, key_session_id=context.key_session_id
+        )
+        revision = assistant_document_write(
+            actor=actor, raw_path=path, content=content, base_version=0
+        )
+    except DomainError as error:
+        return _refused(error)
+    return {"status": "created", "path": path, "version": revision.version}
+
+
+def propose_edit(context: TurnContext, path: str, content: str) -> dict[str, Any]:
+    """Suggest new text for a note without writing it: the person decides."""
+    if refusal := _memory_namespace_refusal(path):
+        return refusal
+    return {"status": "proposed", "path": path, "content": content}
+
+
+def _memory_namespace_refusal(path: str) -> dict[str, Any] | None:
+    # Refused here, before any request is made, so that Off cannot be bypassed by an
+    # ordinary document read and memory is never written outside the commit fence.
+    if is_memory_namespace(path):
+        return _refused(MemoryNamespaceReserved())
+    return None
+
+
+def _path_spec(name: str, description: str, **extra: Any) -> ToolSpec:
+    properties = {"path": {"type": "string"}, **extra}
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters={"type": "object", "properties": properties, "required": list(properties)},
+    )
+
+
+TOOL_SPECS: list[ToolSpec] = [
+    REMEMBER_SPEC,
+    ToolSpec(
+        name="list_documents",
+        description="List the workspace's notes, optionally under a path prefix.",
+        parameters={"type": "object", "properties": {"prefix": {"type": "string"}}},
+    ),
+    ToolSpec(
+        name="search_documents",
+        description="Search the workspace's notes for text.",
+        parameters={
+            "type": "object",
+            "properties": {"query": {"type": "string"}},
+            "required": ["query"],
+        },
+    ),
+    _path_spec("read_document", "Read one note."),
+    _path_spec("create_note", "Create a new note.", content={"type": "string"}),
+    _path_spec(
+        "propose_edit",
+        "Suggest new text for a note for the person to review; nothing is written.",
+        content={"type": "string"},
+    ),
+]
+TOOLS: dict[str, Callable[..., dict[str, Any]]] = {
+    "remember_in_memory": remember_in_memory,
+    "list_documents": list_documents,
+    "search_documents": search_documents,
+    "read_document": read_document,
+    "create_note": create_note,
+    "propose_edit": propose_edit,
+}

@@ -230,7 +230,14 @@ def test_openai_compatible_provider_against_a_local_fake_server(assistant, fake_
     assert first["body"]["messages"][0]["role"] == "system"
     assert "- likes tea" in first["body"]["messages"][0]["content"]
     assert first["body"]["messages"][-1] == {"role": "user", "content": "please remember that"}
-    assert [t["function"]["name"] for t in first["body"]["tools"]] == ["remember_in_memory"]
+    assert [t["function"]["name"] for t in first["body"]["tools"]] == [
+        "remember_in_memory",
+        "list_documents",
+        "search_documents",
+        "read_document",
+        "create_note",
+        "propose_edit",
+    ]
     assert second["body"]["messages"][-1]["role"] == "tool"
     assert json.loads(second["body"]["messages"][-1]["content"])["status"] == "remembered"
     assert "- from the model" in memory_current_get(workspace=assistant.tenant.workspace).content
