@@ -9,3 +9,4 @@ class AutomationConfig(AppConfig):
         # Register the Celery tasks in every process (web included), so that a task can
         # be looked up by name and run eagerly when no broker is configured.
         from automation import tasks  # noqa: F401
+        from automation.api import schema  # noqa: F401

@@ -21,3 +21,18 @@ class ProposalNotOpen(DomainError):
     code = "PROPOSAL_RETIRED"
     status = 409
     default_message = "This proposal can no longer be applied."
+
+
+class MemoryNamespaceReserved(DomainError):
+    """A path under `.zudotext/memory/`, in any spelling, on a route that may not touch it.
+
+    Only the memory routes write the memory document; generic document routes refuse the
+    whole namespace before reading or writing anything.
+    """
+
+    code = "MEMORY_NAMESPACE_RESERVED"
+    status = 403
+    default_message = (
+        "Paths under .zudotext/memory/ are reserved for the memory document; "
+        "nothing was read or written."
+    )

@@ -17,6 +17,7 @@ from django.utils import timezone
 from memory.edits import MemoryChange, apply_memory_changes
 from memory.errors import PolicyRevisionConflict, ProposalNotOpen
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
+from memory.namespace import memory_namespace_refuse
 from memory.selectors import (
     PolicyState,
     memory_current_get,
@@ -26,10 +27,17 @@ from memory.selectors import (
     memory_version_get,
 )
 from workspaces.crypto import record_associated_data, seal
-from workspaces.errors import VersionConflict
-from workspaces.models import FileVersion, User, Workspace
+from workspaces.errors import InvalidHeader, VersionConflict
+from workspaces.models import File, FileVersion, User, Workspace
+from workspaces.paths import document_path_require_canonical
 from workspaces.selectors import file_version_plaintext
-from workspaces.services import file_write, workspace_key_unwrap
+from workspaces.services import (
+    file_delete,
+    file_move,
+    file_restore,
+    file_write,
+    workspace_key_unwrap,
+)
 
 
 def _policy_row_ensure(*, workspace: Workspace) -> None:
@@ -221,3 +229,110 @@ def _proposal_resolve(*, proposal: Proposal, status: str, actor: User) -> bool:
         status=status, resolved_at=timezone.now(), resolved_by=actor
     )
     return resolved == 1
+
+
+def memory_write(
+    *,
+    workspace: Workspace,
+    author: User,
+    base_version: int,
+    content: str,
+    is_clear: bool,
+    restore_version: int | None = None,
+) -> FileVersion:
+    """A person's write of the memory document, from whichever route it arrives.
+
+    `is_clear` (X-Memory-Clear: 1) is a Clear and ignores `content`, which the caller has
+    checked is empty; `restore_version` is an Undo; otherwise `content` is saved. Every
+    human route that writes the memory path goes through here, so memory changes one way
+    only (the Clear generation, for one, cannot be skipped by writing the path elsewhere).
+    """
+    if is_clear:
+        return memory_clear(workspace=workspace, author=author, base_version=base_version)
+    if restore_version is not None:
+        return memory_undo(
+            workspace=workspace,
+            author=author,
+            base_version=base_version,
+            restore_version=restore_version,
+        )
+    return memory_save(
+        workspace=workspace, author=author, base_version=base_version, content=content
+    )
+
+
+# A person's management of the workspace's documents (notes). It lives here, in the memory
+# app, because a person's write to the memory path must become a memory Save or Clear, and
+# the rest of the memory namespace must stay closed to ordinary document writes. Paths
+# arrive as sent: each function refuses a non-canonical spelling first (a person can fix
+# it from `detail.canonical`), then the namespace. Memory mode never restricts these.
+
+
+def document_write(
+    *,
+    workspace: Workspace,
+    author: User,
+    raw_path: str,
+    content: str,
+    base_version: int,
+    is_clear: bool,
+) -> FileVersion:
+    """Save a person's document by compare-and-set on `base_version` (0 creates it).
+
+    The memory path goes through `memory_write` (so X-Memory-Clear is a real Clear); any
+    other path under the memory namespace is refused; X-Memory-Clear on an ordinary note
+    is refused rather than ignored.
+    """
+    path = document_path_require_canonical(raw_path)
+    if path == MEMORY_PATH:
+        return memory_write(
+            workspace=workspace,
+            author=author,
+            base_version=base_version,
+            content=content,
+            is_clear=is_clear,
+        )
+    memory_namespace_refuse(path)
+    if is_clear:
+        raise InvalidHeader(
+            "X-Memory-Clear applies only to the memory document.", header="X-Memory-Clear"
+        )
+    return file_write(
+        workspace=workspace,
+        path=path,
+        plaintext=content,
+        base_version=base_version,
+        data_key=workspace_key_unwrap(workspace=workspace),
+        author=author,
+        author_kind=FileVersion.AuthorKind.HUMAN,
+        change_kind=FileVersion.ChangeKind.SAVE,
+    )
+
+
+def document_delete(*, workspace: Workspace, raw_path: str, base_version: int) -> File:
+    """Delete a person's document at `base_version`. The memory namespace is refused: memory
+    is emptied by a Clear, never deleted, and its folder holds nothing else."""
+    path = document_path_require_canonical(raw_path)
+    memory_namespace_refuse(path)
+    return file_delete(workspace=workspace, path=path, base_version=base_version)
+
+
+def document_restore(*, workspace: Workspace, raw_path: str, base_version: int) -> File:
+    """Restore a person's deleted document at `base_version`; the namespace is refused."""
+    path = document_path_require_canonical(raw_path)
+    memory_namespace_refuse(path)
+    return file_restore(workspace=workspace, path=path, base_version=base_version)
+
+
+def document_move(
+    *, workspace: Workspace, raw_source: str, raw_destination: str, base_version: int
+) -> File:
+    """Move a person's document at `base_version`. The namespace is refused as either end:
+    moving a note in would plant text where only the memory routes write, and moving
+    memory out would take it from under its policy."""
+    source = document_path_require_canonical(raw_source)
+    destination = document_path_require_canonical(raw_destination)
+    memory_namespace_refuse(source, destination)
+    return file_move(
+        workspace=workspace, source=source, destination=destination, base_version=base_version
+    )

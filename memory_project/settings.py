@@ -204,7 +204,7 @@ REST_FRAMEWORK = {
         "write": env_str("THROTTLE_WRITE_RATE", "300/min"),
     },
     "EXCEPTION_HANDLER": "memory_project.api.exceptions.api_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "memory_project.api.schema.QualifiedAutoSchema",
 }
 
 SPECTACULAR_SETTINGS = {

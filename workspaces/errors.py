@@ -105,3 +105,36 @@ class KeySessionUnavailable(DomainError):
     code = "KEY_SESSION_UNAVAILABLE"
     status = 403
     default_message = "No live key session for this workspace; open a new one."
+
+
+class InvalidDocumentPath(DomainError):
+    """A document path that is not valid, or not in its one canonical spelling.
+
+    `detail.reason` says why; for a valid path sent in another spelling, `detail.canonical`
+    is the spelling to send instead.
+    """
+
+    code = "INVALID_DOCUMENT_PATH"
+    status = 400
+    default_message = "The document path is not valid."
+
+
+class DocumentExists(DomainError):
+    """A move's destination is taken (by a live or a deleted document); nothing moved."""
+
+    code = "DOCUMENT_EXISTS"
+    status = 409
+    default_message = "A document already exists at the destination; nothing was moved."
+
+
+class CredentialExpired(DomainError):
+    """A credential that still authenticates its holder but is past the life it was given.
+
+    Raised where expiry is a route's decision rather than the authenticator's (a delivery
+    credential names its turn, whose admission carries the expiry). Same code and status
+    as an expired token refused by the authenticator.
+    """
+
+    code = "TOKEN_EXPIRED"
+    status = 401
+    default_message = "This credential is past its expiry."

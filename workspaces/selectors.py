@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import uuid
+from collections.abc import Callable
 
 from django.core.cache import cache
-from django.db.models import F, QuerySet
+from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from workspaces.crypto import CiphertextRejected, revision_associated_data, unseal
 from workspaces.errors import DocumentUnreadable, NotFound
@@ -135,3 +137,89 @@ def file_current_version(*, workspace: Workspace, path: str) -> FileVersion | No
         )
         .first()
     )
+
+
+# Bounds that keep a listing or a search one bounded pass over the store.
+FILE_LIST_LIMIT = 500
+FILE_SEARCH_SCAN_LIMIT = 500
+SNIPPET_CONTEXT_CHARS = 60
+
+
+def file_list(*, workspace: Workspace, prefix: str | None, include_deleted: bool) -> list[File]:
+    """A workspace's files ordered by path, at most FILE_LIST_LIMIT of them.
+
+    `prefix` matches the start of the stored (canonical) path literally. Each file carries
+    `current_bytes`, the size of its current revision, read in the same query.
+    """
+    files = File.objects.filter(workspace=workspace)
+    if prefix:
+        files = files.filter(path__startswith=prefix)
+    if not include_deleted:
+        files = files.filter(deleted_at__isnull=True)
+    current_bytes = FileVersion.objects.filter(
+        file=OuterRef("pk"), version=OuterRef("current_version")
+    ).values("size_bytes")[:1]
+    return list(
+        files.annotate(current_bytes=Subquery(current_bytes)).order_by("path")[:FILE_LIST_LIMIT]
+    )
+
+
+def file_read_text(*, workspace: Workspace, path: str, data_key: bytes) -> tuple[FileVersion, str]:
+    """The current revision of a live file and its text; NotFound if missing or deleted."""
+    revision = file_current_version(workspace=workspace, path=path)
+    if revision is None:
+        raise NotFound("No such document.", path=path)
+    return revision, file_version_plaintext(
+        version=revision, workspace=workspace, data_key=data_key
+    )
+
+
+def file_search(
+    *,
+    workspace: Workspace,
+    query: str,
+    data_key: bytes,
+    limit: int,
+    is_hidden: Callable[[str], bool] | None = None,
+) -> list[tuple[File, str]]:
+    """Live files whose text contains `query` (case-insensitive), each with a short snippet
+    around its first match, in path order, at most `limit` of them.
+
+    Documents are sealed at rest, so there is no plaintext index to query: this opens the
+    current revision of each file in turn. It considers at most FILE_SEARCH_SCAN_LIMIT live
+    files (the first in path order, hidden ones included), so in a larger workspace a match
+    beyond them is not found. Files for which `is_hidden(path)` is true are skipped before
+    they are opened, so their text is never decrypted.
+    A revision that fails its integrity check raises DocumentUnreadable, as a read would.
+    """
+    pattern = re.compile(re.escape(query), re.IGNORECASE)
+    revisions = (
+        FileVersion.objects.select_related("file")
+        .filter(
+            file__workspace=workspace,
+            file__deleted_at__isnull=True,
+            version=F("file__current_version"),
+        )
+        .order_by("file__path")[:FILE_SEARCH_SCAN_LIMIT]
+    )
+    found: list[tuple[File, str]] = []
+    # iterator(): ciphertexts can each be megabytes; hold one chunk at a time, not all.
+    for revision in revisions.iterator(chunk_size=50):
+        if is_hidden is not None and is_hidden(revision.file.path):
+            continue
+        text = file_version_plaintext(version=revision, workspace=workspace, data_key=data_key)
+        match = pattern.search(text)
+        if match is None:
+            continue
+        found.append((revision.file, _snippet(text, match.start(), match.end())))
+        if len(found) >= limit:
+            break
+    return found
+
+
+def _snippet(text: str, start: int, end: int) -> str:
+    """The match with up to SNIPPET_CONTEXT_CHARS either side, on one line, marked where cut."""
+    left = max(0, start - SNIPPET_CONTEXT_CHARS)
+    right = min(len(text), end + SNIPPET_CONTEXT_CHARS)
+    body = " ".join(text[left:right].split())
+    return ("…" if left > 0 else "") + body + ("…" if right < len(text) else "")

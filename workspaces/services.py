@@ -22,6 +22,7 @@ from workspaces.crypto import (
 )
 from workspaces.errors import (
     ConsentRevisionConflict,
+    DocumentExists,
     DocumentTooLarge,
     InvalidText,
     KeySessionUnavailable,
@@ -355,3 +356,79 @@ def key_session_revoke(*, session: KeySession, revoked_by: User) -> KeySession:
         transaction.on_commit(lambda: cache.delete(session.cache_key))
     session.refresh_from_db(fields=["revoked_at"])
     return session
+
+
+def file_delete(*, workspace: Workspace, path: str, base_version: int) -> File:
+    """Delete a live file at `base_version`: it becomes a tombstone, its revisions kept.
+
+    One conditional UPDATE on (path, version, live). The version does not move, since no
+    revision is written: restoring names the same version. A file that is already
+    deleted, missing, or at another version is a VersionConflict and nothing changes.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        updated = File.objects.filter(
+            workspace=workspace, path=path, current_version=base_version, deleted_at__isnull=True
+        ).update(deleted_at=now, updated_at=now)
+        if updated != 1:
+            raise _state_conflict(workspace=workspace, path=path)
+    return File.objects.get(workspace=workspace, path=path)
+
+
+def file_restore(*, workspace: Workspace, path: str, base_version: int) -> File:
+    """Bring a deleted file at `base_version` back to life, with the text it had.
+
+    The mirror of `file_delete`: one conditional UPDATE on (path, version, deleted). A live
+    or missing file, or another version, is a VersionConflict and nothing changes.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        updated = File.objects.filter(
+            workspace=workspace, path=path, current_version=base_version, deleted_at__isnull=False
+        ).update(deleted_at=None, updated_at=now)
+        if updated != 1:
+            raise _state_conflict(workspace=workspace, path=path)
+    return File.objects.get(workspace=workspace, path=path)
+
+
+def file_move(*, workspace: Workspace, source: str, destination: str, base_version: int) -> File:
+    """Rename a live file at `base_version` from `source` to `destination`.
+
+    The file keeps its id, so its revisions (sealed with the file id, not the path) stay
+    readable, and its version. A stale or missing source is a VersionConflict. A taken
+    destination, live or deleted, is DocumentExists: the path's unique constraint decides,
+    not an earlier look, so of two concurrent moves to one destination exactly one lands
+    (the other blocks on the index entry until the first commits, then fails).
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                updated = File.objects.filter(
+                    workspace=workspace,
+                    path=source,
+                    current_version=base_version,
+                    deleted_at__isnull=True,
+                ).update(path=destination, updated_at=now)
+        except IntegrityError:
+            if File.objects.filter(workspace=workspace, path=destination).exists():
+                raise DocumentExists(path=destination) from None
+            raise
+        if updated != 1:
+            raise _state_conflict(workspace=workspace, path=source)
+    return File.objects.get(workspace=workspace, path=destination)
+
+
+def _state_conflict(*, workspace: Workspace, path: str) -> VersionConflict:
+    """The conflict for a delete, restore or move: the version held now and whether the file
+    is deleted, so a client can tell "changed since" from "already deleted" (0 if none)."""
+    current = (
+        File.objects.filter(workspace=workspace, path=path)
+        .values("current_version", "deleted_at")
+        .first()
+    )
+    if current is None:
+        return VersionConflict(currentVersion=0, deleted=False)
+    return VersionConflict(
+        currentVersion=current["current_version"], deleted=current["deleted_at"] is not None
+    )

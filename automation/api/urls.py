@@ -1,6 +1,6 @@
 from django.urls import path
 
-from automation.api import views
+from automation.api import documents, views
 
 urlpatterns = [
     path(
@@ -22,5 +22,25 @@ urlpatterns = [
         "automation/workspaces/<int:workspace_id>/memory",
         views.AutomationMemoryApi.as_view(),
         name="automation-memory",
+    ),
+    path(
+        "automation/workspaces/<int:workspace_id>/documents",
+        documents.AutomationDocumentApi.as_view(),
+        name="automation-document",
+    ),
+    path(
+        "automation/workspaces/<int:workspace_id>/documents/move",
+        documents.AutomationDocumentMoveApi.as_view(),
+        name="automation-document-move",
+    ),
+    path(
+        "automation/workspaces/<int:workspace_id>/documents/restore",
+        documents.AutomationDocumentRestoreApi.as_view(),
+        name="automation-document-restore",
+    ),
+    path(
+        "automation/workspaces/<int:workspace_id>/documents/search",
+        documents.AutomationDocumentSearchApi.as_view(),
+        name="automation-document-search",
     ),
 ]

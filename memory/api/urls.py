@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.api import views
+from memory.api import documents, views
 
 urlpatterns = [
     path(
@@ -37,5 +37,20 @@ urlpatterns = [
         "workspaces/<int:workspace_id>/memory/proposals/<uuid:proposal_id>/dismiss",
         views.ProposalDismissApi.as_view(),
         name="memory-proposal-dismiss",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/documents",
+        documents.DocumentApi.as_view(),
+        name="document",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/documents/move",
+        documents.DocumentMoveApi.as_view(),
+        name="document-move",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/documents/restore",
+        documents.DocumentRestoreApi.as_view(),
+        name="document-restore",
     ),
 ]

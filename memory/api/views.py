@@ -83,25 +83,14 @@ class MemoryDocumentApi(APIView):
         is_clear = flag_from(request, "X-Memory-Clear")
         data = self.InputSerializer(data=request.data, context={"is_clear": is_clear})
         data.is_valid(raise_exception=True)
-        workspace, author = membership.workspace, membership.user
-        if is_clear:
-            revision = services.memory_clear(
-                workspace=workspace, author=author, base_version=base_version
-            )
-        elif "restoreVersion" in data.validated_data:
-            revision = services.memory_undo(
-                workspace=workspace,
-                author=author,
-                base_version=base_version,
-                restore_version=data.validated_data["restoreVersion"],
-            )
-        else:
-            revision = services.memory_save(
-                workspace=workspace,
-                author=author,
-                base_version=base_version,
-                content=data.validated_data["content"],
-            )
+        revision = services.memory_write(
+            workspace=membership.workspace,
+            author=membership.user,
+            base_version=base_version,
+            content=data.validated_data.get("content", ""),
+            is_clear=is_clear,
+            restore_version=data.validated_data.get("restoreVersion"),
+        )
         return Response(self.WrittenSerializer(revision).data)
 
 

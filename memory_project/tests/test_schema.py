@@ -16,3 +16,13 @@ def test_browsable_docs_render_without_external_assets(db, client):
     assert response.status_code == 200
     assert b"swagger-ui" in response.content
     assert b"cdn." not in response.content
+
+
+def test_schema_generates_without_warnings_and_validates(db, tmp_path):
+    from django.core.management import call_command
+
+    call_command(
+        "spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yml")
+    )
+
+    assert "MemoryDocumentApiInput" in (tmp_path / "schema.yml").read_text()

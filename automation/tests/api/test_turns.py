@@ -20,28 +20,33 @@ from memory.services import memory_clear, memory_policy_set
 MARKER = "OKAPI-5c1e-marker"
 
 
-@pytest.fixture
-def chat(assistant, django_capture_on_commit_callbacks):
-    """Send a message as the member, with the key session, and run the turn."""
-    client = assistant.tenant.client_for(assistant.tenant.member)
-    url = f"/api/v1/agents/assistant/{assistant.conversation.pk}/messages"
-    sent = iter(range(1, 1000))
+class Chat:
+    """The member's side of the assistant panel: send a message, and the turn runs."""
 
-    def send(text: str, **headers):
-        with django_capture_on_commit_callbacks(execute=True):
-            response = client.post(
-                url,
+    def __init__(self, assistant, capture_commit_callbacks) -> None:
+        self.assistant = assistant
+        self.client = assistant.tenant.client_for(assistant.tenant.member)
+        self.url = f"/api/v1/agents/assistant/{assistant.conversation.pk}/messages"
+        self.capture = capture_commit_callbacks
+        self.sent = 0
+
+    def __call__(self, text: str) -> dict:
+        self.sent += 1
+        with self.capture(execute=True):
+            response = self.client.post(
+                self.url,
                 {"text": text},
                 format="json",
-                HTTP_IDEMPOTENCY_KEY=f"turn-{next(sent)}",
-                HTTP_X_KEY_SESSION=str(assistant.key_session.pk),
-                **headers,
+                HTTP_IDEMPOTENCY_KEY=f"turn-{self.sent}",
+                HTTP_X_KEY_SESSION=str(self.assistant.key_session.pk),
             )
         assert response.status_code == 202, response.content
         return response.json()
 
-    send.client = client
-    return send
+
+@pytest.fixture
+def chat(assistant, django_capture_on_commit_callbacks) -> Chat:
+    return Chat(assistant, django_capture_on_commit_callbacks)
 
 
 def receipts(chat, assistant):

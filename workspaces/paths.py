@@ -1,0 +1,121 @@
+"""Document paths: the one canonical spelling every route stores and looks up.
+
+A document has exactly one spelling. Clients reach the store through URLs, JSON bodies,
+Windows tools and copy-paste, so the same intent arrives as `notes/a.md`, `/notes/a.md`,
+`notes\\a.md`, `notes/./a.md`, `notes%2Fa.md` or with full-width letters. The store is keyed
+on the exact string, so without one canonical form two spellings would be two documents,
+and a check made on one spelling would not hold for the other.
+
+The steps, in order:
+
+1. percent-decode and apply Unicode NFKC, repeated until nothing changes, at most
+   `DECODE_ROUNDS` times (a path still changing after that is refused, not decoded
+   further, so a canonical path never decodes to something else later);
+2. turn backslashes into `/`;
+3. refuse control and format characters (NUL, zero-width space, soft hyphen, ...);
+4. split on `/`, dropping empty and `.` segments (and so a leading `/`);
+5. refuse a `..` segment, an empty path, an over-long segment or path, and anything that
+   is not a Markdown document.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from urllib.parse import unquote
+
+from workspaces.errors import InvalidDocumentPath
+
+DECODE_ROUNDS = 3
+MAX_SEGMENT_BYTES = 255
+MAX_PATH_BYTES = 1024
+# A bound on the work done for one raw path before it is even decoded: generous enough for
+# a maximal path percent-encoded three times over.
+MAX_RAW_CHARS = 16 * 1024
+DOCUMENT_SUFFIX = ".md"
+
+# Control (Cc), format (Cf, zero-width and bidi marks, soft hyphen), surrogate (Cs) and the
+# line and paragraph separators (Zl, Zp). None of them is visible in a path, so each would
+# let two different-looking-alike documents exist.
+REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def unfold(text: str, *, strict: bool) -> str:
+    """One round: percent-decode as UTF-8, then NFKC.
+
+    With `strict`, an escape that is not valid UTF-8 raises UnicodeDecodeError; otherwise it
+    becomes U+FFFD.
+    """
+    decoded = unquote(text, encoding="utf-8", errors="strict" if strict else "replace")
+    return unicodedata.normalize("NFKC", decoded)
+
+
+def path_segments(text: str) -> list[str]:
+    """Split a decoded path on `/` and `\\`, dropping empty and `.` segments. `..` is kept."""
+    return [part for part in text.replace("\\", "/").split("/") if part not in {"", "."}]
+
+
+def has_refused_character(text: str) -> bool:
+    return any(unicodedata.category(char) in REFUSED_CATEGORIES for char in text)
+
+
+def canonical_document_path(raw: str) -> str:
+    """Return the canonical spelling of a document path, or raise InvalidDocumentPath.
+
+    The result is a fixed point: canonical_document_path(result) == result.
+    """
+    if not isinstance(raw, str):
+        raise InvalidDocumentPath(reason="not_text")
+    if len(raw) > MAX_RAW_CHARS:
+        raise InvalidDocumentPath(reason="too_long")
+    text = raw
+    try:
+        for _ in range(DECODE_ROUNDS):
+            unfolded = unfold(text, strict=True)
+            if unfolded == text:
+                break
+            text = unfolded
+        else:
+            if unfold(text, strict=True) != text:
+                raise InvalidDocumentPath(reason="too_deeply_encoded")
+    except UnicodeDecodeError:
+        raise InvalidDocumentPath(reason="invalid_encoding") from None
+    if has_refused_character(text):
+        raise InvalidDocumentPath(reason="control_character")
+    segments = path_segments(text)
+    if not segments:
+        raise InvalidDocumentPath(reason="empty")
+    if ".." in segments:
+        raise InvalidDocumentPath(reason="dot_dot_segment")
+    if any(len(segment.encode()) > MAX_SEGMENT_BYTES for segment in segments):
+        raise InvalidDocumentPath(reason="segment_too_long", limitBytes=MAX_SEGMENT_BYTES)
+    path = "/".join(segments)
+    if len(path.encode()) > MAX_PATH_BYTES:
+        raise InvalidDocumentPath(reason="too_long", limitBytes=MAX_PATH_BYTES)
+    if not path.endswith(DOCUMENT_SUFFIX) or segments[-1] == DOCUMENT_SUFFIX:
+        raise InvalidDocumentPath(reason="not_markdown")
+    return path
+
+
+def is_canonical(raw: str) -> bool:
+    """True if `raw` is a valid path already spelled canonically."""
+    try:
+        return canonical_document_path(raw) == raw
+    except InvalidDocumentPath:
+        return False
+
+
+def document_path_require_canonical(raw: str) -> str:
+    """Return `raw` if it is the canonical spelling of a valid path; refuse anything else.
+
+    One document, one spelling: a route never silently stores or reads under a spelling
+    other than the one sent. A valid path sent in another spelling is refused with the
+    canonical one in `detail.canonical`, so the client can correct itself.
+    """
+    canonical = canonical_document_path(raw)
+    if canonical != raw:
+        raise InvalidDocumentPath(
+            "The path is not in its canonical spelling; send detail.canonical instead.",
+            reason="not_canonical",
+            canonical=canonical,
+        )
+    return canonical

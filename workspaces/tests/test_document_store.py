@@ -1,0 +1,296 @@
+"""Delete, restore and move by compare-and-set, and the list, read and search selectors."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError
+
+from workspaces import selectors
+from workspaces.errors import DocumentExists, DocumentUnreadable, NotFound, VersionConflict
+from workspaces.models import File, FileVersion
+from workspaces.selectors import file_list, file_read_text, file_search
+from workspaces.services import (
+    file_delete,
+    file_move,
+    file_restore,
+    file_write,
+    workspace_key_unwrap,
+)
+
+
+def write(tenant, path: str, text: str, base: int = 0) -> FileVersion:
+    return file_write(
+        workspace=tenant.workspace,
+        path=path,
+        plaintext=text,
+        base_version=base,
+        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        author=tenant.member,
+        author_kind=FileVersion.AuthorKind.HUMAN,
+        change_kind=FileVersion.ChangeKind.SAVE,
+    )
+
+
+def stored(tenant) -> list[tuple[str, int, bool]]:
+    return [
+        (file.path, file.current_version, file.is_deleted)
+        for file in File.objects.filter(workspace=tenant.workspace).order_by("path")
+    ]
+
+
+def test_delete_at_the_current_version_leaves_a_tombstone_with_its_revisions(tenant):
+    write(tenant, "notes/a.md", "one")
+    write(tenant, "notes/a.md", "two", base=1)
+
+    file = file_delete(workspace=tenant.workspace, path="notes/a.md", base_version=2)
+
+    assert (file.current_version, file.is_deleted) == (2, True)
+    assert stored(tenant) == [("notes/a.md", 2, True)]
+    assert FileVersion.objects.filter(file=file).count() == 2
+
+
+def test_delete_with_a_stale_version_is_a_conflict_and_deletes_nothing(tenant):
+    write(tenant, "notes/a.md", "one")
+    write(tenant, "notes/a.md", "two", base=1)
+
+    with pytest.raises(VersionConflict) as conflict:
+        file_delete(workspace=tenant.workspace, path="notes/a.md", base_version=1)
+
+    assert conflict.value.detail == {"currentVersion": 2, "deleted": False}
+    assert stored(tenant) == [("notes/a.md", 2, False)]
+
+
+def test_deleting_a_deleted_or_missing_file_is_a_conflict(tenant):
+    write(tenant, "notes/a.md", "one")
+    file_delete(workspace=tenant.workspace, path="notes/a.md", base_version=1)
+
+    with pytest.raises(VersionConflict) as again:
+        file_delete(workspace=tenant.workspace, path="notes/a.md", base_version=1)
+    with pytest.raises(VersionConflict) as missing:
+        file_delete(workspace=tenant.workspace, path="notes/none.md", base_version=1)
+
+    assert again.value.detail == {"currentVersion": 1, "deleted": True}
+    assert missing.value.detail == {"currentVersion": 0, "deleted": False}
+
+
+def test_restore_brings_back_the_text_it_had(tenant):
+    write(tenant, "notes/a.md", "kept")
+    file_delete(workspace=tenant.workspace, path="notes/a.md", base_version=1)
+
+    file_restore(workspace=tenant.workspace, path="notes/a.md", base_version=1)
+
+    _, text = file_read_text(
+        workspace=tenant.workspace,
+        path="notes/a.md",
+        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+    )
+    assert text == "kept"
+    assert stored(tenant) == [("notes/a.md", 1, False)]
+
+
+def test_restoring_a_live_file_is_a_conflict(tenant):
+    write(tenant, "notes/a.md", "live")
+
+    with pytest.raises(VersionConflict) as conflict:
+        file_restore(workspace=tenant.workspace, path="notes/a.md", base_version=1)
+
+    assert conflict.value.detail == {"currentVersion": 1, "deleted": False}
+    assert stored(tenant) == [("notes/a.md", 1, False)]
+
+
+def test_a_write_does_not_revive_a_deleted_file(tenant):
+    write(tenant, "notes/a.md", "one")
+    file_delete(workspace=tenant.workspace, path="notes/a.md", base_version=1)
+
+    with pytest.raises(VersionConflict):
+        write(tenant, "notes/a.md", "again", base=1)
+
+    assert stored(tenant) == [("notes/a.md", 1, True)]
+
+
+def test_move_keeps_the_file_its_version_and_readable_revisions(tenant):
+    first = write(tenant, "notes/a.md", "one")
+    write(tenant, "notes/a.md", "two", base=1)
+
+    moved = file_move(
+        workspace=tenant.workspace, source="notes/a.md", destination="done/a.md", base_version=2
+    )
+
+    assert (moved.pk, moved.current_version) == (first.file_id, 2)
+    assert stored(tenant) == [("done/a.md", 2, False)]
+    _, text = file_read_text(
+        workspace=tenant.workspace,
+        path="done/a.md",
+        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+    )
+    assert text == "two"
+
+
+def test_move_with_a_stale_version_is_a_conflict_and_moves_nothing(tenant):
+    write(tenant, "notes/a.md", "one")
+    write(tenant, "notes/a.md", "two", base=1)
+
+    with pytest.raises(VersionConflict) as conflict:
+        file_move(
+            workspace=tenant.workspace, source="notes/a.md", destination="b.md", base_version=1
+        )
+
+    assert conflict.value.detail["currentVersion"] == 2
+    assert stored(tenant) == [("notes/a.md", 2, False)]
+
+
+@pytest.mark.parametrize("destination_deleted", [False, True])
+def test_move_onto_a_taken_destination_is_document_exists(tenant, destination_deleted):
+    write(tenant, "a.md", "a")
+    write(tenant, "b.md", "b")
+    if destination_deleted:
+        file_delete(workspace=tenant.workspace, path="b.md", base_version=1)
+
+    with pytest.raises(DocumentExists) as refused:
+        file_move(workspace=tenant.workspace, source="a.md", destination="b.md", base_version=1)
+
+    assert (refused.value.status, refused.value.detail) == (409, {"path": "b.md"})
+    assert stored(tenant) == [("a.md", 1, False), ("b.md", 1, destination_deleted)]
+
+
+def test_moving_a_deleted_file_is_a_conflict(tenant):
+    write(tenant, "a.md", "a")
+    file_delete(workspace=tenant.workspace, path="a.md", base_version=1)
+
+    with pytest.raises(VersionConflict):
+        file_move(workspace=tenant.workspace, source="a.md", destination="b.md", base_version=1)
+
+    assert stored(tenant) == [("a.md", 1, True)]
+
+
+def test_the_path_constraint_refuses_a_duplicate_past_python(tenant):
+    write(tenant, "a.md", "a")
+    write(tenant, "b.md", "b")
+
+    with pytest.raises(IntegrityError, match=r"(?i)unique|workspaces_file_path_unique"):
+        File.objects.filter(workspace=tenant.workspace, path="b.md").update(path="a.md")
+
+
+def test_list_is_ordered_by_path_with_sizes_in_one_query(tenant, django_assert_num_queries):
+    write(tenant, "b.md", "bb")
+    write(tenant, "a/c.md", "ccc")
+    write(tenant, "a/d.md", "d")
+    file_delete(workspace=tenant.workspace, path="a/d.md", base_version=1)
+
+    with django_assert_num_queries(1):
+        files = file_list(workspace=tenant.workspace, prefix=None, include_deleted=False)
+
+    sizes = [(f.path, f.current_bytes) for f in files]  # type: ignore[attr-defined]
+    assert sizes == [("a/c.md", 3), ("b.md", 2)]
+
+
+def test_list_filters_by_a_literal_prefix_and_can_include_deleted(tenant):
+    write(tenant, "a/c.md", "c")
+    write(tenant, "a/d.md", "d")
+    write(tenant, "a_/e.md", "e")
+    file_delete(workspace=tenant.workspace, path="a/d.md", base_version=1)
+
+    files = file_list(workspace=tenant.workspace, prefix="a/", include_deleted=True)
+
+    assert [(f.path, f.is_deleted) for f in files] == [("a/c.md", False), ("a/d.md", True)]
+
+
+def test_read_of_a_deleted_or_missing_file_is_not_found(tenant):
+    write(tenant, "a.md", "a")
+    file_delete(workspace=tenant.workspace, path="a.md", base_version=1)
+    key = workspace_key_unwrap(workspace=tenant.workspace)
+
+    with pytest.raises(NotFound):
+        file_read_text(workspace=tenant.workspace, path="a.md", data_key=key)
+    with pytest.raises(NotFound):
+        file_read_text(workspace=tenant.workspace, path="none.md", data_key=key)
+
+
+def test_search_finds_live_files_case_insensitively_with_a_snippet(tenant):
+    write(tenant, "a.md", "Shopping list:\n- Green TEA\n- milk")
+    write(tenant, "b.md", "nothing here")
+    write(tenant, "c.md", "green tea, deleted")
+    file_delete(workspace=tenant.workspace, path="c.md", base_version=1)
+
+    hits = file_search(
+        workspace=tenant.workspace,
+        query="green tea",
+        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        limit=10,
+    )
+
+    assert [(file.path, snippet) for file, snippet in hits] == [
+        ("a.md", "Shopping list: - Green TEA - milk")
+    ]
+
+
+def test_search_snippet_is_cut_around_the_match(tenant):
+    write(tenant, "a.md", "x" * 500 + "needle" + "y" * 500)
+
+    [(_, snippet)] = file_search(
+        workspace=tenant.workspace,
+        query="NEEDLE",
+        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        limit=10,
+    )
+
+    assert snippet == "…" + "x" * 60 + "needle" + "y" * 60 + "…"
+
+
+def test_search_never_opens_a_hidden_file(tenant):
+    write(tenant, "hidden/a.md", "secret word")
+    write(tenant, "open/a.md", "secret word")
+    # A hidden revision that is opened would fail its integrity check and raise.
+    FileVersion.objects.filter(file__path="hidden/a.md").update(ciphertext=b"\x00" * 64)
+
+    hits = file_search(
+        workspace=tenant.workspace,
+        query="secret",
+        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        limit=10,
+        is_hidden=lambda path: path.startswith("hidden/"),
+    )
+
+    assert [file.path for file, _ in hits] == ["open/a.md"]
+
+
+def test_search_of_a_tampered_file_is_unreadable_not_partial(tenant):
+    write(tenant, "a.md", "secret word")
+    FileVersion.objects.filter(file__path="a.md").update(ciphertext=b"\x00" * 64)
+
+    with pytest.raises(DocumentUnreadable):
+        file_search(
+            workspace=tenant.workspace,
+            query="secret",
+            data_key=workspace_key_unwrap(workspace=tenant.workspace),
+            limit=10,
+        )
+
+
+def test_search_stops_at_the_limit(tenant):
+    for n in range(5):
+        write(tenant, f"n{n}.md", "match")
+
+    hits = file_search(
+        workspace=tenant.workspace,
+        query="match",
+        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        limit=2,
+    )
+
+    assert [file.path for file, _ in hits] == ["n0.md", "n1.md"]
+
+
+def test_search_scans_only_the_first_files_by_path(tenant, monkeypatch):
+    monkeypatch.setattr(selectors, "FILE_SEARCH_SCAN_LIMIT", 3)
+    for n in range(4):
+        write(tenant, f"n{n}.md", "match" if n in {1, 3} else "other")
+
+    hits = file_search(
+        workspace=tenant.workspace,
+        query="match",
+        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        limit=10,
+    )
+
+    assert [file.path for file, _ in hits] == ["n1.md"]

@@ -1,0 +1,137 @@
+"""Document path canonicalisation: one document, one spelling."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
+
+from workspaces.errors import InvalidDocumentPath
+from workspaces.paths import (
+    canonical_document_path,
+    document_path_require_canonical,
+    is_canonical,
+)
+
+CANONICALISED = [
+    ("notes/a.md", "notes/a.md"),
+    ("/notes/a.md", "notes/a.md"),
+    ("notes//a.md", "notes/a.md"),
+    ("./notes/./a.md", "notes/a.md"),
+    ("notes/a.md/", "notes/a.md"),
+    ("notes\\a.md", "notes/a.md"),
+    ("\\\\notes\\\\a.md", "notes/a.md"),
+    ("notes%2Fa.md", "notes/a.md"),
+    ("%6Eotes/a.md", "notes/a.md"),
+    ("notes%252Fa.md", "notes/a.md"),
+    ("notes%25252Fa.md", "notes/a.md"),
+    ("notes%5Ca.md", "notes/a.md"),
+    ("\uff4e\uff4f\uff54\uff45\uff53/\uff41\uff0e\uff4d\uff44", "notes/a.md"),
+    ("notes\uff0fa.md", "notes/a.md"),
+    ("notes\uff3ca.md", "notes/a.md"),
+    ("\uff052Fnotes/a.md", "notes/a.md"),
+    ("café.md", "café.md"),
+    ("cafe\u0301.md", "café.md"),
+    ("ﬁle.md", "file.md"),
+    ("Notes/A.md", "Notes/A.md"),
+    ("日本語/メモ.md", "日本語/メモ.md"),
+    ("notes/...md", "notes/...md"),
+    ("a b/c d.md", "a b/c d.md"),
+    ("x" * 252 + ".md", "x" * 252 + ".md"),
+]
+
+REFUSED = [
+    ("", "empty"),
+    ("/", "empty"),
+    ("./.", "empty"),
+    ("%2F", "empty"),
+    ("../a.md", "dot_dot_segment"),
+    ("notes/../a.md", "dot_dot_segment"),
+    ("notes\\..\\a.md", "dot_dot_segment"),
+    ("%2E%2E/a.md", "dot_dot_segment"),
+    ("%252E%252E/a.md", "dot_dot_segment"),
+    ("\uff0e\uff0e/a.md", "dot_dot_segment"),
+    ("\u2025/a.md", "dot_dot_segment"),
+    ("notes/a\x00.md", "control_character"),
+    ("notes/a%00.md", "control_character"),
+    ("notes/a\n.md", "control_character"),
+    ("notes/a\u200b.md", "control_character"),
+    ("notes/a\u00ad.md", "control_character"),
+    ("notes/a\u202e.md", "control_character"),
+    ("notes/a\ufeff.md", "control_character"),
+    ("notes/a\u2028.md", "control_character"),
+    ("notes/a\ud800.md", "control_character"),
+    ("notes/%FF.md", "invalid_encoding"),
+    ("notes/%ED%A0%80.md", "invalid_encoding"),
+    ("notes%2525252Fa.md", "too_deeply_encoded"),
+    ("x" * 253 + ".md", "segment_too_long"),
+    ("é" * 127 + ".md", "segment_too_long"),
+    ("/".join(["d" * 200] * 6) + "/a.md", "too_long"),
+    ("x" * 20_000 + ".md", "too_long"),
+    ("notes/a", "not_markdown"),
+    ("notes/a.MD", "not_markdown"),
+    ("notes/a.md.txt", "not_markdown"),
+    ("notes/.md", "not_markdown"),
+    ("notes/", "not_markdown"),
+]
+
+
+@pytest.mark.parametrize(("raw", "canonical"), CANONICALISED)
+def test_canonical_spelling(raw, canonical):
+    assert canonical_document_path(raw) == canonical
+
+
+@pytest.mark.parametrize(("raw", "reason"), REFUSED)
+def test_refused_paths_name_the_reason(raw, reason):
+    with pytest.raises(InvalidDocumentPath) as refused:
+        canonical_document_path(raw)
+
+    assert refused.value.detail["reason"] == reason
+    assert refused.value.status == 400
+
+
+@pytest.mark.parametrize(("raw", "canonical"), CANONICALISED)
+def test_is_canonical_only_for_the_one_spelling(raw, canonical):
+    assert is_canonical(canonical)
+    assert is_canonical(raw) == (raw == canonical)
+
+
+@pytest.mark.parametrize(("raw", "_reason"), REFUSED)
+def test_an_invalid_path_is_not_canonical(raw, _reason):
+    assert not is_canonical(raw)
+
+
+def test_another_spelling_is_refused_with_the_canonical_one():
+    with pytest.raises(InvalidDocumentPath) as refused:
+        document_path_require_canonical("/notes//a.md")
+
+    assert refused.value.detail == {"reason": "not_canonical", "canonical": "notes/a.md"}
+
+
+def test_the_canonical_spelling_passes_unchanged():
+    assert document_path_require_canonical("notes/a.md") == "notes/a.md"
+
+
+path_text = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(list("/\\.%25aAzZ.-_ mdé\uff10\uff0e\uff0f\uff3cﬁ\u0301\u200b")),
+        st.characters(codec="utf-8"),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300)
+@given(raw=path_text.map(lambda text: text + ".md"))
+@example(raw="\uff052E\uff052E/a.md")
+@example(raw="%EF%BC%852E.md")
+@example(raw="/\u0301a.md")
+def test_canonicalisation_is_idempotent(raw):
+    try:
+        once = canonical_document_path(raw)
+    except InvalidDocumentPath:
+        assume(False)
+        return
+
+    assert canonical_document_path(once) == once
+    assert is_canonical(once)
