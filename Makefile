@@ -5,10 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+MCP_PORT ?= 8001
 # pytest-xdist workers; `make test PYTEST_WORKERS=0` runs in one process.
 PYTEST_WORKERS ?= auto
 
-.PHONY: venv run test lint bench migrate worker beat clean
+.PHONY: venv run mcp test lint bench migrate worker beat clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +26,10 @@ run: migrate
 	$(BIN)/python manage.py seed_demo
 	@echo "Serving on http://$(HOST):$(PORT)/ (API docs at /api/docs/, admin at /admin/)"
 	$(BIN)/gunicorn memory_project.wsgi --bind $(HOST):$(PORT) --threads 8 --access-logfile -
+
+# The MCP server for external clients, at http://$(HOST):$(MCP_PORT)/mcp (bearer tokens).
+mcp: migrate
+	$(BIN)/python manage.py mcp_serve --host $(HOST) --port $(MCP_PORT)
 
 test: venv
 	$(BIN)/pytest -n $(PYTEST_WORKERS)

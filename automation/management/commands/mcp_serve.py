@@ -1,0 +1,23 @@
+from typing import Any
+
+import uvicorn
+from django.core.management.base import BaseCommand, CommandParser
+
+from automation.mcp_server import MCP_PATH, mcp_asgi_app
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve the MCP server for external clients (streamable HTTP at /mcp). Every request "
+        "needs Authorization: Bearer <personal access token or JWT>."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8001)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        host: str = options["host"]
+        port: int = options["port"]
+        self.stdout.write(f"MCP server on http://{host}:{port}{MCP_PATH}")
+        uvicorn.run(mcp_asgi_app(host=host), host=host, port=port, lifespan="on")

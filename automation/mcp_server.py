@@ -1,0 +1,469 @@
+"""The MCP server for external clients: notes and the assistant, never memory.
+
+An MCP client (streamable HTTP at `/mcp`) acts as the person whose personal access token or
+JWT it presents, in that credential's team, exactly as an API client does:
+
+- every HTTP request carries `Authorization: Bearer <token>`, verified by the API's own
+  `BearerAuthentication` (a PAT is looked up on every request, so a revocation takes effect
+  at once); anything else is 401 before the MCP layer sees the request;
+- every tool names a workspace, which is looked up through the caller's membership in the
+  credential's team, so another team's workspace and a missing one are the same NOT_FOUND;
+- documents go through `automation.documents` as `document_actor_for_person`: revisions are
+  authored `human`, and every spelling of `.zudotext/memory/` is refused
+  (MEMORY_NAMESPACE_RESERVED) or left out of listings. External clients get no memory API;
+- `ask_zudo_agent` sends an ordinary assistant turn through `message_admit`, the ingress the
+  HTTP route uses, with no X-Memory-State and no key session: recall is `unavailable` and
+  capture is refused, as for any sender without a key session.
+
+A domain refusal is an MCP tool error (`isError`) whose structured content has the API's
+error shape `{"error": {"code", "message", "detail"}}`; anything unexpected reaches the
+client only as the SDK's generic "Error executing tool", never with a traceback.
+
+The credential is carried on the ASGI scope of the request that carries the tool call, and
+tools read it from the request the SDK hands them (`ctx.request_context.request`). A
+contextvar would not do: the SDK runs handlers in tasks started by its session manager,
+which do not inherit the request's context.
+
+The ORM is used only through `sync_to_async(thread_sensitive=True)`, with Django's
+per-request connection housekeeping around each call, and the server closes that thread's
+connections when it shuts down.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import anyio
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections, connections, transaction
+from django.http import HttpRequest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from automation.documents import (
+    assistant_document_list,
+    assistant_document_read,
+    assistant_document_search,
+    assistant_document_write,
+    document_actor_for_person,
+)
+from automation.models import Turn
+from automation.selectors import conversation_get_for_owner, turn_answer
+from automation.services import conversation_create, message_admit
+from workspaces.authentication import BearerAuthentication, Credential
+from workspaces.errors import DomainError, NotFound
+from workspaces.models import Workspace
+from workspaces.selectors import workspace_membership_get
+
+MCP_PATH = "/mcp"
+CREDENTIAL_SCOPE_KEY = "workspace_memory.credential"
+# How long ask_zudo_agent waits for a turn a Celery worker runs (none when eager).
+ASK_WAIT_SECONDS = 60.0
+ASK_POLL_SECONDS = 0.5
+ASK_TEXT_MAX_CHARS = 20_000  # as POST .../messages
+_UNFINISHED = frozenset({Turn.State.QUEUED.value, Turn.State.RUNNING.value})
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+# --- Authentication ----------------------------------------------------------------------
+
+
+class BearerRefused(Exception):
+    """An HTTP request to the MCP app without a valid bearer credential."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def bearer_credential(authorization: str) -> Credential:
+    """The Credential an `Authorization` header value stands for, verified by the API's own
+    `BearerAuthentication` (so a PAT and a JWT are judged exactly as on `/api/`).
+
+    Raises BearerRefused with the API's code: AUTHENTICATION_REQUIRED without a bearer
+    credential, else the authenticator's own (TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED).
+    """
+    http_request = HttpRequest()
+    http_request.META["HTTP_AUTHORIZATION"] = authorization
+    try:
+        authenticated = BearerAuthentication().authenticate(Request(http_request))
+    except AuthenticationFailed as refusal:
+        codes = refusal.get_codes()
+        code = codes if isinstance(codes, str) and codes.isupper() else "TOKEN_INVALID"
+        raise BearerRefused(code, str(refusal.detail)) from None
+    if authenticated is None:
+        raise BearerRefused(
+            "AUTHENTICATION_REQUIRED", "Send Authorization: Bearer <personal access token or JWT>."
+        )
+    return authenticated[1]
+
+
+class BearerCredentialMiddleware:
+    """Answers 401 to any HTTP request without a valid bearer credential; otherwise puts
+    the Credential on the request's scope for the tools."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        authorization = Headers(scope=scope).get("authorization", "")
+        try:
+            credential = await _in_db_thread(bearer_credential)(authorization)
+        except BearerRefused as refusal:
+            response = JSONResponse(
+                _error_body(refusal.code, refusal.message),
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer realm="mcp"'},
+            )
+            await response(scope, receive, send)
+            return
+        scope[CREDENTIAL_SCOPE_KEY] = credential
+        await self.app(scope, receive, send)
+
+
+class _AuthenticationRequired(DomainError):
+    code = "AUTHENTICATION_REQUIRED"
+    status = 401
+    default_message = "This request carries no verified credential."
+
+
+def _caller(ctx: Context) -> Credential:
+    """The credential of the HTTP request that carries this tool call."""
+    scope = getattr(ctx.request_context.request, "scope", None)
+    credential = scope.get(CREDENTIAL_SCOPE_KEY) if isinstance(scope, dict) else None
+    if not isinstance(credential, Credential):
+        raise _AuthenticationRequired()
+    return credential
+
+
+# --- The database thread and results -----------------------------------------------------
+
+
+def _in_db_thread(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    """Run `fn` in the ORM's thread, with Django's per-request connection housekeeping."""
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        close_old_connections()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            close_old_connections()
+
+    return sync_to_async(run, thread_sensitive=True)
+
+
+def _error_body(code: str, message: str, detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The API's error shape (memory_project.api.exceptions.error_body)."""
+    return {"error": {"code": code, "message": message, "detail": detail or {}}}
+
+
+def _result(payload: dict[str, Any], *, is_error: bool = False) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+        structured_content=payload,
+        is_error=is_error,
+    )
+
+
+def _refusal(error: DomainError) -> CallToolResult:
+    detail = json.loads(json.dumps(error.detail, default=str))
+    return _result(_error_body(error.code, error.message, detail), is_error=True)
+
+
+async def _answer(
+    ctx: Context, work: Callable[..., BaseModel], *args: Any, **kwargs: Any
+) -> CallToolResult:
+    """Run one tool's work for the calling credential; a domain refusal becomes a tool error."""
+    try:
+        credential = _caller(ctx)
+        result = await _in_db_thread(work)(credential, *args, **kwargs)
+    except DomainError as error:
+        return _refusal(error)
+    return _result(result.model_dump(mode="json"))
+
+
+def _workspace(credential: Credential, workspace_id: int) -> Workspace:
+    """A workspace the caller is a member of, in the credential's team; else NOT_FOUND."""
+    return workspace_membership_get(
+        user=credential.user, team=credential.team, workspace_id=workspace_id
+    ).workspace
+
+
+# --- Output shapes ---------------------------------------------------------------------------
+
+
+class DocumentEntry(BaseModel):
+    path: str
+    version: int
+
+
+class DocumentList(BaseModel):
+    documents: list[DocumentEntry]
+
+
+class SearchHitOut(BaseModel):
+    path: str
+    version: int
+    snippet: str
+
+
+class SearchResults(BaseModel):
+    results: list[SearchHitOut]
+
+
+class DocumentOut(BaseModel):
+    path: str
+    version: int
+    size_bytes: int
+    content: str
+
+
+class CreatedNote(BaseModel):
+    path: str
+    version: int
+
+
+class AgentTurn(BaseModel):
+    conversation_id: uuid.UUID
+    admission_id: uuid.UUID
+    turn_id: uuid.UUID
+    state: str
+    answer: str | None
+    failure_code: str | None
+
+
+# --- The tools' work (in the ORM's thread) -----------------------------------------------------
+
+
+def _list(credential: Credential, workspace_id: int, prefix: str | None) -> DocumentList:
+    actor = document_actor_for_person(
+        workspace=_workspace(credential, workspace_id), user=credential.user
+    )
+    files = assistant_document_list(actor=actor, prefix=prefix)
+    return DocumentList(
+        documents=[DocumentEntry(path=file.path, version=file.current_version) for file in files]
+    )
+
+
+def _search(credential: Credential, workspace_id: int, query: str) -> SearchResults:
+    actor = document_actor_for_person(
+        workspace=_workspace(credential, workspace_id), user=credential.user
+    )
+    hits = assistant_document_search(actor=actor, query=query)
+    return SearchResults(
+        results=[SearchHitOut(path=h.path, version=h.version, snippet=h.snippet) for h in hits]
+    )
+
+
+def _read(credential: Credential, workspace_id: int, path: str) -> DocumentOut:
+    actor = document_actor_for_person(
+        workspace=_workspace(credential, workspace_id), user=credential.user
+    )
+    document = assistant_document_read(actor=actor, raw_path=path)
+    return DocumentOut(
+        path=document.path,
+        version=document.version,
+        size_bytes=document.bytes,
+        content=document.content,
+    )
+
+
+def _create(credential: Credential, workspace_id: int, path: str, content: str) -> CreatedNote:
+    actor = document_actor_for_person(
+        workspace=_workspace(credential, workspace_id), user=credential.user
+    )
+    revision = assistant_document_write(actor=actor, raw_path=path, content=content, base_version=0)
+    return CreatedNote(path=revision.file.path, version=revision.version)
+
+
+def _ask(
+    credential: Credential, workspace_id: int, text: str, conversation_id: uuid.UUID | None
+) -> AgentTurn:
+    workspace = _workspace(credential, workspace_id)
+    # One transaction, so a refused turn (workspace AI off, invalid text) leaves no empty
+    # conversation behind. The turn runs on its commit (eagerly in the embedded default).
+    with transaction.atomic():
+        if conversation_id is None:
+            conversation = conversation_create(workspace=workspace, owner=credential.user)
+        else:
+            conversation = conversation_get_for_owner(
+                user=credential.user, team=credential.team, conversation_id=conversation_id
+            )
+            if conversation.workspace_id != workspace.pk:
+                raise NotFound("No such conversation.")
+        admitted = message_admit(
+            conversation=conversation,
+            sender=credential.user,
+            text=text,
+            idempotency_key=f"mcp:{uuid.uuid4()}",
+            key_session_id=None,
+            memory_state=None,
+        )
+    return _turn_view(credential, admitted.turn.pk)
+
+
+def _turn_view(credential: Credential, turn_id: uuid.UUID) -> AgentTurn:
+    turn = Turn.objects.select_related("admission").get(
+        pk=turn_id, admission__owner=credential.user
+    )
+    return AgentTurn(
+        conversation_id=turn.admission.conversation_id,
+        admission_id=turn.admission_id,
+        turn_id=turn.pk,
+        state=turn.state,
+        answer=turn_answer(turn=turn),
+        failure_code=turn.failure_code or None,
+    )
+
+
+# --- The tools ---------------------------------------------------------------------------------
+
+WorkspaceId = Annotated[int, Field(description="A workspace you are a member of.")]
+NotePath = Annotated[str, Field(description="The note's path, e.g. `projects/plan.md`.")]
+
+
+async def list_documents(
+    workspace_id: WorkspaceId,
+    ctx: Context,
+    prefix: Annotated[str | None, Field(description="Only paths starting with this.")] = None,
+) -> Annotated[CallToolResult, DocumentList]:
+    """List the workspace's notes (path and current version), optionally under a prefix."""
+    return await _answer(ctx, _list, workspace_id, prefix)
+
+
+async def search_documents(
+    workspace_id: WorkspaceId,
+    query: Annotated[str, Field(description="Text to find, case-insensitive.")],
+    ctx: Context,
+) -> Annotated[CallToolResult, SearchResults]:
+    """Search the workspace's notes for text; returns paths with a snippet each."""
+    return await _answer(ctx, _search, workspace_id, query)
+
+
+async def read_document(
+    workspace_id: WorkspaceId, path: NotePath, ctx: Context
+) -> Annotated[CallToolResult, DocumentOut]:
+    """Read one note's current text and version."""
+    return await _answer(ctx, _read, workspace_id, path)
+
+
+async def create_note(
+    workspace_id: WorkspaceId,
+    path: NotePath,
+    content: Annotated[str, Field(description="The note's Markdown text.")],
+    ctx: Context,
+) -> Annotated[CallToolResult, CreatedNote]:
+    """Create a new note. Never overwrites: an existing path is VERSION_CONFLICT."""
+    return await _answer(ctx, _create, workspace_id, path, content)
+
+
+async def ask_zudo_agent(
+    workspace_id: WorkspaceId,
+    text: Annotated[
+        str,
+        Field(min_length=1, max_length=ASK_TEXT_MAX_CHARS, description="Your message."),
+    ],
+    ctx: Context,
+    conversation_id: Annotated[
+        uuid.UUID | None,
+        Field(description="Continue one of your conversations in this workspace; omit for new."),
+    ] = None,
+) -> Annotated[CallToolResult, AgentTurn]:
+    """Send a message to the workspace assistant and return its turn: id, state and answer.
+
+    An ordinary assistant turn under the workspace's policy. It is not given saved memory
+    and cannot change it: that needs a key session, which only the app opens.
+    """
+    try:
+        credential = _caller(ctx)
+        turn = await _in_db_thread(_ask)(credential, workspace_id, text, conversation_id)
+        # With a Celery worker the turn runs elsewhere: wait a while for its answer.
+        deadline = anyio.current_time() + ASK_WAIT_SECONDS
+        while turn.state in _UNFINISHED:
+            if anyio.current_time() >= deadline:
+                break
+            await anyio.sleep(ASK_POLL_SECONDS)
+            turn = await _in_db_thread(_turn_view)(credential, turn.turn_id)
+    except DomainError as error:
+        return _refusal(error)
+    return _result(turn.model_dump(mode="json"))
+
+
+INSTRUCTIONS = (
+    "Workspace Memory: read, search and create notes in your workspaces, and ask the "
+    "workspace assistant. Every tool takes the workspace id. The assistant's saved memory "
+    "is not available here; paths under .zudotext/memory/ are refused."
+)
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+def build_mcp_server() -> MCPServer:
+    """The MCP server with its five tools. There is no memory tool."""
+    server: MCPServer = MCPServer(name="workspace-memory", instructions=INSTRUCTIONS)
+    server.add_tool(list_documents, annotations=READ_ONLY)
+    server.add_tool(search_documents, annotations=READ_ONLY)
+    server.add_tool(read_document, annotations=READ_ONLY)
+    server.add_tool(
+        create_note,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
+        ),
+    )
+    server.add_tool(
+        ask_zudo_agent,
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    )
+    return server
+
+
+def mcp_asgi_app(*, host: str = "127.0.0.1") -> Starlette:
+    """The ASGI app serving the MCP server at `/mcp`, behind bearer authentication.
+
+    Stateless streamable HTTP with JSON responses: each POST stands alone, carries its own
+    credential and answers in its body. `host` is where it is bound: on a loopback address
+    the SDK also checks the Host and Origin headers (DNS rebinding protection).
+    """
+    server = build_mcp_server()
+    mcp_app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        host=host,
+        max_request_body_size=settings.REQUEST_MAX_BODY_BYTES,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            async with server.session_manager.run():
+                yield
+        finally:
+            await sync_to_async(connections.close_all, thread_sensitive=True)()
+
+    return Starlette(
+        routes=mcp_app.routes,
+        middleware=[Middleware(BearerCredentialMiddleware)],
+        lifespan=lifespan,
+    )

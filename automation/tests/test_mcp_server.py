@@ -1,0 +1,363 @@
+"""The MCP server, over real streamable HTTP: bearer auth, per-object tenancy, notes as the
+caller, no way into memory, and ask_zudo_agent as an ordinary turn without memory.
+
+The server runs under uvicorn in a background thread (its ORM work in asgiref's thread), so
+the tests commit their data: `transaction=True`.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+import uvicorn
+from django.utils import timezone
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult
+
+from automation.mcp_server import mcp_asgi_app
+from automation.models import Admission, Conversation, Turn
+from memory.models import MEMORY_PATH
+from memory.services import memory_policy_set, memory_save
+from workspaces.models import File, FileVersion
+from workspaces.services import api_token_create, api_token_revoke, workspace_create
+from workspaces.tokens import jwt_encode
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# One TLS context for every client: httpx2 builds a new one per client otherwise (~40 ms).
+TLS = ssl.create_default_context()
+# A new connection per request: on a reused loopback connection each request here waits
+# ~40 ms (delayed ACK), which would make this file several times slower.
+NO_KEEPALIVE = httpx2.Limits(max_keepalive_connections=0)
+TOOLS = {"list_documents", "search_documents", "read_document", "create_note", "ask_zudo_agent"}
+MEMORY_SPELLINGS = [
+    MEMORY_PATH,
+    ".ZUDOTEXT/Memory/memory.md",
+    "./.zudotext//memory/notes.md",
+    "notes/../.zudotext/memory/memory.md",
+    "%2Ezudotext%2Fmemory%2Fmemory.md",
+    "\uff0ezudotext/memory/memory.md",  # full-width dot
+    ".zudotext\\memory\\memory.md",
+]
+
+
+@pytest.fixture(scope="module")
+def mcp_url() -> Iterator[str]:
+    """The MCP app under uvicorn on a free port, for the whole module."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(
+            mcp_asgi_app(host="127.0.0.1"), lifespan="on", log_level="warning", access_log=False
+        )
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive(), "the MCP server stopped while starting"
+        assert time.monotonic() < deadline, "the MCP server did not start"
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{port}/mcp"
+    # Shutting down runs the app's lifespan exit, which closes its thread's DB connections.
+    server.should_exit = True
+    thread.join(timeout=10)
+    sock.close()
+    assert not thread.is_alive()
+
+
+def token_for(tenant: Any, user: Any) -> str:
+    _, raw = api_token_create(user=user, team=tenant.team, name="mcp")
+    return raw
+
+
+def run_client(url: str, token: str, script: Callable[[ClientSession], Awaitable[Any]]) -> Any:
+    """Open an MCP session as `token`'s holder and run `script` in it."""
+
+    async def main() -> Any:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with (
+            httpx2.AsyncClient(
+                headers=headers, timeout=20.0, verify=TLS, limits=NO_KEEPALIVE
+            ) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await script(session)
+
+    return anyio.run(main)
+
+
+def call(url: str, token: str, name: str, **arguments: Any) -> CallToolResult:
+    async def script(session: ClientSession) -> CallToolResult:
+        result = await session.call_tool(name, arguments)
+        assert isinstance(result, CallToolResult)
+        return result
+
+    result: CallToolResult = run_client(url, token, script)
+    return result
+
+
+def ok(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def refusal_code(result: CallToolResult) -> str:
+    assert result.is_error
+    assert result.structured_content is not None
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    assert "Traceback" not in text
+    code: str = result.structured_content["error"]["code"]
+    assert code in text
+    return code
+
+
+def raw_post(url: str, body: dict[str, Any], authorization: str | None) -> httpx2.Response:
+    headers = {"Accept": "application/json, text/event-stream"}
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    return httpx2.post(url, json=body, headers=headers, timeout=10, verify=TLS)
+
+
+def create_note_call(workspace_id: int) -> dict[str, Any]:
+    """A complete tools/call request (a stateless server needs no handshake first)."""
+    arguments = {"workspace_id": workspace_id, "path": "notes/a.md", "content": "x"}
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "create_note", "arguments": arguments},
+    }
+
+
+def test_requests_without_a_valid_bearer_credential_are_refused(mcp_url, tenant):
+    revoked, revoked_raw = api_token_create(user=tenant.member, team=tenant.team, name="old")
+    api_token_revoke(token=revoked)
+    body = create_note_call(tenant.workspace.pk)
+
+    for authorization, code in [
+        (None, "AUTHENTICATION_REQUIRED"),
+        ("Basic dXNlcjpwdw==", "AUTHENTICATION_REQUIRED"),
+        ("Bearer", "TOKEN_INVALID"),
+        ("Bearer iap_not-a-token", "TOKEN_INVALID"),
+        ("Bearer not.a.jwt", "TOKEN_INVALID"),
+        (f"Bearer {revoked_raw}", "TOKEN_REVOKED"),
+    ]:
+        response = raw_post(mcp_url, body, authorization)
+        assert response.status_code == 401, authorization
+        assert response.headers["WWW-Authenticate"].startswith("Bearer")
+        assert response.json()["error"]["code"] == code
+
+    # The SDK's client fails the handshake (the error arrives inside its task groups).
+    with pytest.raises(ExceptionGroup) as refused:
+        call(mcp_url, "iap_not-a-token", "list_documents", workspace_id=tenant.workspace.pk)
+    assert refused.group_contains(MCPError, depth=None)
+    assert not File.objects.exists()
+    # The same request with a valid token is served: only the credential was missing.
+    accepted = raw_post(mcp_url, body, f"Bearer {token_for(tenant, tenant.member)}")
+    assert accepted.status_code == 200
+    assert accepted.json()["result"]["structuredContent"] == {"path": "notes/a.md", "version": 1}
+
+
+def test_the_server_offers_exactly_five_tools_and_no_memory_tool(mcp_url, tenant):
+    async def script(session: ClientSession) -> list[str]:
+        return [tool.name for tool in (await session.list_tools()).tools]
+
+    names = run_client(mcp_url, token_for(tenant, tenant.member), script)
+
+    assert sorted(names) == sorted(TOOLS)
+
+
+def test_create_note_then_read_round_trips_as_the_callers_own_human_revision(mcp_url, tenant):
+    token = token_for(tenant, tenant.member)
+    workspace_id = tenant.workspace.pk
+
+    created = ok(
+        call(
+            mcp_url,
+            token,
+            "create_note",
+            workspace_id=workspace_id,
+            path="projects/plan.md",
+            content="# Plan\nShip the MCP server.\n",
+        )
+    )
+    read = ok(
+        call(mcp_url, token, "read_document", workspace_id=workspace_id, path=created["path"])
+    )
+
+    assert created == {"path": "projects/plan.md", "version": 1}
+    assert read["content"] == "# Plan\nShip the MCP server.\n"
+    assert (read["path"], read["version"]) == ("projects/plan.md", 1)
+    revision = FileVersion.objects.get(file__workspace=tenant.workspace, file__path=read["path"])
+    assert (revision.author_kind, revision.author_id) == ("human", tenant.member.pk)
+    listed = ok(call(mcp_url, token, "list_documents", workspace_id=workspace_id))
+    assert listed == {"documents": [{"path": "projects/plan.md", "version": 1}]}
+    found = ok(call(mcp_url, token, "search_documents", workspace_id=workspace_id, query="ship"))
+    assert [hit["path"] for hit in found["results"]] == ["projects/plan.md"]
+    # Create-only: an existing path is a conflict, and nothing is overwritten.
+    again = call(
+        mcp_url,
+        token,
+        "create_note",
+        workspace_id=workspace_id,
+        path="projects/plan.md",
+        content="",
+    )
+    assert refusal_code(again) == "VERSION_CONFLICT"
+    assert FileVersion.objects.filter(file__path="projects/plan.md").count() == 1
+
+
+def test_a_jwt_works_as_well_as_a_personal_access_token(mcp_url, tenant):
+    raw, _ = jwt_encode(user_id=tenant.member.pk, team_id=tenant.team.pk, now=timezone.now())
+
+    listed = ok(call(mcp_url, raw, "list_documents", workspace_id=tenant.workspace.pk))
+
+    assert listed == {"documents": []}
+
+
+def test_no_tool_reaches_the_memory_namespace(mcp_url, tenant):
+    memory_save(
+        workspace=tenant.workspace, author=tenant.member, base_version=0, content="- secret tea\n"
+    )
+    token = token_for(tenant, tenant.member)
+    workspace_id = tenant.workspace.pk
+
+    async def script(session: ClientSession) -> list[CallToolResult]:
+        results = []
+        for path in MEMORY_SPELLINGS:
+            for name, extra in [("read_document", {}), ("create_note", {"content": "- x\n"})]:
+                arguments = {"workspace_id": workspace_id, "path": path, **extra}
+                result = await session.call_tool(name, arguments)
+                assert isinstance(result, CallToolResult)
+                results.append(result)
+        return results
+
+    for result in run_client(mcp_url, token, script):
+        assert refusal_code(result) == "MEMORY_NAMESPACE_RESERVED"
+    for prefix in [None, ".zudotext/", ".zudotext/memory/"]:
+        listed = ok(
+            call(mcp_url, token, "list_documents", workspace_id=workspace_id, prefix=prefix)
+        )
+        assert listed == {"documents": []}
+    found = ok(call(mcp_url, token, "search_documents", workspace_id=workspace_id, query="secret"))
+    assert found == {"results": []}
+    assert FileVersion.objects.filter(file__path=MEMORY_PATH).count() == 1
+    assert File.objects.count() == 1
+
+
+def test_a_workspace_of_another_team_or_without_membership_is_not_found(mcp_url, make_tenant):
+    mine, theirs = make_tenant(), make_tenant()
+    unjoined = workspace_create(team=mine.team, name="admins only", admin=mine.admin)
+    theirs_note = {"workspace": theirs.workspace, "author": theirs.member, "base_version": 0}
+    memory_save(**theirs_note, content="- theirs\n")
+    token = token_for(mine, mine.member)
+    arguments = {
+        "list_documents": {},
+        "search_documents": {"query": "theirs"},
+        "read_document": {"path": "notes/a.md"},
+        "create_note": {"path": "notes/a.md", "content": "mine"},
+        "ask_zudo_agent": {"text": "hello"},
+    }
+
+    for workspace in [theirs.workspace, unjoined]:
+        for name, extra in arguments.items():
+            result = call(mcp_url, token, name, workspace_id=workspace.pk, **extra)
+            assert refusal_code(result) == "NOT_FOUND", (workspace, name)
+
+    assert not File.objects.filter(path="notes/a.md").exists()
+    assert not Conversation.objects.exists()
+
+
+def test_ask_zudo_agent_is_an_ordinary_turn_that_is_given_no_memory(mcp_url, tenant):
+    memory_policy_set(
+        workspace=tenant.workspace, mode="auto", expected_revision=0, actor=tenant.member
+    )
+    memory_save(
+        workspace=tenant.workspace, author=tenant.member, base_version=0, content="- green tea\n"
+    )
+    token = token_for(tenant, tenant.member)
+
+    first = ok(
+        call(mcp_url, token, "ask_zudo_agent", workspace_id=tenant.workspace.pk, text="Hi there")
+    )
+
+    assert first["state"] == "completed"
+    assert first["answer"].startswith("No memory was given to me:")
+    assert "no live key session" in first["answer"]
+    assert "green tea" not in first["answer"]
+    admission = Admission.objects.select_related("conversation").get(pk=first["admission_id"])
+    assert admission.acknowledged_version is None
+    assert admission.save_in_flight is None
+    assert admission.has_unresolved_conflict is None
+    assert admission.key_session_id is None
+    assert admission.recall_status == "unavailable"
+    assert admission.mode == "auto"  # admitted under the workspace's policy, like any turn
+    assert admission.owner_id == admission.conversation.owner_id == tenant.member.pk
+    assert admission.idempotency_key.startswith("mcp:")
+    assert str(Turn.objects.get(admission=admission).pk) == first["turn_id"]
+
+    # The same conversation continues; capture is refused without a key session.
+    second = ok(
+        call(
+            mcp_url,
+            token,
+            "ask_zudo_agent",
+            workspace_id=tenant.workspace.pk,
+            text="remember likes coffee",
+            conversation_id=first["conversation_id"],
+        )
+    )
+    assert second["state"] == "completed"
+    assert second["conversation_id"] == first["conversation_id"]
+    assert Conversation.objects.count() == 1
+    keys = set(Admission.objects.values_list("idempotency_key", flat=True))
+    assert len(keys) == 2
+    assert Admission.objects.get(pk=second["admission_id"]).status == "admitted"
+    assert FileVersion.objects.filter(file__path=MEMORY_PATH).count() == 1
+
+
+def test_ask_zudo_agent_refuses_others_conversations_and_leaves_nothing_when_refused(
+    mcp_url, make_tenant
+):
+    tenant = make_tenant()
+    admin_token, member_token = token_for(tenant, tenant.admin), token_for(tenant, tenant.member)
+    mine = ok(
+        call(mcp_url, member_token, "ask_zudo_agent", workspace_id=tenant.workspace.pk, text="a")
+    )
+
+    others = call(
+        mcp_url,
+        admin_token,
+        "ask_zudo_agent",
+        workspace_id=tenant.workspace.pk,
+        text="b",
+        conversation_id=mine["conversation_id"],
+    )
+    assert refusal_code(others) == "NOT_FOUND"
+
+    ai_off = make_tenant(ai_enabled=False)
+    refused = call(
+        mcp_url,
+        token_for(ai_off, ai_off.member),
+        "ask_zudo_agent",
+        workspace_id=ai_off.workspace.pk,
+        text="c",
+    )
+    assert refusal_code(refused) == "WORKSPACE_AI_DISABLED"
+    assert Conversation.objects.count() == 1
+    assert Admission.objects.count() == 1
