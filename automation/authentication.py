@@ -10,6 +10,7 @@ from rest_framework.request import Request
 
 from automation.models import Admission
 from automation.tokens import DELIVERY_PREFIX, delivery_credential_digest
+from workspaces.errors import OrgPendingDeletion
 from workspaces.models import User
 
 
@@ -36,12 +37,15 @@ class DeliveryCredentialAuthentication(BaseAuthentication):
         if not raw.startswith(DELIVERY_PREFIX):
             raise AuthenticationFailed("Malformed delivery credential.", code="TOKEN_INVALID")
         admission = (
-            Admission.objects.select_related("owner", "workspace", "conversation")
+            Admission.objects.select_related("owner", "workspace__team__org", "conversation")
             .filter(credential_digest=delivery_credential_digest(raw))
             .first()
         )
         if admission is None or not admission.owner.is_active:
             raise AuthenticationFailed("Delivery credential invalid.", code="TOKEN_INVALID")
+        org = admission.workspace.team.org
+        if not org.is_active:
+            raise OrgPendingDeletion(deletionDueAt=org.deletion_due_at)
         return admission.owner, DeliveryGrant(admission=admission)
 
     def authenticate_header(self, request: Request) -> str:

@@ -109,6 +109,11 @@ class Admission(models.Model):
         FileVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     capture_digest = models.CharField(max_length=64, blank=True, default="")
+    # Why the turn's latest capture attempt was refused, for staff: an error code, and for
+    # CAPTURE_RETIRED the first false clause of the fence. Never any text.
+    capture_refusal_code = models.CharField(max_length=32, blank=True)
+    capture_refusal_reason = models.CharField(max_length=64, blank=True)
+    capture_refused_at = models.DateTimeField(null=True, blank=True)
     # The recall receipt: what the latest model call of this turn was given. Ids,
     # versions and statuses only, never text.
     recall_status = models.CharField(max_length=16, choices=RecallStatus.choices, blank=True)

@@ -50,7 +50,12 @@ from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import memory_current_get, memory_policy_get
 from memory.services import memory_proposal_create
 from workspaces.crypto import record_associated_data, seal
-from workspaces.errors import InvalidText, KeySessionUnavailable, VersionConflict
+from workspaces.errors import (
+    DomainError,
+    InvalidText,
+    KeySessionUnavailable,
+    VersionConflict,
+)
 from workspaces.models import (
     FileVersion,
     KeySession,
@@ -210,6 +215,36 @@ def _checkpoint(stage: str) -> None:
 
 
 def capture_commit(
+    *,
+    admission: Admission,
+    owner: User,
+    workspace: Workspace,
+    key_session_id: uuid.UUID,
+    expected_version: int,
+    changes: list[MemoryChange],
+) -> CaptureReceipt:
+    """Run the automatic writer (`_capture`), and record on the admission why it was
+    refused, if it was, so that staff can answer "why was this not remembered?"."""
+    try:
+        return _capture(
+            admission=admission,
+            owner=owner,
+            workspace=workspace,
+            key_session_id=key_session_id,
+            expected_version=expected_version,
+            changes=changes,
+        )
+    except DomainError as refusal:
+        reason = refusal.detail.get("predicate") or refusal.detail.get("reason") or ""
+        Admission.objects.filter(pk=admission.pk).update(
+            capture_refusal_code=refusal.code,
+            capture_refusal_reason=str(reason)[:64],
+            capture_refused_at=timezone.now(),
+        )
+        raise
+
+
+def _capture(
     *,
     admission: Admission,
     owner: User,

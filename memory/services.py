@@ -28,16 +28,21 @@ from memory.selectors import (
 )
 from workspaces.crypto import record_associated_data, seal
 from workspaces.errors import InvalidHeader, VersionConflict
-from workspaces.models import File, FileVersion, User, Workspace
+from workspaces.models import AuditEvent, File, FileVersion, User, Workspace
 from workspaces.paths import document_path_require_canonical
 from workspaces.selectors import file_version_plaintext
 from workspaces.services import (
+    audit_record,
     file_delete,
     file_move,
     file_restore,
     file_write,
     workspace_key_unwrap,
 )
+
+
+def _org_id(workspace: Workspace) -> int:
+    return int(workspace.team.org_id)
 
 
 def _policy_row_ensure(*, workspace: Workspace) -> None:
@@ -67,7 +72,15 @@ def memory_policy_set(
         if updated != 1:
             current = memory_policy_get(workspace=workspace)
             raise PolicyRevisionConflict(currentRevision=current.policy_revision)
-    return memory_policy_get(workspace=workspace)
+        state = memory_policy_get(workspace=workspace)
+        audit_record(
+            actor=actor,
+            action=AuditEvent.Action.POLICY_CHANGED,
+            org_id=_org_id(workspace),
+            workspace_id=workspace.pk,
+            detail={"mode": state.mode, "policyRevision": state.policy_revision},
+        )
+    return state
 
 
 def memory_save(
@@ -98,7 +111,7 @@ def memory_clear(*, workspace: Workspace, author: User, base_version: int) -> Fi
         MemoryPolicy.objects.filter(pk=workspace.pk).update(
             clear_generation=F("clear_generation") + 1, updated_at=timezone.now()
         )
-        return _human_write(
+        revision = _human_write(
             workspace=workspace,
             author=author,
             base_version=base_version,
@@ -106,6 +119,17 @@ def memory_clear(*, workspace: Workspace, author: User, base_version: int) -> Fi
             change_kind=FileVersion.ChangeKind.CLEAR,
             data_key=data_key,
         )
+        audit_record(
+            actor=author,
+            action=AuditEvent.Action.MEMORY_CLEARED,
+            org_id=_org_id(workspace),
+            workspace_id=workspace.pk,
+            detail={
+                "version": revision.version,
+                "clearGeneration": memory_policy_get(workspace=workspace).clear_generation,
+            },
+        )
+    return revision
 
 
 def memory_undo(

@@ -161,6 +161,8 @@ X_FRAME_OPTIONS = "DENY"
 
 API_TOKEN_DEFAULT_TTL_DAYS = env_int("API_TOKEN_DEFAULT_TTL_DAYS", 90, minimum=1, maximum=365)
 JWT_TTL_SECONDS = env_int("JWT_TTL_SECONDS", 900, minimum=30, maximum=86_400)
+# How long a soft-deleted org waits before the nightly purge removes its data.
+ORG_DELETION_GRACE_DAYS = env_int("ORG_DELETION_GRACE_DAYS", 30, minimum=0, maximum=3650)
 # How long an admitted turn keeps its authority to write memory (the seed's 15 minutes).
 ADMISSION_TTL_SECONDS = env_int("ADMISSION_TTL_SECONDS", 900, minimum=30, maximum=86_400)
 KEY_SESSION_IDLE_SECONDS = env_int("KEY_SESSION_IDLE_SECONDS", 1800, minimum=30, maximum=86_400)

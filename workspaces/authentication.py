@@ -16,7 +16,7 @@ from rest_framework.authentication import BaseAuthentication, SessionAuthenticat
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from workspaces.errors import NoActiveTeam
+from workspaces.errors import NoActiveTeam, OrgPendingDeletion
 from workspaces.models import ApiToken, Team, TeamMembership, User
 from workspaces.tokens import PAT_PREFIX, jwt_decode, pat_digest
 
@@ -57,7 +57,7 @@ class BearerAuthentication(BaseAuthentication):
         # Looked up on every request, so a revocation takes effect on the very next
         # request with no cache window.
         token = (
-            ApiToken.objects.select_related("user", "team")
+            ApiToken.objects.select_related("user", "team__org")
             .annotate(
                 owner_in_team=Exists(
                     TeamMembership.objects.filter(team=OuterRef("team"), user=OuterRef("user"))
@@ -86,12 +86,13 @@ class BearerAuthentication(BaseAuthentication):
         except jwt.InvalidTokenError:
             raise _refuse("TOKEN_INVALID", "Token invalid.") from None
         membership = (
-            TeamMembership.objects.select_related("user", "team")
+            TeamMembership.objects.select_related("user", "team__org")
             .filter(user_id=claims.user_id, team_id=claims.team_id, user__is_active=True)
             .first()
         )
         if membership is None:
             raise _refuse("TOKEN_INVALID", "Token owner unavailable.")
+        _require_open_org(membership.team)
         return membership.user, Credential(kind="jwt", user=membership.user, team=membership.team)
 
 
@@ -103,14 +104,22 @@ class TeamSessionAuthentication(SessionAuthentication):
         if authenticated is None:
             return None
         user: User = authenticated[0]
-        memberships = TeamMembership.objects.select_related("team").filter(user=user)
+        memberships = TeamMembership.objects.select_related("team__org").filter(user=user)
         chosen = request.session.get(ACTIVE_TEAM_SESSION_KEY)
         membership = (chosen and memberships.filter(team_id=chosen).first()) or (
             memberships.order_by("team_id").first()
         )
         if membership is None:
             raise NoActiveTeam()
+        _require_open_org(membership.team)
         return user, Credential(kind="session", user=user, team=membership.team)
+
+
+def _require_open_org(team: Team) -> None:
+    # A soft-deleted org's people are still authenticated, so they get the precise
+    # reason; nothing of the org can be used until it is restored.
+    if not team.org.is_active:
+        raise OrgPendingDeletion(deletionDueAt=team.org.deletion_due_at)
 
 
 def request_credential(request: Request) -> Credential:

@@ -138,3 +138,20 @@ class CredentialExpired(DomainError):
     code = "TOKEN_EXPIRED"
     status = 401
     default_message = "This credential is past its expiry."
+
+
+class OrgPendingDeletion(DomainError):
+    """The caller's org is pending deletion (or being purged): its workspaces are closed."""
+
+    code = "ORG_PENDING_DELETION"
+    status = 403
+    default_message = "This organisation is scheduled for deletion; its workspaces are closed."
+
+
+class OrgStateConflict(DomainError):
+    """A lifecycle change that does not apply to the org's current state (e.g. restoring an
+    org that is not pending deletion, or one a purge has already claimed)."""
+
+    code = "ORG_STATE_CONFLICT"
+    status = 409
+    default_message = "The organisation is not in a state that allows this."

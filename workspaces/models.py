@@ -25,6 +25,7 @@ class Org(models.Model):
     class Status(models.TextChoices):
         ACTIVE = "active", "Active"
         PENDING_DELETION = "pending_deletion", "Pending deletion"
+        PURGING = "purging", "Being purged"
 
     name = models.CharField(max_length=200, unique=True)
     status = models.CharField(max_length=32, choices=Status.choices, default=Status.ACTIVE)
@@ -33,20 +34,29 @@ class Org(models.Model):
         default=0, help_text="Ceiling on memory bytes across the org's teams; 0 means unlimited."
     )
     created_at = models.DateTimeField(default=timezone.now)
+    # Set when a purge claims the org, so that a purge that died can be taken over later.
+    purge_claimed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=Q(status__in=["active", "pending_deletion"]),
+                condition=Q(status__in=["active", "pending_deletion", "purging"]),
                 name="workspaces_org_status_valid",
                 violation_error_code="ORG_STATUS_INVALID",
             ),
             models.CheckConstraint(
                 condition=(
-                    Q(status="pending_deletion", deletion_due_at__isnull=False)
-                    | (~Q(status="pending_deletion") & Q(deletion_due_at__isnull=True))
+                    Q(status__in=["pending_deletion", "purging"], deletion_due_at__isnull=False)
+                    | (Q(status="active") & Q(deletion_due_at__isnull=True))
+                    | ~Q(status__in=["active", "pending_deletion", "purging"])
                 ),
                 name="workspaces_org_deletion_due_iff_pending",
+                violation_error_code="ORG_STATUS_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="purging", purge_claimed_at__isnull=False)
+                | (~Q(status="purging") & Q(purge_claimed_at__isnull=True)),
+                name="workspaces_org_purge_claim_iff_purging",
                 violation_error_code="ORG_STATUS_INVALID",
             ),
             models.CheckConstraint(
@@ -58,6 +68,10 @@ class Org(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.ACTIVE
 
 
 class Team(models.Model):
@@ -368,3 +382,61 @@ class KeySessionRevocation(models.Model):
 
     def __str__(self) -> str:
         return f"revocation of {self.key_session_id}"
+
+
+class AuditEvent(models.Model):
+    """Who did which security-relevant thing to what, and when. Ids and versions only:
+    never memory text, never a key or token.
+
+    Target ids are plain values, not foreign keys, so the trail outlives what it
+    describes (an org purge removes the org but keeps the record that it was purged).
+    """
+
+    class Action(models.TextChoices):
+        POLICY_CHANGED = "policy_changed", "Memory mode changed"
+        MEMORY_CLEARED = "memory_cleared", "Memory cleared"
+        KEY_SESSION_REVOKED = "key_session_revoked", "Key session revoked"
+        AI_CONSENT_CHANGED = "ai_consent_changed", "Workspace AI consent changed"
+        ORG_QUOTA_CHANGED = "org_quota_changed", "Org memory quota changed"
+        ORG_DELETION_REQUESTED = "org_deletion_requested", "Org deletion requested"
+        ORG_RESTORED = "org_restored", "Org restored"
+        ORG_PURGED = "org_purged", "Org purged"
+
+    occurred_at = models.DateTimeField(default=timezone.now)
+    actor = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    actor_username = models.CharField(max_length=150, blank=True)
+    action = models.CharField(max_length=32, choices=Action.choices)
+    org_id = models.BigIntegerField(null=True, blank=True)
+    workspace_id = models.BigIntegerField(null=True, blank=True)
+    target_type = models.CharField(max_length=32, blank=True)
+    target_id = models.CharField(max_length=64, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    action__in=[
+                        "policy_changed",
+                        "memory_cleared",
+                        "key_session_revoked",
+                        "ai_consent_changed",
+                        "org_quota_changed",
+                        "org_deletion_requested",
+                        "org_restored",
+                        "org_purged",
+                    ]
+                ),
+                name="workspaces_auditevent_action_valid",
+                violation_error_code="ACTION_INVALID",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["org_id", "-occurred_at"]),
+            models.Index(fields=["workspace_id", "-occurred_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} at {self.occurred_at:%Y-%m-%d %H:%M}"

@@ -10,7 +10,7 @@ from django.core.cache import cache
 from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from workspaces.crypto import CiphertextRejected, revision_associated_data, unseal
-from workspaces.errors import DocumentUnreadable, NotFound
+from workspaces.errors import DocumentUnreadable, NotFound, OrgPendingDeletion
 from workspaces.models import (
     ApiToken,
     File,
@@ -35,12 +35,15 @@ def workspace_membership_get(*, user: User, team: Team, workspace_id: int) -> Wo
     404, so a probe learns nothing about what exists elsewhere.
     """
     membership = (
-        WorkspaceMembership.objects.select_related("workspace", "user")
+        WorkspaceMembership.objects.select_related("workspace__team__org", "user")
         .filter(user=user, workspace_id=workspace_id, workspace__team=team)
         .first()
     )
     if membership is None:
         raise NotFound("No such workspace.")
+    org = membership.workspace.team.org
+    if not org.is_active:
+        raise OrgPendingDeletion(deletionDueAt=org.deletion_due_at)
     return membership
 
 

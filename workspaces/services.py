@@ -22,6 +22,7 @@ from workspaces.crypto import (
 )
 from workspaces.errors import (
     ConsentRevisionConflict,
+    OrgStateConflict,
     DocumentExists,
     DocumentTooLarge,
     InvalidText,
@@ -30,6 +31,7 @@ from workspaces.errors import (
 )
 from workspaces.models import (
     ApiToken,
+    AuditEvent,
     File,
     FileVersion,
     KeySession,
@@ -104,20 +106,103 @@ def api_token_revoke(*, token: ApiToken) -> ApiToken:
 
 
 def workspace_ai_consent_set(
-    *, workspace: Workspace, enabled: bool, expected_revision: int
+    *, workspace: Workspace, enabled: bool, expected_revision: int, actor: User | None = None
 ) -> Workspace:
     """Set workspace AI consent by compare-and-set on the consent revision.
 
     Every accepted change bumps the revision, even one that re-states the current
     value: an admission frozen under the old revision is retired either way.
     """
-    updated = Workspace.objects.filter(
-        pk=workspace.pk, ai_consent_revision=expected_revision
-    ).update(ai_enabled=enabled, ai_consent_revision=F("ai_consent_revision") + 1)
-    workspace.refresh_from_db(fields=["ai_enabled", "ai_consent_revision"])
-    if updated != 1:
-        raise ConsentRevisionConflict(currentRevision=workspace.ai_consent_revision)
+    with transaction.atomic():
+        updated = Workspace.objects.filter(
+            pk=workspace.pk, ai_consent_revision=expected_revision
+        ).update(ai_enabled=enabled, ai_consent_revision=F("ai_consent_revision") + 1)
+        workspace.refresh_from_db(fields=["ai_enabled", "ai_consent_revision"])
+        if updated != 1:
+            raise ConsentRevisionConflict(currentRevision=workspace.ai_consent_revision)
+        audit_record(
+            actor=actor,
+            action=AuditEvent.Action.AI_CONSENT_CHANGED,
+            org_id=workspace.team.org_id,
+            workspace_id=workspace.pk,
+            detail={"enabled": enabled, "consentRevision": workspace.ai_consent_revision},
+        )
     return workspace
+
+
+def audit_record(
+    *,
+    actor: User | None,
+    action: str,
+    org_id: int | None,
+    workspace_id: int | None = None,
+    target_type: str = "",
+    target_id: object = "",
+    detail: dict[str, object] | None = None,
+) -> AuditEvent:
+    """Record a security-relevant action. Call inside the action's own transaction, so
+    the record exists exactly when the action happened. Ids and versions only."""
+    return AuditEvent.objects.create(
+        actor=actor,
+        actor_username=actor.get_username() if actor else "",
+        action=action,
+        org_id=org_id,
+        workspace_id=workspace_id,
+        target_type=target_type,
+        target_id=str(target_id),
+        detail=detail or {},
+    )
+
+
+def org_deletion_request(*, org: Org, actor: User | None) -> Org:
+    """Soft-delete an org: its workspaces close at once, its data goes after the grace."""
+    due = timezone.now() + timedelta(days=settings.ORG_DELETION_GRACE_DAYS)
+    with transaction.atomic():
+        updated = Org.objects.filter(pk=org.pk, status=Org.Status.ACTIVE).update(
+            status=Org.Status.PENDING_DELETION, deletion_due_at=due
+        )
+        if updated != 1:
+            raise OrgStateConflict(status=_org_status(org))
+        audit_record(
+            actor=actor,
+            action=AuditEvent.Action.ORG_DELETION_REQUESTED,
+            org_id=org.pk,
+            detail={"deletionDueAt": due.isoformat()},
+        )
+    org.refresh_from_db()
+    return org
+
+
+def org_restore(*, org: Org, actor: User | None) -> Org:
+    """Return a pending org to active, losing nothing. Refused once a purge has claimed it:
+    the conditional update makes a restore and a purge claim exclude each other."""
+    with transaction.atomic():
+        updated = Org.objects.filter(pk=org.pk, status=Org.Status.PENDING_DELETION).update(
+            status=Org.Status.ACTIVE, deletion_due_at=None
+        )
+        if updated != 1:
+            raise OrgStateConflict(status=_org_status(org))
+        audit_record(actor=actor, action=AuditEvent.Action.ORG_RESTORED, org_id=org.pk)
+    org.refresh_from_db()
+    return org
+
+
+def org_quota_set(*, org: Org, memory_quota_bytes: int, actor: User | None) -> Org:
+    with transaction.atomic():
+        previous = Org.objects.select_for_update().get(pk=org.pk).memory_quota_bytes
+        Org.objects.filter(pk=org.pk).update(memory_quota_bytes=memory_quota_bytes)
+        audit_record(
+            actor=actor,
+            action=AuditEvent.Action.ORG_QUOTA_CHANGED,
+            org_id=org.pk,
+            detail={"from": previous, "to": memory_quota_bytes},
+        )
+    org.refresh_from_db()
+    return org
+
+
+def _org_status(org: Org) -> str:
+    return Org.objects.filter(pk=org.pk).values_list("status", flat=True).first() or "absent"
 
 
 @dataclass(frozen=True)
@@ -347,9 +432,20 @@ def key_session_revoke(*, session: KeySession, revoked_by: User) -> KeySession:
     Revoking twice keeps the first revocation.
     """
     with transaction.atomic():
-        KeySessionRevocation.objects.get_or_create(
+        _, is_new = KeySessionRevocation.objects.get_or_create(
             key_session=session, defaults={"revoked_by": revoked_by}
         )
+        if is_new:
+            audit_record(
+                actor=revoked_by,
+                action=AuditEvent.Action.KEY_SESSION_REVOKED,
+                org_id=Workspace.objects.filter(pk=session.workspace_id)
+                .values_list("team__org_id", flat=True)
+                .first(),
+                workspace_id=session.workspace_id,
+                target_type="key_session",
+                target_id=session.pk,
+            )
         KeySession.objects.filter(pk=session.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
         )

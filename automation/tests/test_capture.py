@@ -334,3 +334,23 @@ def test_undo_and_clear_never_rewind_generation_after_captures(assistant):
     )
 
     assert memory_policy_get(workspace=assistant.tenant.workspace).clear_generation == 1
+
+
+def test_a_refused_capture_leaves_its_reason_on_the_admission(assistant):
+    admission = assistant.send()
+    memory_policy_set(
+        workspace=assistant.tenant.workspace,
+        mode="off",
+        expected_revision=1,
+        actor=assistant.tenant.member,
+    )
+
+    with pytest.raises(CaptureRetired):
+        assistant.capture(admission)
+
+    stored = Admission.objects.get(pk=admission.pk)
+    assert (stored.capture_refusal_code, stored.capture_refusal_reason) == (
+        "CAPTURE_RETIRED",
+        "policy_still_auto",
+    )
+    assert stored.capture_refused_at is not None

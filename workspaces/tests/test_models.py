@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from workspaces.models import (
     ApiToken,
+    AuditEvent,
     File,
     FileVersion,
     Org,
@@ -170,7 +171,27 @@ def test_wrapping_key_id_is_a_fingerprint(memory_revision, tenant):
     )
 
 
+def test_purging_org_carries_its_claim_time(tenant):
+    violates(
+        "workspaces_org_purge_claim_iff_purging",
+        lambda: Org.objects.filter(pk=tenant.org.pk).update(
+            status="purging", deletion_due_at=timezone.now()
+        ),
+    )
+
+
+def test_audit_action_is_a_known_choice(tenant):
+    event = AuditEvent.objects.create(action="org_restored", org_id=tenant.org.pk)
+
+    violates(
+        "workspaces_auditevent_action_valid",
+        lambda: AuditEvent.objects.filter(pk=event.pk).update(action="org_sold"),
+    )
+
+
 TESTED_HERE = {
+    "workspaces_org_purge_claim_iff_purging",
+    "workspaces_auditevent_action_valid",
     "workspaces_fileversion_version_positive",
     "workspaces_file_current_version_positive",
     "workspaces_fileversion_size_non_negative",

@@ -1,0 +1,152 @@
+"""The org purge: hard-delete everything an org owns once its grace period is over.
+
+It lives in the top app because an org owns rows in every app. `PURGE_PLAN` names every
+model that holds an org's data, with the path from it to the org, children before
+parents; a test enumerates the app registry, so a new model that is neither in the plan
+nor deliberately retained fails the suite instead of being missed.
+
+Each batch deletes at most `PURGE_BATCH_ROWS` rows in its own short transaction, so no
+lock is held for long. Rows are deleted with one DELETE per batch rather than Django's
+`delete()`, which would load every related object into Python first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.core.cache import cache
+from django.db import models, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from automation.models import (
+    Admission,
+    CommitFence,
+    Conversation,
+    DeliveryCredential,
+    Message,
+    Turn,
+)
+from automation.tokens import delivery_credential_cache_key
+from memory.models import MemoryPolicy, Proposal
+from workspaces.models import (
+    ApiToken,
+    AuditEvent,
+    File,
+    FileVersion,
+    KeySession,
+    KeySessionRevocation,
+    Org,
+    Team,
+    TeamMembership,
+    User,
+    Workspace,
+    WorkspaceKey,
+    WorkspaceMembership,
+)
+from workspaces.services import audit_record
+
+PURGE_BATCH_ROWS = 1000
+# A purge that has not advanced for this long is presumed dead and may be taken over.
+PURGE_RECLAIM_AFTER = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class PurgeStep:
+    model: type[models.Model]
+    org_path: str
+
+
+# Children before parents: when a step runs, nothing left references its rows.
+PURGE_PLAN: tuple[PurgeStep, ...] = (
+    PurgeStep(CommitFence, "admission__workspace__team__org"),
+    PurgeStep(Message, "conversation__workspace__team__org"),
+    PurgeStep(Turn, "admission__workspace__team__org"),
+    PurgeStep(Admission, "workspace__team__org"),
+    PurgeStep(DeliveryCredential, "conversation__workspace__team__org"),
+    PurgeStep(Conversation, "workspace__team__org"),
+    PurgeStep(Proposal, "workspace__team__org"),
+    PurgeStep(MemoryPolicy, "workspace__team__org"),
+    PurgeStep(FileVersion, "file__workspace__team__org"),
+    PurgeStep(File, "workspace__team__org"),
+    PurgeStep(WorkspaceKey, "workspace__team__org"),
+    PurgeStep(KeySessionRevocation, "key_session__workspace__team__org"),
+    PurgeStep(KeySession, "workspace__team__org"),
+    PurgeStep(WorkspaceMembership, "workspace__team__org"),
+    PurgeStep(Workspace, "team__org"),
+    PurgeStep(ApiToken, "team__org"),
+    PurgeStep(TeamMembership, "team__org"),
+    PurgeStep(Team, "org"),
+)
+
+# Deliberately kept, with the reason. Everything else an org owns is in PURGE_PLAN.
+RETAINED: dict[type[models.Model], str] = {
+    AuditEvent: "the audit trail must outlive what it records; it holds ids, never content",
+    User: "a person is not owned by one org; only their memberships of it are removed",
+    Org: "deleted by the purge itself, last, once nothing references it",
+}
+
+
+def org_purge_due(*, now: datetime | None = None) -> list[int]:
+    """The nightly sweep: purge every org whose grace is over. Returns the purged ids.
+
+    Safe to run twice at once: each org is claimed by a conditional update, so only one
+    sweep purges it and the other moves on.
+    """
+    now = now or timezone.now()
+    due = Org.objects.filter(_purgeable(now)).order_by("pk").values_list("pk", flat=True)
+    return [org_id for org_id in list(due) if org_purge(org_id=org_id, now=now)]
+
+
+def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
+    """Purge one org if it is (still) pending and past its grace, or its purge stalled.
+
+    Returns False when there was nothing to do: restored in time, already purged, or
+    being purged by someone else right now.
+    """
+    now = now or timezone.now()
+    claimed = Org.objects.filter(_purgeable(now), pk=org_id).update(
+        status=Org.Status.PURGING, purge_claimed_at=now
+    )
+    if claimed != 1:
+        return False
+    counts = {step.model._meta.label: _purge_step(step, org_id) for step in PURGE_PLAN}
+    with transaction.atomic():
+        audit_record(
+            actor=None,
+            action=AuditEvent.Action.ORG_PURGED,
+            org_id=org_id,
+            detail={"deletedRows": counts},
+        )
+        Org.objects.filter(pk=org_id, status=Org.Status.PURGING)._raw_delete("default")
+    return True
+
+
+def _purgeable(now: datetime) -> Q:
+    return Q(status=Org.Status.PENDING_DELETION, deletion_due_at__lte=now) | Q(
+        status=Org.Status.PURGING, purge_claimed_at__lte=now - PURGE_RECLAIM_AFTER
+    )
+
+
+def _purge_step(step: PurgeStep, org_id: int) -> int:
+    deleted = 0
+    rows = step.model._base_manager.filter(**{step.org_path: org_id})
+    while True:
+        with transaction.atomic():
+            batch = list(rows.order_by("pk").values_list("pk", flat=True)[:PURGE_BATCH_ROWS])
+            if not batch:
+                return deleted
+            _forget_cached_secrets(step.model, batch)
+            # One DELETE for the batch: no per-row Python work, no long-held locks.
+            step.model._base_manager.filter(pk__in=batch)._raw_delete("default")
+            Org.objects.filter(pk=org_id).update(purge_claimed_at=timezone.now())
+        deleted += len(batch)
+
+
+def _forget_cached_secrets(model: type[models.Model], pks: list[object]) -> None:
+    # The cache holds unwrapped keys and delivery credentials by id; they go with the rows.
+    if model is KeySession:
+        cache.delete_many([f"key-session:{pk}" for pk in pks])
+    elif model is Admission:
+        cache.delete_many([delivery_credential_cache_key(pk) for pk in pks])

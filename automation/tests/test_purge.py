@@ -1,0 +1,196 @@
+"""The org purge: complete, on schedule, idempotent, and exclusive with a restore."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.apps import apps
+from django.core.cache import cache
+from django.utils import timezone
+
+from automation.purge import PURGE_PLAN, PURGE_RECLAIM_AFTER, RETAINED, org_purge, org_purge_due
+from automation.tools import TurnContext, create_note, remember_in_memory
+from conftest import postgres_only, run_concurrently
+from memory.services import memory_policy_set
+from workspaces.models import AuditEvent, KeySession, Org
+from workspaces.services import (
+    api_token_create,
+    key_session_open,
+    key_session_revoke,
+    org_deletion_request,
+    org_restore,
+)
+
+PROJECT_APPS = ("workspaces", "memory", "automation")
+
+
+def populate(assistant) -> None:
+    """Give the assistant's org at least one row of every kind the product stores."""
+    tenant = assistant.tenant
+    committed = assistant.send("remember x")
+    remember_in_memory(
+        TurnContext(committed, assistant.key_session.pk, 1), [{"op": "add", "line": "- x"}]
+    )
+    create_note(
+        TurnContext(assistant.send("note"), assistant.key_session.pk, 2),
+        path="notes/a.md",
+        content="a note\n",
+    )
+    memory_policy_set(
+        workspace=tenant.workspace, mode="read_only", expected_revision=1, actor=tenant.member
+    )
+    proposing = assistant.send("remember y")
+    remember_in_memory(
+        TurnContext(proposing, assistant.key_session.pk, 2), [{"op": "add", "line": "- y"}]
+    )
+    revoked = key_session_open(workspace=tenant.workspace, user=tenant.member)
+    key_session_revoke(session=revoked, revoked_by=tenant.member)
+    api_token_create(user=tenant.member, team=tenant.team, name="cli")
+
+
+def rows_of(org_id: int) -> dict[str, int]:
+    return {
+        step.model._meta.label: step.model._base_manager.filter(**{step.org_path: org_id}).count()
+        for step in PURGE_PLAN
+    }
+
+
+def make_due(org: Org) -> None:
+    org_deletion_request(org=org, actor=None)
+    Org.objects.filter(pk=org.pk).update(deletion_due_at=timezone.now() - timedelta(seconds=1))
+
+
+def test_every_model_is_purged_or_deliberately_retained():
+    planned = {step.model for step in PURGE_PLAN}
+    for label in PROJECT_APPS:
+        for model in apps.get_app_config(label).get_models():
+            assert model in planned or model in RETAINED, (
+                f"{model._meta.label} holds rows the org purge would miss"
+            )
+
+
+def test_purge_removes_every_row_of_the_org_and_nothing_of_another(make_assistant, make_tenant):
+    assistant = make_assistant()
+    populate(assistant)
+    bystander = make_tenant()
+    org_id = assistant.tenant.org.pk
+    assert all(count > 0 for count in rows_of(org_id).values()), rows_of(org_id)
+    others_before = rows_of(bystander.org.pk)
+    make_due(assistant.tenant.org)
+
+    purged = org_purge_due()
+
+    assert purged == [org_id]
+    assert set(rows_of(org_id).values()) == {0}
+    assert not Org.objects.filter(pk=org_id).exists()
+    assert rows_of(bystander.org.pk) == others_before
+    assert Org.objects.filter(pk=bystander.org.pk, status="active").exists()
+    event = AuditEvent.objects.get(org_id=org_id, action="org_purged")
+    assert event.detail["deletedRows"]["workspaces.FileVersion"] >= 3
+
+
+def test_purge_forgets_the_cached_keys_of_the_orgs_key_sessions(assistant):
+    session = assistant.key_session
+    assert cache.get(session.cache_key) is not None
+    make_due(assistant.tenant.org)
+
+    org_purge_due()
+
+    assert cache.get(session.cache_key) is None
+    assert not KeySession.objects.filter(pk=session.pk).exists()
+
+
+def test_an_org_inside_its_grace_is_not_purged(assistant):
+    org_deletion_request(org=assistant.tenant.org, actor=assistant.tenant.admin)
+
+    assert org_purge_due() == []
+    assert rows_of(assistant.tenant.org.pk)["workspaces.Workspace"] == 1
+
+
+def test_restore_inside_grace_keeps_everything(make_assistant):
+    assistant = make_assistant()
+    populate(assistant)
+    org = assistant.tenant.org
+    before = rows_of(org.pk)
+    org_deletion_request(org=org, actor=assistant.tenant.admin)
+
+    org_restore(org=org, actor=assistant.tenant.admin)
+
+    assert org_purge_due(now=timezone.now() + timedelta(days=365)) == []
+    assert rows_of(org.pk) == before
+    org.refresh_from_db()
+    assert (org.status, org.deletion_due_at) == ("active", None)
+    actions = list(AuditEvent.objects.filter(org_id=org.pk).values_list("action", flat=True))
+    assert "org_deletion_requested" in actions
+    assert "org_restored" in actions
+
+
+def test_members_of_a_pending_org_are_refused_with_a_clear_code(tenant):
+    client = tenant.client_for(tenant.member)
+    org_deletion_request(org=tenant.org, actor=tenant.admin)
+
+    response = client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/memory")
+
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "ORG_PENDING_DELETION"
+
+
+def test_a_stalled_purge_is_taken_over_later(assistant):
+    org = assistant.tenant.org
+    make_due(org)
+    stalled_at = timezone.now() - PURGE_RECLAIM_AFTER - timedelta(minutes=1)
+    Org.objects.filter(pk=org.pk).update(status="purging", purge_claimed_at=stalled_at)
+
+    assert org_purge(org_id=org.pk) is True
+    assert not Org.objects.filter(pk=org.pk).exists()
+
+
+def test_a_purge_in_progress_is_not_taken_over(assistant):
+    org = assistant.tenant.org
+    make_due(org)
+    Org.objects.filter(pk=org.pk).update(status="purging", purge_claimed_at=timezone.now())
+
+    assert org_purge(org_id=org.pk) is False
+    assert Org.objects.filter(pk=org.pk).exists()
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_purge_racing_a_restore_exactly_one_wins(assistant):
+    org = assistant.tenant.org
+    make_due(org)
+
+    def restore():
+        try:
+            org_restore(org=Org.objects.get(pk=org.pk), actor=None)
+        except Exception as error:  # noqa: BLE001 - the loser's refusal is the result
+            return error
+        return True
+
+    results = run_concurrently(lambda: org_purge(org_id=org.pk), restore)
+
+    purged, restored = results[0] is True, results[1] is True
+    assert purged != restored, results
+    if purged:
+        assert not Org.objects.filter(pk=org.pk).exists()
+        assert type(results[1]).__name__ == "OrgStateConflict"
+    else:
+        assert Org.objects.get(pk=org.pk).status == "active"
+        assert rows_of(org.pk)["workspaces.Workspace"] == 1
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_two_purges_at_once_do_the_work_once(make_assistant):
+    assistant = make_assistant()
+    populate(assistant)
+    org_id = assistant.tenant.org.pk
+    make_due(assistant.tenant.org)
+
+    results = run_concurrently(org_purge_due, org_purge_due)
+
+    assert not any(isinstance(r, BaseException) for r in results), results
+    assert sorted(results, key=len) == [[], [org_id]]
+    assert set(rows_of(org_id).values()) == {0}
+    assert AuditEvent.objects.filter(org_id=org_id, action="org_purged").count() == 1
