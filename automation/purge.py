@@ -44,6 +44,7 @@ from workspaces.models import (
     Workspace,
     WorkspaceKey,
     WorkspaceMembership,
+    key_session_cache_key,
 )
 from workspaces.services import audit_record
 
@@ -147,6 +148,6 @@ def _purge_step(step: PurgeStep, org_id: int) -> int:
 def _forget_cached_secrets(model: type[models.Model], pks: list[object]) -> None:
     # The cache holds unwrapped keys and delivery credentials by id; they go with the rows.
     if model is KeySession:
-        cache.delete_many([f"key-session:{pk}" for pk in pks])
+        cache.delete_many([key_session_cache_key(pk) for pk in pks])
     elif model is Admission:
         cache.delete_many([delivery_credential_cache_key(pk) for pk in pks])

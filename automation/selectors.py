@@ -8,14 +8,28 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Exists, F, OuterRef, QuerySet, Subquery, Value
 
 from automation.models import Admission, Conversation, DeliveryCredential, Message, Turn
-from memory.models import MemoryPolicy
-from memory.selectors import memory_policy_get
-from workspaces.crypto import CiphertextRejected, record_associated_data, unseal
+from memory.models import MEMORY_PATH, MemoryPolicy
+from memory.selectors import MemoryText, memory_policy_get
+from workspaces.crypto import (
+    CiphertextRejected,
+    record_associated_data,
+    revision_associated_data,
+    unseal,
+)
 from workspaces.errors import DocumentUnreadable, NotFound
-from workspaces.models import KeySessionRevocation, Team, User, Workspace
+from workspaces.models import (
+    File,
+    FileVersion,
+    KeySession,
+    KeySessionRevocation,
+    Team,
+    User,
+    Workspace,
+    WorkspaceMembership,
+)
 from workspaces.selectors import workspace_data_key
 
 
@@ -179,3 +193,115 @@ def turn_answer(*, turn: Turn) -> str | None:
     workspace = message.conversation.workspace
     body = _message_open(message, workspace, workspace_data_key(workspace=workspace))
     return str(body.get("content", ""))
+
+
+@dataclass(frozen=True)
+class RecallFacts:
+    """Everything a recall decides on, read in one statement."""
+
+    ai_enabled: bool
+    is_member: bool
+    credential_digest: str | None
+    mode: str
+    key_session_usable: bool
+    memory_file_id: int | None
+    memory_version: int
+    memory_deleted: bool
+    memory_bytes: int
+    memory_ciphertext: bytes | None
+
+    def memory_text(self, *, data_key: bytes, workspace_id: int) -> MemoryText:
+        """The live memory text, opened with the turn's key session key."""
+        if self.memory_file_id is None or self.memory_ciphertext is None:
+            return MemoryText(content="", version=0, bytes=0)
+        try:
+            plaintext = unseal(
+                data_key=data_key,
+                ciphertext=self.memory_ciphertext,
+                associated_data=revision_associated_data(
+                    workspace_id=workspace_id,
+                    file_id=self.memory_file_id,
+                    version=self.memory_version,
+                ),
+            )
+        except CiphertextRejected:
+            raise DocumentUnreadable(version=self.memory_version) from None
+        return MemoryText(
+            content=plaintext.decode(), version=self.memory_version, bytes=self.memory_bytes
+        )
+
+
+def recall_facts(*, admission: Admission) -> RecallFacts | None:
+    """Read, in one query, the live facts a recall checks: workspace AI, the sender's
+    membership, the conversation's credential slot, the memory mode, the key session's
+    row, and the memory document's current revision."""
+    memory_file = File.objects.filter(workspace=OuterRef("pk"), path=MEMORY_PATH)
+    current_revision = FileVersion.objects.filter(
+        file__workspace=OuterRef("pk"),
+        file__path=MEMORY_PATH,
+        version=F("file__current_version"),
+    )
+    session_usable = (
+        Exists(
+            KeySession.objects.filter(
+                pk=admission.key_session_id,
+                workspace=OuterRef("pk"),
+                user_id=admission.owner_id,
+                revoked_at__isnull=True,
+            ).exclude(Exists(KeySessionRevocation.objects.filter(key_session=OuterRef("pk"))))
+        )
+        if admission.key_session_id
+        else Value(False)
+    )
+    row = (
+        Workspace.objects.filter(pk=admission.workspace_id)
+        .annotate(
+            is_member=Exists(
+                WorkspaceMembership.objects.filter(
+                    workspace=OuterRef("pk"), user_id=admission.owner_id, user__is_active=True
+                )
+            ),
+            slot_digest=Subquery(
+                DeliveryCredential.objects.filter(conversation_id=admission.conversation_id).values(
+                    "credential_digest"
+                )[:1]
+            ),
+            policy_mode=Subquery(
+                MemoryPolicy.objects.filter(workspace=OuterRef("pk")).values("mode")[:1]
+            ),
+            session_usable=session_usable,
+            memory_file_id=Subquery(memory_file.values("pk")[:1]),
+            memory_version=Subquery(memory_file.values("current_version")[:1]),
+            memory_deleted_at=Subquery(memory_file.values("deleted_at")[:1]),
+            memory_bytes=Subquery(current_revision.values("size_bytes")[:1]),
+            memory_ciphertext=Subquery(current_revision.values("ciphertext")[:1]),
+        )
+        .values(
+            "ai_enabled",
+            "is_member",
+            "slot_digest",
+            "policy_mode",
+            "session_usable",
+            "memory_file_id",
+            "memory_version",
+            "memory_deleted_at",
+            "memory_bytes",
+            "memory_ciphertext",
+        )
+        .first()
+    )
+    if row is None:
+        return None
+    ciphertext = row["memory_ciphertext"]
+    return RecallFacts(
+        ai_enabled=row["ai_enabled"],
+        is_member=row["is_member"],
+        credential_digest=row["slot_digest"],
+        mode=row["policy_mode"] or MemoryPolicy.Mode.READ_ONLY,
+        key_session_usable=bool(row["session_usable"]),
+        memory_file_id=row["memory_file_id"],
+        memory_version=row["memory_version"] or 0,
+        memory_deleted=row["memory_deleted_at"] is not None,
+        memory_bytes=row["memory_bytes"] or 0,
+        memory_ciphertext=bytes(ciphertext) if ciphertext is not None else None,
+    )

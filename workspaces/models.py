@@ -366,7 +366,11 @@ class KeySession(models.Model):
     @property
     def cache_key(self) -> str:
         """Where the cache holds this session's unwrapped data key."""
-        return f"key-session:{self.pk}"
+        return key_session_cache_key(self.pk)
+
+
+def key_session_cache_key(session_id: object) -> str:
+    return f"key-session:{session_id}"
 
 
 class KeySessionRevocation(models.Model):

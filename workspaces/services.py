@@ -22,11 +22,11 @@ from workspaces.crypto import (
 )
 from workspaces.errors import (
     ConsentRevisionConflict,
-    OrgStateConflict,
     DocumentExists,
     DocumentTooLarge,
     InvalidText,
     KeySessionUnavailable,
+    OrgStateConflict,
     VersionConflict,
 )
 from workspaces.models import (
@@ -43,6 +43,7 @@ from workspaces.models import (
     Workspace,
     WorkspaceKey,
     WorkspaceMembership,
+    key_session_cache_key,
 )
 from workspaces.selectors import workspace_data_key
 from workspaces.tokens import pat_generate
@@ -417,10 +418,21 @@ def key_session_resolve(*, session_id: uuid.UUID, workspace: Workspace, user: Us
         raise KeySessionUnavailable(reason="unknown")
     if session.is_revoked or hasattr(session, "revocation"):
         raise KeySessionUnavailable(reason="revoked")
-    entry = cache.get(session.cache_key)
-    if entry is None or entry["workspace_id"] != workspace.pk:
+    data_key = key_session_cached_key(session_id=session.pk, workspace_id=workspace.pk)
+    if data_key is None:
         raise KeySessionUnavailable(reason="expired")
-    cache.touch(session.cache_key, settings.KEY_SESSION_IDLE_SECONDS)
+    return data_key
+
+
+def key_session_cached_key(*, session_id: uuid.UUID, workspace_id: int) -> bytes | None:
+    """The cache half of `key_session_resolve`: the session's key if it is still cached
+    (restarting its idle timeout), else None. Call only once the session's row has been
+    checked (owner, workspace, no revocation) in the same request."""
+    cache_key = key_session_cache_key(session_id)
+    entry = cache.get(cache_key)
+    if entry is None or entry["workspace_id"] != workspace_id:
+        return None
+    cache.touch(cache_key, settings.KEY_SESSION_IDLE_SECONDS)
     return bytes(entry["key"])
 
 

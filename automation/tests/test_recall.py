@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from automation import runtime
@@ -220,3 +222,15 @@ def test_the_transcript_never_stores_the_memory_block(assistant):
     assert roles == ["user", "assistant"]
     turn = Turn.objects.get(pk=admission.turn.pk)
     assert turn.state == "completed"
+
+
+def test_a_recall_reads_everything_it_decides_on_in_one_query(assistant):
+    admission = Admission.objects.get(pk=assistant.send().pk)
+
+    with CaptureQueriesContext(connection) as queries:
+        result = memory_recall(admission=admission)
+
+    statements = [q["sql"].split()[0].upper() for q in queries.captured_queries]
+    assert result.status == "provided"
+    assert statements.count("SELECT") == 1
+    assert statements.count("UPDATE") == 1
