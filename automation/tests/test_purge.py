@@ -13,6 +13,7 @@ from automation.purge import PURGE_PLAN, PURGE_RECLAIM_AFTER, RETAINED, org_purg
 from automation.tools import TurnContext, create_note, remember_in_memory
 from conftest import postgres_only, run_concurrently
 from memory.services import memory_policy_set
+from workspaces.errors import OrgStateConflict
 from workspaces.models import AuditEvent, KeySession, Org
 from workspaces.services import (
     api_token_create,
@@ -164,7 +165,7 @@ def test_a_purge_racing_a_restore_exactly_one_wins(assistant):
     def restore():
         try:
             org_restore(org=Org.objects.get(pk=org.pk), actor=None)
-        except Exception as error:  # noqa: BLE001 - the loser's refusal is the result
+        except OrgStateConflict as error:
             return error
         return True
 
@@ -174,7 +175,7 @@ def test_a_purge_racing_a_restore_exactly_one_wins(assistant):
     assert purged != restored, results
     if purged:
         assert not Org.objects.filter(pk=org.pk).exists()
-        assert type(results[1]).__name__ == "OrgStateConflict"
+        assert isinstance(results[1], OrgStateConflict)
     else:
         assert Org.objects.get(pk=org.pk).status == "active"
         assert rows_of(org.pk)["workspaces.Workspace"] == 1
