@@ -57,6 +57,7 @@ class WorkspaceAiConsentApi(APIView):
             workspace=membership.workspace,
             enabled=data.validated_data["enabled"],
             expected_revision=data.validated_data["expectedRevision"],
+            actor=membership.user,
         )
         return Response(self.OutputSerializer(workspace).data)
 
