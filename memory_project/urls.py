@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 handler404 = "memory_project.api.exceptions.not_found_view"
@@ -12,4 +13,8 @@ urlpatterns = [
     path("api/v1/", include("workspaces.api.urls")),
     path("api/v1/", include("memory.api.urls")),
     path("api/v1/", include("automation.api.urls")),
+    # The web frame: Django templates over the same selectors, services and JSON API.
+    path("", RedirectView.as_view(pattern_name="workspaces:list", permanent=False)),
+    path("", include("workspaces.urls")),
+    path("", include("memory.urls")),
 ]

@@ -16,7 +16,7 @@ from drf_spectacular.openapi import AutoSchema
 class QualifiedAutoSchema(AutoSchema):
     def _get_serializer_name(
         self, serializer: Any, direction: str, bypass_extensions: bool = False
-    ) -> str:  # noqa: FBT001, FBT002
+    ) -> str:
         name = super()._get_serializer_name(serializer, direction, bypass_extensions)
         owner = type(serializer).__qualname__.rpartition(".")[0]
         return f"{owner}{name}" if owner and not name.startswith(owner) else name

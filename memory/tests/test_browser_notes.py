@@ -1,0 +1,77 @@
+"""Notes in a real browser: create, edit, move, delete and restore, each one compare-and-set
+request; the memory document never shows up as a note."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from memory.models import MEMORY_PATH
+from memory.services import memory_save
+from workspaces.models import File
+from workspaces.selectors import file_read_text, workspace_data_key
+from workspaces.tests import browser
+from workspaces.tests.browser import (
+    open_page,
+    requires_chromium,
+    screenshot,
+    sign_in,
+)
+
+pytestmark = [requires_chromium, pytest.mark.django_db(transaction=True)]
+
+# The shared browser fixtures (one browser per session, a fresh context per test).
+browser_session = browser.browser_session
+new_context = browser.new_context
+browser_context = browser.browser_context
+
+
+def note_text(tenant, path: str) -> tuple[int, str]:
+    data_key = workspace_data_key(workspace=tenant.workspace)
+    assert data_key is not None
+    revision, text = file_read_text(workspace=tenant.workspace, path=path, data_key=data_key)
+    return revision.version, text
+
+
+def test_a_note_is_created_edited_moved_deleted_and_restored(browser_context, live_server, tenant):
+    memory_save(workspace=tenant.workspace, author=tenant.member, base_version=0, content="m\n")
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, f"/workspaces/{tenant.workspace.pk}/notes/")
+    expect(page.get_by_text(MEMORY_PATH)).to_have_count(0)
+
+    page.get_by_label("Path").fill("ideas/plan.md")
+    page.get_by_label("Text").fill("first idea\n")
+    page.get_by_role("button", name="Create").click()
+
+    expect(page.get_by_role("heading", name="ideas/plan.md")).to_be_visible()
+    page.wait_for_selector("html[data-frame-ready='1']", state="attached")
+    editor = page.get_by_label("Note text (Markdown)")
+    expect(editor).to_have_value("first idea\n")
+    editor.fill("first idea\nsecond idea\n")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#note-status")).to_have_text("Saved. The server holds version 2.")
+    assert note_text(tenant, "ideas/plan.md") == (2, "first idea\nsecond idea\n")
+
+    page.get_by_label("Move to path").fill("archive/plan.md")
+    page.get_by_role("button", name="Move").click()
+    expect(page.get_by_role("heading", name="archive/plan.md")).to_be_visible()
+    assert note_text(tenant, "archive/plan.md") == (2, "first idea\nsecond idea\n")
+    assert not File.objects.filter(workspace=tenant.workspace, path="ideas/plan.md").exists()
+    page.wait_for_selector("html[data-frame-ready='1']", state="attached")
+    screenshot(page, "note-editor")
+
+    page.get_by_role("button", name="Delete").click()
+    expect(page.locator("#note-status")).to_contain_text("Deleted.")
+    assert File.objects.get(workspace=tenant.workspace, path="archive/plan.md").is_deleted
+
+    page.get_by_role("button", name="Restore").click()
+    expect(page.locator("#note-status")).to_have_text("Restored at version 2.")
+    expect(editor).to_have_value("first idea\nsecond idea\n")
+    assert not File.objects.get(workspace=tenant.workspace, path="archive/plan.md").is_deleted
+
+    page.get_by_role("link", name="All notes").click()
+    expect(page.get_by_role("link", name="archive/plan.md")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"\.zudotext"))).to_have_count(0)
+    screenshot(page, "notes")

@@ -1,0 +1,271 @@
+"""The web frame's workspace pages: sign-in, sign-out, the list, Settings, key sessions."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+from django.urls import reverse
+
+from workspaces.models import KeySession, KeySessionRevocation, Workspace
+from workspaces.services import (
+    key_session_open,
+    key_session_revoke,
+    workspace_membership_ensure,
+)
+from workspaces.views import KEY_SESSIONS_SESSION_KEY
+
+PAGES = ["memory:frame", "memory:changes", "memory:notes", "workspaces:settings"]
+
+
+def page_url(name: str, workspace: Workspace) -> str:
+    return reverse(name, kwargs={"workspace_id": workspace.pk})
+
+
+def signed_in(client: Client, user) -> Client:
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_workspace_pages_require_sign_in(client, tenant, name):
+    url = page_url(name, tenant.workspace)
+
+    response = client.get(url)
+
+    assert response.status_code == 302
+    assert response["Location"] == f"{reverse('workspaces:sign-in')}?next={url}"
+    assert not KeySession.objects.exists()
+
+
+def test_workspace_list_requires_sign_in(client, db):
+    response = client.get(reverse("workspaces:list"))
+
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("workspaces:sign-in"))
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_another_teams_workspace_is_404_and_opens_no_key_session(client, make_tenant, name):
+    mine, theirs = make_tenant(), make_tenant()
+    signed_in(client, mine.member)
+
+    response = client.get(page_url(name, theirs.workspace))
+
+    assert response.status_code == 404
+    assert not KeySession.objects.filter(workspace=theirs.workspace).exists()
+
+
+def test_root_redirects_to_the_workspace_list(client, db):
+    response = client.get("/")
+
+    assert response.status_code == 302
+    assert response["Location"] == reverse("workspaces:list")
+
+
+def test_sign_in_with_the_form_lands_on_the_workspace_list(client, tenant):
+    page = client.get(reverse("workspaces:sign-in"))
+
+    response = client.post(
+        reverse("workspaces:sign-in"),
+        {"username": tenant.member.username, "password": "pw-member-123"},
+    )
+
+    assert page.status_code == 200
+    assert b'<label for="id_username">Username</label>' in page.content
+    assert response.status_code == 302
+    assert response["Location"] == reverse("workspaces:list")
+    assert client.session["_auth_user_id"] == str(tenant.member.pk)
+
+
+def test_sign_in_with_a_wrong_password_stays_signed_out(client, tenant):
+    response = client.post(
+        reverse("workspaces:sign-in"), {"username": tenant.member.username, "password": "nope"}
+    )
+
+    assert response.status_code == 200
+    assert b'role="alert"' in response.content
+    assert "_auth_user_id" not in client.session
+
+
+def test_workspace_list_shows_only_the_members_workspaces(client, make_tenant):
+    mine, theirs = make_tenant(), make_tenant()
+    signed_in(client, mine.member)
+
+    response = client.get(reverse("workspaces:list"))
+
+    assert response.status_code == 200
+    assert mine.workspace.name.encode() in response.content
+    assert theirs.workspace.name.encode() not in response.content
+
+
+def test_first_visit_opens_one_key_session_and_later_visits_reuse_it(client, tenant):
+    signed_in(client, tenant.member)
+
+    client.get(page_url("memory:frame", tenant.workspace))
+    client.get(page_url("memory:changes", tenant.workspace))
+    response = client.get(page_url("memory:frame", tenant.workspace))
+
+    session = KeySession.objects.get(workspace=tenant.workspace, user=tenant.member)
+    assert client.session[KEY_SESSIONS_SESSION_KEY] == {str(tenant.workspace.pk): str(session.pk)}
+    assert cache.get(session.cache_key) is not None
+    assert response.context["frame_config"]["keySessionId"] == str(session.pk)
+
+
+def test_a_key_session_evicted_after_idling_is_replaced_at_the_next_visit(client, tenant):
+    signed_in(client, tenant.member)
+    client.get(page_url("memory:frame", tenant.workspace))
+    first = KeySession.objects.get(user=tenant.member)
+    cache.delete(first.cache_key)
+
+    client.get(page_url("memory:frame", tenant.workspace))
+
+    second = KeySession.objects.exclude(pk=first.pk).get(user=tenant.member)
+    assert client.session[KEY_SESSIONS_SESSION_KEY][str(tenant.workspace.pk)] == str(second.pk)
+
+
+def test_a_revoked_key_session_is_not_silently_reopened(client, tenant):
+    signed_in(client, tenant.member)
+    client.get(page_url("memory:frame", tenant.workspace))
+    session = KeySession.objects.get(user=tenant.member)
+    key_session_revoke(session=session, revoked_by=tenant.member)
+
+    response = client.get(page_url("memory:frame", tenant.workspace))
+
+    assert KeySession.objects.filter(user=tenant.member).count() == 1
+    assert response.context["frame_config"]["keySessionId"] is None
+    assert b"The assistant has no key session in this browser" in response.content
+
+
+def test_sign_out_revokes_the_key_sessions_it_opened_then_signs_out(
+    client, make_tenant, django_capture_on_commit_callbacks
+):
+    tenant = make_tenant()
+    second = Workspace.objects.create(team=tenant.team, name="second workspace")
+    workspace_membership_ensure(workspace=second, user=tenant.member)
+    unrelated = key_session_open(workspace=tenant.workspace, user=tenant.member)
+    signed_in(client, tenant.member)
+    client.get(page_url("memory:frame", tenant.workspace))
+    client.get(page_url("memory:frame", second))
+    opened = list(KeySession.objects.exclude(pk=unrelated.pk).filter(user=tenant.member))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("workspaces:sign-out"))
+
+    assert response.status_code == 302
+    assert response["Location"] == reverse("workspaces:sign-in")
+    assert "_auth_user_id" not in client.session
+    assert len(opened) == 2
+    for session in opened:
+        session.refresh_from_db()
+        assert session.revoked_at is not None
+        assert KeySessionRevocation.objects.get(key_session=session).revoked_by == tenant.member
+        assert cache.get(session.cache_key) is None
+    unrelated.refresh_from_db()
+    assert unrelated.revoked_at is None
+
+
+def test_sign_out_is_post_only(client, tenant):
+    signed_in(client, tenant.member)
+
+    response = client.get(reverse("workspaces:sign-out"))
+
+    assert response.status_code == 405
+    assert client.session["_auth_user_id"] == str(tenant.member.pk)
+
+
+def test_settings_lists_the_members_key_sessions_with_revoke(client, tenant):
+    signed_in(client, tenant.member)
+
+    response = client.get(page_url("workspaces:settings", tenant.workspace))
+
+    session = KeySession.objects.get(user=tenant.member)
+    assert response.status_code == 200
+    assert b"this browser" in response.content
+    assert (
+        reverse("workspaces:key-session-revoke", args=[tenant.workspace.pk, session.pk]).encode()
+        in response.content
+    )
+
+
+def test_revoke_from_settings_records_the_revocation(client, tenant):
+    signed_in(client, tenant.member)
+    client.get(page_url("workspaces:settings", tenant.workspace))
+    session = KeySession.objects.get(user=tenant.member)
+
+    response = client.post(
+        reverse("workspaces:key-session-revoke", args=[tenant.workspace.pk, session.pk])
+    )
+
+    assert response.status_code == 302
+    session.refresh_from_db()
+    assert session.revoked_at is not None
+    assert KeySessionRevocation.objects.filter(key_session=session).exists()
+
+
+def test_revoking_another_members_key_session_is_404(client, tenant):
+    others = key_session_open(workspace=tenant.workspace, user=tenant.admin)
+    signed_in(client, tenant.member)
+
+    response = client.post(
+        reverse("workspaces:key-session-revoke", args=[tenant.workspace.pk, others.pk])
+    )
+
+    assert response.status_code == 404
+    others.refresh_from_db()
+    assert others.revoked_at is None
+
+
+def test_open_a_new_key_session_from_settings_after_revoking(client, tenant):
+    signed_in(client, tenant.member)
+    client.get(page_url("workspaces:settings", tenant.workspace))
+    first = KeySession.objects.get(user=tenant.member)
+    key_session_revoke(session=first, revoked_by=tenant.member)
+
+    client.post(reverse("workspaces:key-session-open", args=[tenant.workspace.pk]))
+
+    fresh = KeySession.objects.exclude(pk=first.pk).get(user=tenant.member)
+    assert client.session[KEY_SESSIONS_SESSION_KEY][str(tenant.workspace.pk)] == str(fresh.pk)
+
+
+def test_admin_switches_workspace_ai_off_by_compare_and_set(client, tenant):
+    signed_in(client, tenant.admin)
+
+    response = client.post(
+        reverse("workspaces:ai", args=[tenant.workspace.pk]),
+        {"enabled": "0", "expected_revision": "0"},
+        follow=True,
+    )
+
+    tenant.workspace.refresh_from_db()
+    assert (tenant.workspace.ai_enabled, tenant.workspace.ai_consent_revision) == (False, 1)
+    assert b"Workspace AI is off." in response.content
+
+
+def test_a_stale_consent_revision_changes_nothing(client, tenant):
+    signed_in(client, tenant.admin)
+
+    response = client.post(
+        reverse("workspaces:ai", args=[tenant.workspace.pk]),
+        {"enabled": "0", "expected_revision": "7"},
+        follow=True,
+    )
+
+    tenant.workspace.refresh_from_db()
+    assert (tenant.workspace.ai_enabled, tenant.workspace.ai_consent_revision) == (True, 0)
+    assert b"CONSENT_REVISION_CONFLICT" in response.content
+
+
+def test_a_plain_member_cannot_switch_workspace_ai(client, tenant):
+    signed_in(client, tenant.member)
+
+    settings_page = client.get(page_url("workspaces:settings", tenant.workspace))
+    response = client.post(
+        reverse("workspaces:ai", args=[tenant.workspace.pk]),
+        {"enabled": "0", "expected_revision": "0"},
+    )
+
+    assert b"Only an admin of this workspace can switch it." in settings_page.content
+    assert response.status_code == 403
+    tenant.workspace.refresh_from_db()
+    assert (tenant.workspace.ai_enabled, tenant.workspace.ai_consent_revision) == (True, 0)

@@ -1,0 +1,259 @@
+"""The web frame's workspace pages: sign-in and sign-out, the workspace list, Settings.
+
+Page views are thin: they resolve the caller's membership through the same selector the
+API uses (another team's workspace is a 404), call the same services, and render. Writes
+of memory and notes happen in the browser, through the JSON API, so that each Save is one
+direct compare-and-set request whose acknowledged version the page knows exactly.
+
+Key sessions. The assistant reads and writes memory only through a live key session of
+the sender. The frame opens one per workspace at the member's first visit of a workspace
+page and keeps its id in the Django session; sign-out revokes every one it opened. This
+is done here, in the view functions, not with login/logout signals (house rule).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.contrib import messages
+from django.contrib.auth import logout
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from workspaces import selectors, services
+from workspaces.authentication import ACTIVE_TEAM_SESSION_KEY
+from workspaces.errors import ConsentRevisionConflict, KeySessionUnavailable, NotFound
+from workspaces.forms import AiConsentForm
+from workspaces.models import Team, TeamMembership, User, Workspace, WorkspaceMembership
+
+# Django-session key: {"<workspace id>": "<key session id>"} for the key sessions this
+# browser session opened. A revoked entry is kept, so that a revocation is not silently
+# undone by the next page visit.
+KEY_SESSIONS_SESSION_KEY = "frame_key_sessions"
+
+
+class SignInView(LoginView):
+    template_name = "workspaces/sign_in.html"
+    redirect_authenticated_user = True
+
+
+@require_POST
+def sign_out(request: HttpRequest) -> HttpResponse:
+    """Revoke the key sessions this browser session opened, then sign out."""
+    if request.user.is_authenticated:
+        _key_sessions_revoke_all(request, request.user)
+    logout(request)
+    return redirect("workspaces:sign-in")
+
+
+@login_required
+@require_GET
+def workspace_list(request: HttpRequest) -> HttpResponse:
+    team = request_team(request)
+    workspaces = (
+        []
+        if team is None
+        else list(selectors.workspace_list_for_member(user=_user(request), team=team))
+    )
+    return render(request, "workspaces/list.html", {"team": team, "workspaces": workspaces})
+
+
+@dataclass(frozen=True)
+class WorkspacePage:
+    """What every workspace page needs: the caller's membership and the assistant's key
+    session for this browser (None if the member revoked it)."""
+
+    membership: WorkspaceMembership
+    key_session_id: uuid.UUID | None
+
+    @property
+    def workspace(self) -> Workspace:
+        return self.membership.workspace
+
+
+def workspace_page(request: HttpRequest, workspace_id: int) -> WorkspacePage:
+    """Resolve a workspace page's membership (404 for another team's workspace) and make
+    sure this browser session holds a key session for it."""
+    team = request_team(request)
+    if team is None:
+        raise PermissionDenied("You are not a member of any team.")
+    try:
+        membership = selectors.workspace_membership_get(
+            user=_user(request), team=team, workspace_id=workspace_id
+        )
+    except NotFound:
+        raise Http404("No such workspace.") from None
+    return WorkspacePage(
+        membership=membership, key_session_id=_key_session_ensure(request, membership)
+    )
+
+
+@login_required
+@require_GET
+def workspace_settings(request: HttpRequest, workspace_id: int) -> HttpResponse:
+    page = workspace_page(request, workspace_id)
+    sessions = selectors.key_session_list_for_user(
+        user=page.membership.user, workspace=page.workspace
+    )
+    context = {
+        "workspace": page.workspace,
+        "membership": page.membership,
+        "key_session_id": page.key_session_id,
+        "active_page": "settings",
+        "key_sessions": [
+            {
+                "session": session,
+                "is_live": is_live,
+                "is_this_browser": session.pk == page.key_session_id,
+            }
+            for session, is_live in sessions
+        ],
+        "ai_form": AiConsentForm(
+            initial={
+                "enabled": "0" if page.workspace.ai_enabled else "1",
+                "expected_revision": page.workspace.ai_consent_revision,
+            }
+        ),
+    }
+    return render(request, "workspaces/settings.html", context)
+
+
+@login_required
+@require_POST
+def workspace_ai_set(request: HttpRequest, workspace_id: int) -> HttpResponse:
+    page = workspace_page(request, workspace_id)
+    if not page.membership.is_admin:
+        raise PermissionDenied("Only an admin of this workspace may change workspace AI.")
+    form = AiConsentForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Not changed: VALIDATION_FAILED — the form was not complete.")
+        return redirect("workspaces:settings", workspace_id=workspace_id)
+    try:
+        workspace = services.workspace_ai_consent_set(
+            workspace=page.workspace,
+            enabled=form.cleaned_data["enabled"],
+            expected_revision=form.cleaned_data["expected_revision"],
+        )
+    except ConsentRevisionConflict:
+        # The service has re-read the workspace: it shows the setting as it is now.
+        state = "on" if page.workspace.ai_enabled else "off"
+        messages.error(
+            request,
+            f"Not changed: CONSENT_REVISION_CONFLICT — someone changed this setting first. "
+            f"Workspace AI is {state} now.",
+        )
+    else:
+        state = "on" if workspace.ai_enabled else "off"
+        messages.success(request, f"Workspace AI is {state}.")
+    return redirect("workspaces:settings", workspace_id=workspace_id)
+
+
+@login_required
+@require_POST
+def key_session_open(request: HttpRequest, workspace_id: int) -> HttpResponse:
+    """Open a fresh key session for this browser (after the member revoked the last one)."""
+    page = workspace_page(request, workspace_id)
+    session = services.key_session_open(workspace=page.workspace, user=page.membership.user)
+    _key_session_remember(request, page.workspace, session.pk)
+    messages.success(request, "Opened a new key session for the assistant in this browser.")
+    return redirect("workspaces:settings", workspace_id=workspace_id)
+
+
+@login_required
+@require_POST
+def key_session_revoke(
+    request: HttpRequest, workspace_id: int, session_id: uuid.UUID
+) -> HttpResponse:
+    page = workspace_page(request, workspace_id)
+    team = page.workspace.team
+    try:
+        session = selectors.key_session_get_for_owner(
+            user=page.membership.user, team=team, session_id=session_id
+        )
+    except NotFound:
+        raise Http404("No such key session.") from None
+    if session.workspace_id != page.workspace.pk:
+        raise Http404("No such key session.")
+    services.key_session_revoke(session=session, revoked_by=page.membership.user)
+    messages.success(
+        request,
+        "Key session revoked. The assistant can no longer use this workspace's key through it.",
+    )
+    return redirect("workspaces:settings", workspace_id=workspace_id)
+
+
+def request_team(request: HttpRequest) -> Team | None:
+    """The signed-in member's active team, chosen exactly as the API's session
+    authentication chooses it, so pages and the API calls they make agree on the tenant."""
+    memberships = TeamMembership.objects.select_related("team").filter(user=_user(request))
+    chosen = request.session.get(ACTIVE_TEAM_SESSION_KEY)
+    membership = (chosen and memberships.filter(team_id=chosen).first()) or (
+        memberships.order_by("team_id").first()
+    )
+    if membership is None:
+        return None
+    if chosen != membership.team_id:
+        request.session[ACTIVE_TEAM_SESSION_KEY] = membership.team_id
+    return membership.team
+
+
+def _user(request: HttpRequest) -> User:
+    user = request.user
+    if not isinstance(user, User):
+        raise PermissionDenied("Sign in first.")
+    return user
+
+
+def _key_session_ensure(request: HttpRequest, membership: WorkspaceMembership) -> uuid.UUID | None:
+    """Return this browser's key session for the workspace, opening one at the first visit.
+
+    A session evicted after idling (or unknown to this deployment) is replaced, since the
+    member is active again; a revoked one is not, since revoking is the member's explicit
+    choice. Settings offers to open a new one.
+    """
+    workspace = membership.workspace
+    stored = request.session.get(KEY_SESSIONS_SESSION_KEY, {}).get(str(workspace.pk))
+    if stored is not None:
+        session_id = uuid.UUID(stored)
+        try:
+            services.key_session_resolve(
+                session_id=session_id, workspace=workspace, user=membership.user
+            )
+        except KeySessionUnavailable as unavailable:
+            if unavailable.detail.get("reason") == "revoked":
+                return None
+        else:
+            return session_id
+    session = services.key_session_open(workspace=workspace, user=membership.user)
+    _key_session_remember(request, workspace, session.pk)
+    return session.pk
+
+
+def _key_session_remember(
+    request: HttpRequest, workspace: Workspace, session_id: uuid.UUID
+) -> None:
+    stored = dict(request.session.get(KEY_SESSIONS_SESSION_KEY, {}))
+    stored[str(workspace.pk)] = str(session_id)
+    request.session[KEY_SESSIONS_SESSION_KEY] = stored
+
+
+def _key_sessions_revoke_all(request: HttpRequest, user: User) -> None:
+    """Revoke every key session this browser session opened, in whichever of the member's
+    teams it was opened (each is looked up as the owner's, so nothing else is touched)."""
+    stored = request.session.get(KEY_SESSIONS_SESSION_KEY, {})
+    teams = [m.team for m in TeamMembership.objects.select_related("team").filter(user=user)]
+    for raw_id in stored.values():
+        for team in teams:
+            try:
+                session = selectors.key_session_get_for_owner(
+                    user=user, team=team, session_id=uuid.UUID(raw_id)
+                )
+            except NotFound:
+                continue
+            services.key_session_revoke(session=session, revoked_by=user)
+            break
