@@ -1,18 +1,93 @@
-from django.contrib import admin
-from django.contrib.auth.admin import UserAdmin
-from django.db.models import QuerySet
-from django.http import HttpRequest
+"""Staff inspection of tenancy, the document store, key sessions and the audit trail.
 
+What the admin never shows: file and message ciphertext, wrapped data keys, token hashes
+or any other digest of a secret. Those columns are left out of `fields` (a read-only
+BinaryField would still render its bytes), and deferred on list pages so they are not even
+loaded. Rows that record history are view-only; state changes go through the services.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.auth.admin import UserAdmin
+from django.core.exceptions import PermissionDenied
+from django.db.models import Model, QuerySet
+from django.forms import ModelForm
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
+
+from workspaces.errors import DomainError
 from workspaces.models import (
     ApiToken,
+    AuditEvent,
+    File,
+    FileVersion,
+    KeySession,
+    KeySessionRevocation,
     Org,
     Team,
     TeamMembership,
     User,
     Workspace,
+    WorkspaceKey,
     WorkspaceMembership,
 )
-from workspaces.services import api_token_revoke
+from workspaces.services import (
+    api_token_revoke,
+    key_session_revoke,
+    org_deletion_request,
+    org_quota_set,
+    org_restore,
+)
+
+
+def change_link(model_label: str, pk: object, text: object) -> str:
+    """A link to the admin change page of `model_label` ("app.model") row `pk`.
+
+    Takes a label rather than a model class so that a lower app can link to a higher
+    app's rows without importing it.
+    """
+    if pk is None:
+        return "-"
+    app_label, model_name = model_label.lower().split(".")
+    url = reverse(f"admin:{app_label}_{model_name}_change", args=[pk])
+    return format_html('<a href="{}">{}</a>', url, text)
+
+
+def changelist_link(model_label: str, text: object, **filters: object) -> str:
+    """A link to the admin list of `model_label`, filtered by `filters` (field lookups)."""
+    app_label, model_name = model_label.lower().split(".")
+    url = reverse(f"admin:{app_label}_{model_name}_changelist")
+    query = "&".join(f"{lookup}={value}" for lookup, value in filters.items())
+    return format_html('<a href="{}?{}">{}</a>', url, query, text)
+
+
+def acting_user(request: HttpRequest) -> User:
+    """The staff member behind an admin request, to name as the actor of a service call."""
+    user = request.user
+    if not isinstance(user, User):  # the admin site serves only authenticated staff
+        raise PermissionDenied
+    return user
+
+
+class ViewOnlyAdmin(admin.ModelAdmin):
+    """A row staff may inspect but never add, edit or delete here: history (revisions,
+    admissions, fences, revocations, the audit trail), or state a service owns."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(User)
@@ -22,12 +97,99 @@ class WorkspaceUserAdmin(UserAdmin):
     fieldsets = (*(UserAdmin.fieldsets or ()), ("Product", {"fields": ("is_super_admin",)}))
 
 
+class OrgQuotaForm(forms.Form):
+    memory_quota_bytes = forms.IntegerField(
+        min_value=0, help_text="Bytes of memory across the org's teams; 0 means unlimited."
+    )
+
+
 @admin.register(Org)
 class OrgAdmin(admin.ModelAdmin):
     list_display = ("name", "status", "deletion_due_at", "memory_quota_bytes", "created_at")
-    list_filter = ("status",)
-    search_fields = ("name",)
-    readonly_fields = ("created_at",)
+    list_select_related = ()
+    list_filter = ("status", "deletion_due_at", "created_at")
+    search_fields = ("name", "id__exact")
+    # Lifecycle and quota change only through the actions below, which call the audited
+    # services; the form edits the name alone.
+    readonly_fields = (
+        "status",
+        "deletion_due_at",
+        "purge_claimed_at",
+        "memory_quota_bytes",
+        "created_at",
+        "audit_trail",
+    )
+    actions = ("schedule_deletion", "restore", "set_memory_quota")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # An org is deleted by scheduling it: the grace period, then the audited purge.
+        return False
+
+    def has_schedule_deletion_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("workspaces.delete_org")
+
+    def save_model(self, request: HttpRequest, obj: Org, form: ModelForm, change: bool) -> None:
+        # Write only what the form changed, so an edit never writes back a status,
+        # deadline or quota that a service changed while the form was open.
+        if change:
+            obj.save(update_fields=form.changed_data)
+        else:
+            obj.save()
+
+    @admin.display(description="Audit trail")
+    def audit_trail(self, org: Org) -> str:
+        if org.pk is None:
+            return "-"
+        return changelist_link("workspaces.auditevent", "Audit events of this org", org_id=org.pk)
+
+    @admin.action(
+        description="Schedule deletion of the selected orgs", permissions=["schedule_deletion"]
+    )
+    def schedule_deletion(self, request: HttpRequest, queryset: QuerySet[Org]) -> None:
+        actor = acting_user(request)
+        for org in queryset.order_by("pk"):
+            try:
+                scheduled = org_deletion_request(org=org, actor=actor)
+            except DomainError as refusal:
+                self.message_user(request, f"{org}: {refusal.message}", messages.WARNING)
+            else:
+                due = scheduled.deletion_due_at
+                self.message_user(request, f"{org}: to be purged after {due:%Y-%m-%d %H:%M %Z}.")
+
+    @admin.action(description="Restore the selected orgs", permissions=["change"])
+    def restore(self, request: HttpRequest, queryset: QuerySet[Org]) -> None:
+        actor = acting_user(request)
+        for org in queryset.order_by("pk"):
+            try:
+                org_restore(org=org, actor=actor)
+            except DomainError as refusal:
+                self.message_user(request, f"{org}: {refusal.message}", messages.WARNING)
+            else:
+                self.message_user(request, f"{org}: restored.")
+
+    @admin.action(description="Set the memory quota of the selected orgs", permissions=["change"])
+    def set_memory_quota(
+        self, request: HttpRequest, queryset: QuerySet[Org]
+    ) -> TemplateResponse | None:
+        form = OrgQuotaForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            actor = acting_user(request)
+            quota = form.cleaned_data["memory_quota_bytes"]
+            for org in queryset.order_by("pk"):
+                org_quota_set(org=org, memory_quota_bytes=quota, actor=actor)
+            self.message_user(
+                request, f"Memory quota set to {quota} bytes on {queryset.count()} org(s)."
+            )
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Set the memory quota",
+            "opts": self.opts,
+            "orgs": queryset.order_by("name"),
+            "form": form,
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/workspaces/org/set_memory_quota.html", context)
 
 
 @admin.register(Team)
@@ -52,7 +214,7 @@ class WorkspaceAdmin(admin.ModelAdmin):
     list_display = ("name", "team", "ai_enabled", "ai_consent_revision", "created_at")
     list_select_related = ("team",)
     list_filter = ("ai_enabled",)
-    search_fields = ("name", "team__name")
+    search_fields = ("name", "team__name", "id__exact")
     raw_id_fields = ("team",)
     # Consent changes go through the compare-and-set service so the revision moves.
     readonly_fields = ("ai_enabled", "ai_consent_revision", "created_at")
@@ -85,3 +247,196 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         for token in queryset:
             api_token_revoke(token=token)
+
+
+@admin.register(WorkspaceKey)
+class WorkspaceKeyAdmin(ViewOnlyAdmin):
+    # Never `wrapped_key`: reading it unwraps the data key.
+    fields = ("workspace", "wrapping_key_id", "created_at", "rewrapped_at")
+    list_display = fields
+    list_select_related = ("workspace",)
+    list_filter = ("wrapping_key_id", "rewrapped_at")
+    search_fields = ("workspace__name", "workspace__id__exact", "=wrapping_key_id")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WorkspaceKey]:
+        return super().get_queryset(request).defer("wrapped_key")
+
+
+@admin.register(File)
+class FileAdmin(ViewOnlyAdmin):
+    fields = (
+        "workspace",
+        "path",
+        "current_version",
+        "deleted_at",
+        "created_at",
+        "updated_at",
+        "revisions",
+    )
+    readonly_fields = ("revisions",)
+    list_display = ("path", "workspace", "current_version", "deleted_at", "updated_at")
+    list_select_related = ("workspace",)
+    list_filter = ("deleted_at", "updated_at")
+    search_fields = ("path", "workspace__name", "workspace__id__exact")
+
+    @admin.display(description="Revisions")
+    def revisions(self, file: File) -> str:
+        return changelist_link("workspaces.fileversion", "All revisions", file__id__exact=file.pk)
+
+
+@admin.register(FileVersion)
+class FileVersionAdmin(ViewOnlyAdmin):
+    # Never `ciphertext`. Its digest is shown: a hash of ciphertext reveals no text.
+    fields = (
+        "file_link",
+        "workspace",
+        "version",
+        "change_kind",
+        "author_kind",
+        "author",
+        "size_bytes",
+        "ciphertext_sha256",
+        "created_at",
+        "fence_link",
+    )
+    readonly_fields = ("file_link", "workspace", "fence_link")
+    list_display = (
+        "id",
+        "path",
+        "workspace",
+        "version",
+        "change_kind",
+        "author_kind",
+        "author",
+        "size_bytes",
+        "created_at",
+    )
+    list_select_related = ("file__workspace", "author")
+    list_filter = ("change_kind", "author_kind", "created_at")
+    search_fields = (
+        "file__path",
+        "file__workspace__name",
+        "file__workspace__id__exact",
+        "=fence__admission__id",
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[FileVersion]:
+        return super().get_queryset(request).defer("ciphertext")
+
+    @admin.display(description="Path", ordering="file__path")
+    def path(self, revision: FileVersion) -> str:
+        return revision.file.path
+
+    @admin.display(description="Workspace", ordering="file__workspace__name")
+    def workspace(self, revision: FileVersion) -> str:
+        return change_link(
+            "workspaces.workspace", revision.file.workspace_id, revision.file.workspace
+        )
+
+    @admin.display(description="File")
+    def file_link(self, revision: FileVersion) -> str:
+        return change_link("workspaces.file", revision.file_id, revision.file.path)
+
+    @admin.display(description="Commit fence")
+    def fence_link(self, revision: FileVersion) -> str:
+        # Only automatic captures have a fence; the fence is named by its admission.
+        fence: Model | None = getattr(revision, "fence", None)
+        if fence is None:
+            return "None (not an automatic capture)"
+        return change_link("automation.commitfence", fence.pk, f"Fence of admission {fence.pk}")
+
+
+@admin.register(KeySession)
+class KeySessionAdmin(ViewOnlyAdmin):
+    fields = ("id", "workspace", "user", "created_at", "revoked_at", "revocation_link")
+    readonly_fields = ("revocation_link",)
+    list_display = ("id", "workspace", "user", "created_at", "revoked_at")
+    list_select_related = ("workspace", "user")
+    list_filter = ("revoked_at", "created_at")
+    search_fields = ("=id", "workspace__name", "workspace__id__exact", "user__username")
+    actions = ("revoke",)
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("workspaces.change_keysession")
+
+    @admin.display(description="Revocation")
+    def revocation_link(self, session: KeySession) -> str:
+        revocation: KeySessionRevocation | None = getattr(session, "revocation", None)
+        if revocation is None:
+            return "Not revoked"
+        return change_link("workspaces.keysessionrevocation", revocation.pk, revocation)
+
+    @admin.action(description="Revoke the selected key sessions", permissions=["revoke"])
+    def revoke(self, request: HttpRequest, queryset: QuerySet[KeySession]) -> None:
+        actor = acting_user(request)
+        for session in queryset.order_by("pk"):
+            key_session_revoke(session=session, revoked_by=actor)
+        self.message_user(request, f"Revoked {queryset.count()} key session(s).")
+
+
+@admin.register(KeySessionRevocation)
+class KeySessionRevocationAdmin(ViewOnlyAdmin):
+    fields = ("key_session", "workspace", "revoked_by", "revoked_at")
+    readonly_fields = ("workspace",)
+    list_display = ("key_session", "workspace", "revoked_by", "revoked_at")
+    list_select_related = ("key_session__workspace", "revoked_by")
+    list_filter = ("revoked_at",)
+    search_fields = (
+        "=key_session__id",
+        "key_session__workspace__name",
+        "key_session__workspace__id__exact",
+        "revoked_by__username",
+    )
+
+    @admin.display(description="Workspace", ordering="key_session__workspace__name")
+    def workspace(self, revocation: KeySessionRevocation) -> str:
+        workspace = revocation.key_session.workspace
+        return change_link("workspaces.workspace", workspace.pk, workspace)
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ViewOnlyAdmin):
+    fields = (
+        "occurred_at",
+        "action",
+        "actor",
+        "actor_username",
+        "org_link",
+        "workspace_link",
+        "target_type",
+        "target_link",
+        "detail",
+    )
+    readonly_fields = ("org_link", "workspace_link", "target_link")
+    list_display = (
+        "occurred_at",
+        "action",
+        "actor_username",
+        "org_id",
+        "workspace_id",
+        "target_type",
+        "target_id",
+    )
+    # Every column is the row's own: the trail holds plain ids so it outlives its subjects.
+    list_select_related = ()
+    list_filter = ("action", "occurred_at")
+    search_fields = ("org_id__exact", "workspace_id__exact", "=target_id", "actor_username")
+    date_hierarchy = "occurred_at"
+
+    # Targets that have an admin page, by the target_type the services record.
+    TARGET_MODELS = {"key_session": "workspaces.keysession"}
+
+    @admin.display(description="Org")
+    def org_link(self, event: AuditEvent) -> str:
+        return change_link("workspaces.org", event.org_id, event.org_id)
+
+    @admin.display(description="Workspace")
+    def workspace_link(self, event: AuditEvent) -> str:
+        return change_link("workspaces.workspace", event.workspace_id, event.workspace_id)
+
+    @admin.display(description="Target")
+    def target_link(self, event: AuditEvent) -> str:
+        model_label = self.TARGET_MODELS.get(event.target_type)
+        if model_label is None or not event.target_id:
+            return event.target_id or "-"
+        return change_link(model_label, event.target_id, event.target_id)

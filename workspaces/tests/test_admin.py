@@ -1,12 +1,36 @@
 from __future__ import annotations
 
+import html
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
-from workspaces.models import ApiToken
-from workspaces.services import api_token_create
+from workspaces.models import ApiToken, AuditEvent, KeySessionRevocation, Org
+from workspaces.selectors import workspace_data_key
+from workspaces.services import (
+    api_token_create,
+    key_session_open,
+    org_deletion_request,
+    workspace_key_unwrap,
+)
 
-MODELS = ["org", "team", "teammembership", "workspace", "workspacemembership", "apitoken", "user"]
+MODELS = [
+    "org",
+    "team",
+    "teammembership",
+    "workspace",
+    "workspacemembership",
+    "apitoken",
+    "user",
+    "workspacekey",
+    "file",
+    "fileversion",
+    "keysession",
+    "keysessionrevocation",
+    "auditevent",
+]
 
 
 @pytest.fixture
@@ -17,6 +41,13 @@ def staff_client(client, tenant):
     return client
 
 
+def org_action(client, action: str, *orgs: Org, **data: str):
+    return client.post(
+        reverse("admin:workspaces_org_changelist"),
+        {"action": action, "_selected_action": [org.pk for org in orgs], **data},
+    )
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_changelist_renders_with_a_bounded_number_of_queries(
     staff_client, make_tenant, model, django_assert_max_num_queries
@@ -24,6 +55,7 @@ def test_changelist_renders_with_a_bounded_number_of_queries(
     for _ in range(3):
         extra = make_tenant()
         api_token_create(user=extra.member, team=extra.team, name="x")
+        key_session_open(workspace=extra.workspace, user=extra.member)
 
     with django_assert_max_num_queries(12):
         response = staff_client.get(reverse(f"admin:workspaces_{model}_changelist"))
@@ -52,3 +84,142 @@ def test_revoke_action_uses_the_service(staff_client, tenant):
     )
 
     assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
+
+
+def test_schedule_deletion_sets_pending_with_a_grace_deadline_and_audits(
+    admin_client, admin_user, tenant, settings
+):
+    before = timezone.now()
+
+    response = org_action(admin_client, "schedule_deletion", tenant.org)
+
+    assert response.status_code == 302
+    tenant.org.refresh_from_db()
+    assert tenant.org.status == Org.Status.PENDING_DELETION
+    grace = timedelta(days=settings.ORG_DELETION_GRACE_DAYS)
+    assert before + grace <= tenant.org.deletion_due_at <= timezone.now() + grace
+    event = AuditEvent.objects.get(org_id=tenant.org.pk, action="org_deletion_requested")
+    assert event.actor == admin_user
+
+
+def test_restore_returns_a_pending_org_to_active_and_audits(admin_client, admin_user, tenant):
+    org_deletion_request(org=tenant.org, actor=tenant.admin)
+
+    response = org_action(admin_client, "restore", tenant.org)
+
+    assert response.status_code == 302
+    tenant.org.refresh_from_db()
+    assert (tenant.org.status, tenant.org.deletion_due_at) == (Org.Status.ACTIVE, None)
+    event = AuditEvent.objects.get(org_id=tenant.org.pk, action="org_restored")
+    assert event.actor == admin_user
+
+
+def test_restoring_an_active_org_is_refused_and_changes_nothing(admin_client, tenant):
+    response = org_action(admin_client, "restore", tenant.org)
+
+    assert response.status_code == 302
+    tenant.org.refresh_from_db()
+    assert tenant.org.status == Org.Status.ACTIVE
+    assert not AuditEvent.objects.filter(org_id=tenant.org.pk, action="org_restored").exists()
+    page = admin_client.get(response.url).content.decode()
+    assert "not in a state that allows this" in page
+
+
+def test_quota_action_asks_for_the_quota_first(admin_client, tenant):
+    response = org_action(admin_client, "set_memory_quota", tenant.org)
+
+    assert response.status_code == 200
+    assert 'name="memory_quota_bytes"' in response.content.decode()
+    tenant.org.refresh_from_db()
+    assert tenant.org.memory_quota_bytes == 0
+    assert not AuditEvent.objects.filter(action="org_quota_changed").exists()
+
+
+def test_quota_action_sets_the_quota_through_the_audited_service(
+    admin_client, admin_user, make_tenant
+):
+    first, second = make_tenant(), make_tenant()
+
+    response = org_action(
+        admin_client,
+        "set_memory_quota",
+        first.org,
+        second.org,
+        apply="Set the quota",
+        memory_quota_bytes="4096",
+    )
+
+    assert response.status_code == 302
+    for org in (first.org, second.org):
+        org.refresh_from_db()
+        assert org.memory_quota_bytes == 4096
+        event = AuditEvent.objects.get(org_id=org.pk, action="org_quota_changed")
+        assert (event.actor, event.detail) == (admin_user, {"from": 0, "to": 4096})
+
+
+def test_quota_action_refuses_a_negative_quota(admin_client, tenant):
+    response = org_action(
+        admin_client, "set_memory_quota", tenant.org, apply="Set the quota", memory_quota_bytes="-1"
+    )
+
+    assert response.status_code == 200
+    tenant.org.refresh_from_db()
+    assert tenant.org.memory_quota_bytes == 0
+    assert not AuditEvent.objects.filter(action="org_quota_changed").exists()
+
+
+def test_the_org_form_edits_the_name_but_never_the_quota_or_the_status(admin_client, tenant):
+    url = reverse("admin:workspaces_org_change", args=[tenant.org.pk])
+
+    response = admin_client.post(
+        url, {"name": "renamed", "memory_quota_bytes": "999", "status": "pending_deletion"}
+    )
+
+    assert response.status_code == 302
+    tenant.org.refresh_from_db()
+    assert tenant.org.name == "renamed"
+    assert (tenant.org.memory_quota_bytes, tenant.org.status) == (0, Org.Status.ACTIVE)
+    assert not AuditEvent.objects.filter(org_id=tenant.org.pk).exists()
+
+
+def test_an_org_cannot_be_deleted_directly(admin_client, tenant):
+    url = reverse("admin:workspaces_org_delete", args=[tenant.org.pk])
+
+    response = admin_client.post(url, {"post": "yes"})
+
+    assert response.status_code == 403
+    assert Org.objects.filter(pk=tenant.org.pk).exists()
+
+
+def test_revoke_key_session_action_records_the_revocation(admin_client, admin_user, tenant):
+    session = key_session_open(workspace=tenant.workspace, user=tenant.member)
+
+    response = admin_client.post(
+        reverse("admin:workspaces_keysession_changelist"),
+        {"action": "revoke", "_selected_action": [session.pk]},
+    )
+
+    assert response.status_code == 302
+    revocation = KeySessionRevocation.objects.get(key_session=session)
+    assert revocation.revoked_by == admin_user
+    session.refresh_from_db()
+    assert session.revoked_at is not None
+    event = AuditEvent.objects.get(action="key_session_revoked", target_id=str(session.pk))
+    assert event.actor == admin_user
+
+
+def test_workspace_key_pages_never_show_the_key(admin_client, tenant):
+    workspace_key_unwrap(workspace=tenant.workspace)
+    key = workspace_data_key(workspace=tenant.workspace)
+    assert key is not None
+
+    listing = admin_client.get(reverse("admin:workspaces_workspacekey_changelist"))
+    detail = admin_client.get(
+        reverse("admin:workspaces_workspacekey_change", args=[tenant.workspace.pk])
+    )
+
+    for page in (listing, detail):
+        assert page.status_code == 200
+        assert tenant.workspace.name in page.content.decode()
+        assert key.hex() not in page.content.decode()
+        assert html.escape(repr(key)) not in page.content.decode()

@@ -1,0 +1,319 @@
+"""Staff inspection of conversations, turns, admissions and their commit fences.
+
+All of it is history, so every page is view-only. Pages link along the chain a capture
+leaves (admission -> fence -> revision, and back), and an admission's page says in plain
+words what became of its capture and what its latest model call was given. No page shows
+a transcript (messages appear by role and sequence only) or any credential digest.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from automation.explain import capture_explanation, recall_explanation
+from automation.models import (
+    Admission,
+    CommitFence,
+    Conversation,
+    DeliveryCredential,
+    Message,
+    Turn,
+)
+from workspaces.admin import ViewOnlyAdmin, change_link, changelist_link
+
+
+@admin.register(Conversation)
+class ConversationAdmin(ViewOnlyAdmin):
+    fields = ("id", "workspace", "owner", "created_at", "credential_link", "history")
+    readonly_fields = ("credential_link", "history")
+    list_display = ("id", "workspace", "owner", "created_at")
+    list_select_related = ("workspace", "owner")
+    list_filter = ("created_at",)
+    search_fields = ("=id", "workspace__name", "workspace__id__exact", "owner__username")
+
+    @admin.display(description="Delivery credential")
+    def credential_link(self, conversation: Conversation) -> str:
+        credential: DeliveryCredential | None = getattr(conversation, "credential", None)
+        if credential is None:
+            return "None"
+        return change_link("automation.deliverycredential", credential.pk, "Credential slot")
+
+    @admin.display(description="History")
+    def history(self, conversation: Conversation) -> str:
+        admissions = changelist_link(
+            "automation.admission", "Admissions", conversation__id__exact=conversation.pk
+        )
+        messages = changelist_link(
+            "automation.message", "Messages", conversation__id__exact=conversation.pk
+        )
+        return format_html("{} · {}", admissions, messages)
+
+
+@admin.register(DeliveryCredential)
+class DeliveryCredentialAdmin(ViewOnlyAdmin):
+    # Never `credential_digest`.
+    fields = ("conversation", "workspace", "expires_at", "updated_at")
+    readonly_fields = ("workspace",)
+    list_display = fields
+    list_select_related = ("conversation__workspace",)
+    list_filter = ("expires_at", "updated_at")
+    search_fields = (
+        "=conversation__id",
+        "conversation__workspace__name",
+        "conversation__workspace__id__exact",
+    )
+
+    @admin.display(description="Workspace", ordering="conversation__workspace__name")
+    def workspace(self, credential: DeliveryCredential) -> str:
+        workspace = credential.conversation.workspace
+        return change_link("workspaces.workspace", workspace.pk, workspace)
+
+
+@admin.register(Admission)
+class AdmissionAdmin(ViewOnlyAdmin):
+    # Never `request_digest`, `credential_digest` or `capture_digest`.
+    fieldsets = (
+        ("What happened", {"fields": ("capture_explained", "recall_explained")}),
+        (
+            "Turn",
+            {
+                "fields": (
+                    "id",
+                    "owner",
+                    "workspace",
+                    "conversation_link",
+                    "turn_link",
+                    "idempotency_key",
+                    "admitted_at",
+                    "expires_at",
+                )
+            },
+        ),
+        (
+            "Authority frozen when the message was sent",
+            {
+                "fields": (
+                    "mode",
+                    "policy_revision",
+                    "clear_generation",
+                    "ai_consent_revision",
+                    "key_session",
+                    "acknowledged_version",
+                    "save_in_flight",
+                    "has_unresolved_conflict",
+                )
+            },
+        ),
+        (
+            "Capture",
+            {
+                "fields": (
+                    "status",
+                    "committed_at",
+                    "fence_link",
+                    "revision_link",
+                    "capture_refusal_code",
+                    "capture_refusal_reason",
+                    "capture_refused_at",
+                )
+            },
+        ),
+        (
+            "Recall receipt",
+            {"fields": ("recall_status", "recall_version", "recalled_at", "recall_count")},
+        ),
+    )
+    readonly_fields = (
+        "capture_explained",
+        "recall_explained",
+        "conversation_link",
+        "turn_link",
+        "fence_link",
+        "revision_link",
+    )
+    list_display = (
+        "id",
+        "workspace",
+        "conversation_link",
+        "owner",
+        "mode",
+        "status",
+        "revision_link",
+        "recall_status",
+        "capture_refusal_code",
+        "admitted_at",
+    )
+    list_select_related = ("workspace", "owner", "committed_revision")
+    list_filter = ("mode", "status", "recall_status", "capture_refusal_code", "admitted_at")
+    search_fields = (
+        "=id",
+        "=conversation__id",
+        "=turn__id",
+        "workspace__name",
+        "workspace__id__exact",
+        "owner__username",
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Admission]:
+        # The revision is joined only for its version. A queryset that already selects
+        # related rows makes the changelist skip list_select_related, so name them all.
+        return (
+            super()
+            .get_queryset(request)
+            .select_related(*self.list_select_related)
+            .defer("committed_revision__ciphertext")
+        )
+
+    @admin.display(description="Capture")
+    def capture_explained(self, admission: Admission) -> str:
+        return capture_explanation(admission)
+
+    @admin.display(description="Recall")
+    def recall_explained(self, admission: Admission) -> str:
+        return recall_explanation(admission)
+
+    @admin.display(description="Conversation")
+    def conversation_link(self, admission: Admission) -> str:
+        return change_link(
+            "automation.conversation", admission.conversation_id, admission.conversation_id
+        )
+
+    @admin.display(description="Turn")
+    def turn_link(self, admission: Admission) -> str:
+        turn: Turn | None = getattr(admission, "turn", None)
+        if turn is None:
+            return "None"
+        return change_link("automation.turn", turn.pk, turn)
+
+    @admin.display(description="Commit fence")
+    def fence_link(self, admission: Admission) -> str:
+        fence: CommitFence | None = getattr(admission, "fence", None)
+        if fence is None:
+            return "None (nothing was committed)"
+        return change_link("automation.commitfence", fence.pk, fence)
+
+    @admin.display(description="Committed revision", ordering="committed_revision__version")
+    def revision_link(self, admission: Admission) -> str:
+        revision = admission.committed_revision
+        if revision is None:
+            return "-"
+        return change_link("workspaces.fileversion", revision.pk, f"version {revision.version}")
+
+
+@admin.register(CommitFence)
+class CommitFenceAdmin(ViewOnlyAdmin):
+    fields = ("admission", "revision", "workspace", "presented_key_session", "ok", "created_at")
+    readonly_fields = ("workspace",)
+    list_display = ("admission", "revision_version", "workspace", "created_at")
+    list_select_related = ("admission__workspace", "revision")
+    list_filter = ("created_at",)
+    search_fields = (
+        "=admission__id",
+        "=admission__conversation__id",
+        "admission__workspace__name",
+        "admission__workspace__id__exact",
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[CommitFence]:
+        # As for admissions: the revision only for its version, and every join named here.
+        return (
+            super()
+            .get_queryset(request)
+            .select_related(*self.list_select_related)
+            .defer("revision__ciphertext")
+        )
+
+    @admin.display(description="Revision", ordering="revision__version")
+    def revision_version(self, fence: CommitFence) -> str:
+        return change_link(
+            "workspaces.fileversion", fence.revision_id, f"version {fence.revision.version}"
+        )
+
+    @admin.display(description="Workspace", ordering="admission__workspace__name")
+    def workspace(self, fence: CommitFence) -> str:
+        workspace = fence.admission.workspace
+        return change_link("workspaces.workspace", workspace.pk, workspace)
+
+
+@admin.register(Turn)
+class TurnAdmin(ViewOnlyAdmin):
+    fields = (
+        "id",
+        "admission",
+        "conversation_link",
+        "state",
+        "failure_code",
+        "created_at",
+        "finished_at",
+        "messages_link",
+    )
+    readonly_fields = ("conversation_link", "messages_link")
+    list_display = ("id", "admission", "workspace", "state", "failure_code", "created_at")
+    list_select_related = ("admission__workspace",)
+    list_filter = ("state", "created_at")
+    search_fields = (
+        "=id",
+        "=admission__id",
+        "=admission__conversation__id",
+        "admission__workspace__name",
+        "admission__workspace__id__exact",
+    )
+
+    @admin.display(description="Workspace", ordering="admission__workspace__name")
+    def workspace(self, turn: Turn) -> str:
+        workspace = turn.admission.workspace
+        return change_link("workspaces.workspace", workspace.pk, workspace)
+
+    @admin.display(description="Conversation")
+    def conversation_link(self, turn: Turn) -> str:
+        conversation_id = turn.admission.conversation_id
+        return change_link("automation.conversation", conversation_id, conversation_id)
+
+    @admin.display(description="Messages")
+    def messages_link(self, turn: Turn) -> str:
+        return changelist_link("automation.message", "Messages", turn__id__exact=turn.pk)
+
+
+@admin.register(Message)
+class MessageAdmin(ViewOnlyAdmin):
+    # Metadata only: the sealed body (`ciphertext`) is never shown, nor loaded.
+    fields = ("id", "conversation", "turn", "role", "sequence", "created_at")
+    list_display = (
+        "id",
+        "conversation_link",
+        "turn_link",
+        "workspace",
+        "role",
+        "sequence",
+        "created_at",
+    )
+    list_select_related = ("conversation__workspace",)
+    list_filter = ("role", "created_at")
+    search_fields = (
+        "=conversation__id",
+        "=turn__id",
+        "=turn__admission__id",
+        "conversation__workspace__name",
+        "conversation__workspace__id__exact",
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Message]:
+        return super().get_queryset(request).defer("ciphertext")
+
+    @admin.display(description="Conversation")
+    def conversation_link(self, message: Message) -> str:
+        return change_link(
+            "automation.conversation", message.conversation_id, message.conversation_id
+        )
+
+    @admin.display(description="Turn")
+    def turn_link(self, message: Message) -> str:
+        return change_link("automation.turn", message.turn_id, message.turn_id)
+
+    @admin.display(description="Workspace", ordering="conversation__workspace__name")
+    def workspace(self, message: Message) -> str:
+        workspace = message.conversation.workspace
+        return change_link("workspaces.workspace", workspace.pk, workspace)
