@@ -1,0 +1,624 @@
+"""Recall of an 8 KiB memory over HTTP against a trivial authenticated ping, one server run.
+
+One real gunicorn process (one worker, four threads, the bench's DATABASE_URL and DATA_DIR,
+Redis db 13 as its cache) serves both sides:
+
+- recall: `GET /api/v1/automation/workspaces/{id}/memory?purpose=recall` with
+  `Authorization: Delivery dlv_...`. The view authenticates the delivery credential (one
+  query), then `automation.services.memory_recall` checks membership, the credential
+  slot, the policy and the key session (the unwrapped data key comes from the server's
+  Redis cache), reads and decrypts the 8192-byte memory and records the receipt (an
+  UPDATE on the admission). The receipt write is part of what is measured.
+- ping: `GET /api/v1/ping` with a personal access token (`Authorization: Bearer iap_...`):
+  one token lookup and a two-field answer. The yardstick for what any authenticated route
+  costs in this server (middleware, DRF, throttle, JSON, HTTP).
+
+The key session is opened through the server's own API, so its key lands in the cache the
+server reads. The admission is made in this process with `message_admit`, and its
+delivery credential is minted again here (as the tests do) because the raw credential
+`message_admit` writes is only in this process's cache. Each side keeps one keep-alive
+connection; after a warm-up they run interleaved in blocks. Every response must be a 200.
+
+Afterwards, untimed for the result, the same work is timed in this process (Django's test
+client for the whole stack without HTTP, and `memory_recall` alone with its statements
+timed) to show where the recall's extra time goes.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import redis
+from django.conf import settings
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from rest_framework.renderers import JSONRenderer
+
+from automation.api.views import AutomationMemoryApi
+from automation.models import Admission, DeliveryCredential
+from automation.services import conversation_create, memory_recall, message_admit
+from automation.tokens import delivery_credential_generate
+from memory.models import MEMORY_PATH
+from memory.services import memory_policy_set, memory_save
+from workspaces.models import Org, Team, User, Workspace
+from workspaces.selectors import file_current_version, file_version_plaintext
+from workspaces.services import (
+    api_token_create,
+    key_session_open,
+    team_membership_ensure,
+    workspace_create,
+    workspace_key_unwrap,
+)
+
+NAME = "recall_http_8k_vs_ping"
+MEMORY_BYTES = 8192  # the recall bound (MEMORY_RECALL_MAX_BYTES): still recallable
+WARMUP_REQUESTS = 50
+MEASURED_REQUESTS = 1000
+BLOCK = 50
+TARGET_RATIO = 1.5
+
+ROOT_DIR = Path(__file__).resolve().parent.parent
+GUNICORN = ROOT_DIR / ".venv" / "bin" / "gunicorn"
+SERVER_REDIS_URL = "redis://127.0.0.1:6379/13"
+SERVER_CACHE_KEY_PREFIX = "wm-bench"
+# Each side authenticates as its own user: the per-credential throttle counts per user,
+# and one user making both sides' requests inside a minute would pass its limit. The rate
+# is pinned at the default so the request counts below always fit it.
+SERVER_THROTTLE_RATE_PER_MINUTE = 1200
+SERVER_KEEP_ALIVE_SECONDS = 60
+SERVER_START_SECONDS = 30.0
+SERVER_STOP_SECONDS = 15.0
+LOG_TAIL_BYTES = 4000
+
+RECALL_PATH = "/api/v1/automation/workspaces/{workspace_id}/memory?purpose=recall"
+PING_PATH = "/api/v1/ping"
+
+# In-process breakdown (not part of the result's figures).
+INPROCESS_WARMUP = 20
+INPROCESS_REQUESTS = 200
+# One call of each in turn: the machine's load drifts, and each median should see the same.
+INPROCESS_BLOCK = 1
+# synchronous_commit on and off alternate in blocks (one SET per block).
+SYNCHRONOUS_BLOCK = 10
+
+# Requests each user makes against the server: the recall user also opens the key session
+# and makes one checked recall before the warm-up.
+_RECALL_USER_REQUESTS = 1 + 1 + WARMUP_REQUESTS + MEASURED_REQUESTS
+assert _RECALL_USER_REQUESTS < SERVER_THROTTLE_RATE_PER_MINUTE
+assert MEASURED_REQUESTS % (2 * BLOCK) == 0
+
+
+def memory_document() -> str:
+    """Exactly MEMORY_BYTES of Markdown: 128 list lines of 64 bytes each."""
+    lines = []
+    for index in range(MEMORY_BYTES // 64):
+        head = f"- Note {index:03d}: prefers short answers; cite `docs/errors.md` "
+        lines.append(head.ljust(63, ".")[:63] + "\n")
+    text = "".join(lines)
+    assert len(text.encode()) == MEMORY_BYTES
+    return text
+
+
+def _credential_for(admission: Admission) -> str:
+    """Mint a fresh delivery credential for the admission, as ingress does, without the cache:
+    both the admission and its conversation's slot get the new digest."""
+    raw, digest = delivery_credential_generate()
+    Admission.objects.filter(pk=admission.pk).update(credential_digest=digest)
+    DeliveryCredential.objects.filter(conversation_id=admission.conversation_id).update(
+        credential_digest=digest
+    )
+    return raw
+
+
+def _redis_flush() -> None:
+    client = redis.Redis.from_url(SERVER_REDIS_URL)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _log_tail(log: IO[bytes]) -> str:
+    log.flush()
+    log.seek(0, os.SEEK_END)
+    size = log.tell()
+    log.seek(max(0, size - LOG_TAIL_BYTES))
+    return log.read().decode(errors="replace")
+
+
+@dataclass
+class Server:
+    port: int
+    process: subprocess.Popen[bytes]
+    log: IO[bytes]
+
+    def fail(self, message: str) -> RuntimeError:
+        return RuntimeError(f"{NAME}: {message}\n--- server log (tail) ---\n{_log_tail(self.log)}")
+
+
+def _server_wait(server: Server) -> None:
+    """Until the server answers HTTP (any status: an unauthenticated ping gets 401)."""
+    deadline = time.monotonic() + SERVER_START_SECONDS
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise server.fail(f"gunicorn exited with {server.process.returncode} at start")
+        probe = http.client.HTTPConnection("127.0.0.1", server.port, timeout=2)
+        try:
+            probe.request("GET", PING_PATH)
+            status = probe.getresponse().status
+        except OSError:
+            time.sleep(0.05)
+            continue
+        finally:
+            probe.close()
+        if status != 401:
+            raise server.fail(f"unauthenticated ping answered {status}, expected 401")
+        return
+    raise server.fail(f"gunicorn did not answer within {SERVER_START_SECONDS:.0f} s")
+
+
+@contextmanager
+def gunicorn_server() -> Iterator[Server]:
+    """One gunicorn process on a free port, always terminated on the way out."""
+    port = _free_port()
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="memory_project.settings",
+        REDIS_URL=SERVER_REDIS_URL,
+        CACHE_KEY_PREFIX=SERVER_CACHE_KEY_PREFIX,
+        THROTTLE_CREDENTIAL_RATE=f"{SERVER_THROTTLE_RATE_PER_MINUTE}/min",
+        # As deployed, whatever the shell says: DEBUG would also record every query.
+        DEBUG="0",
+    )
+    command = [
+        str(GUNICORN),
+        "memory_project.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "1",
+        "--threads",
+        "4",
+        # gunicorn closes a keep-alive connection idle for 2 s by default; on a loaded
+        # machine a block of the other side can last that long, and a reconnect would
+        # then be timed. Each side keeps its one connection for the whole run.
+        "--keep-alive",
+        str(SERVER_KEEP_ALIVE_SECONDS),
+    ]
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            command, cwd=ROOT_DIR, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        server = Server(port=port, process=process, log=log)
+        try:
+            _server_wait(server)
+            yield server
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=SERVER_STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@dataclass
+class Side:
+    """One keep-alive connection making the same GET again and again."""
+
+    label: str
+    port: int
+    path: str
+    headers: dict[str, str]
+    expected_body: bytes | None = None
+    samples: list[float] = field(default_factory=list)
+    statuses: Counter[int] = field(default_factory=Counter)
+    reconnects: int = 0
+    other_bodies: int = 0
+
+    def __post_init__(self) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+
+    def get(self) -> tuple[int, bytes]:
+        try:
+            self.conn.request("GET", self.path, headers=self.headers)
+            response = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # The server closed the idle keep-alive connection: open a new one, counted.
+            self.conn.close()
+            self.reconnects += 1
+            self.conn.request("GET", self.path, headers=self.headers)
+            response = self.conn.getresponse()
+        return response.status, response.read()
+
+    def request(self, *, record: bool) -> None:
+        begun = time.perf_counter_ns()
+        status, body = self.get()
+        elapsed_ms = (time.perf_counter_ns() - begun) / 1e6
+        self.statuses[status] += 1
+        if self.expected_body is not None and body != self.expected_body:
+            self.other_bodies += 1
+        if record:
+            self.samples.append(elapsed_ms)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _p99(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=100)[98]
+
+
+def _interleave(sides: tuple[Side, Side], *, warmup: int, measured: int, block: int) -> None:
+    for _ in range(warmup):
+        for side in sides:
+            side.request(record=False)
+    for index in range(measured // block):
+        # Alternate which side goes first so neither always follows the other.
+        order = sides if index % 2 == 0 else sides[::-1]
+        for side in order:
+            for _ in range(block):
+                side.request(record=True)
+
+
+@dataclass
+class Tenant:
+    workspace: Workspace
+    member: User
+    pinger: User
+    version: int
+
+
+def _tenant() -> Tenant:
+    org = Org.objects.create(name="bench recall org")
+    team = Team.objects.create(org=org, name="bench recall team")
+    # No passwords: hashing one costs a noticeable fraction of a second per user.
+    member = User.objects.create_user(username="bench-recall-member", password=None)
+    pinger = User.objects.create_user(username="bench-recall-pinger", password=None)
+    workspace = workspace_create(team=team, name="bench recall", admin=member, ai_enabled=True)
+    team_membership_ensure(team=team, user=pinger)
+    memory_policy_set(workspace=workspace, mode="auto", expected_revision=0, actor=member)
+    revision = memory_save(
+        workspace=workspace, author=member, base_version=0, content=memory_document()
+    )
+    return Tenant(workspace=workspace, member=member, pinger=pinger, version=revision.version)
+
+
+def _admit(tenant: Tenant, key_session_id: uuid.UUID, label: str) -> Admission:
+    """A new turn in a new conversation of the member, under the given key session."""
+    conversation = conversation_create(workspace=tenant.workspace, owner=tenant.member)
+    # In the embedded default the turn runs eagerly here once admitted; it does not
+    # change the admission's authority, and the credential is minted again afterwards.
+    return message_admit(
+        conversation=conversation,
+        sender=tenant.member,
+        text=f"what do you know? ({label})",
+        idempotency_key=f"bench-recall-{label}",
+        key_session_id=key_session_id,
+        memory_state=None,
+    ).admission
+
+
+def _key_session_open_over_http(server: Server, *, workspace_id: int, pat: str) -> uuid.UUID:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        conn.request(
+            "POST",
+            f"/api/v1/workspaces/{workspace_id}/key-sessions",
+            headers={"Authorization": f"Bearer {pat}", "Content-Length": "0"},
+        )
+        response = conn.getresponse()
+        body = response.read()
+    finally:
+        conn.close()
+    if response.status != 201:
+        raise server.fail(f"opening the key session answered {response.status}: {body[:500]!r}")
+    return uuid.UUID(json.loads(body)["id"])
+
+
+def _recall_check(server: Server, side: Side, *, version: int, text: str) -> bytes:
+    """One recall before measuring: it must provide the whole 8 KiB at the saved version."""
+    status, body = side.get()
+    if status != 200:
+        raise server.fail(f"recall answered {status}: {body[:500]!r}")
+    answer = json.loads(body)
+    if answer != {"status": "provided", "version": version, "text": text}:
+        shown = {**answer, "text": None if answer.get("text") is None else len(answer["text"])}
+        raise server.fail(f"recall did not provide the 8 KiB memory: {shown}")
+    return body
+
+
+def _over_http(tenant: Tenant) -> dict[str, Any]:
+    _token, member_pat = api_token_create(
+        user=tenant.member, team=tenant.workspace.team, name="bench recall"
+    )
+    _token, pinger_pat = api_token_create(
+        user=tenant.pinger, team=tenant.workspace.team, name="bench ping"
+    )
+    with gunicorn_server() as server:
+        key_session_id = _key_session_open_over_http(
+            server, workspace_id=tenant.workspace.pk, pat=member_pat
+        )
+        admission = _admit(tenant, key_session_id, "http")
+        credential = _credential_for(admission)
+        recall = Side(
+            label="recall",
+            port=server.port,
+            path=RECALL_PATH.format(workspace_id=tenant.workspace.pk),
+            headers={"Authorization": f"Delivery {credential}", "Accept": "application/json"},
+        )
+        ping = Side(
+            label="ping",
+            port=server.port,
+            path=PING_PATH,
+            headers={"Authorization": f"Bearer {pinger_pat}", "Accept": "application/json"},
+        )
+        try:
+            recall.expected_body = _recall_check(
+                server, recall, version=tenant.version, text=memory_document()
+            )
+            status, body = ping.get()
+            if status != 200:
+                raise server.fail(f"ping answered {status}: {body[:500]!r}")
+            ping.expected_body = body
+            count_before = Admission.objects.get(pk=admission.pk).recall_count
+            _interleave(
+                (recall, ping), warmup=WARMUP_REQUESTS, measured=MEASURED_REQUESTS, block=BLOCK
+            )
+        finally:
+            recall.close()
+            ping.close()
+        admission.refresh_from_db()
+        receipts = admission.recall_count - count_before
+        for side in (recall, ping):
+            bad = {code: n for code, n in side.statuses.items() if code != 200}
+            if bad or side.other_bodies:
+                raise server.fail(
+                    f"{side.label}: non-200 responses {bad}, "
+                    f"{side.other_bodies} answer(s) other than the checked one"
+                )
+        if receipts != recall.statuses[200] or (
+            admission.recall_status,
+            admission.recall_version,
+        ) != ("provided", tenant.version):
+            raise server.fail(
+                f"{receipts} recall receipts written for {recall.statuses[200]} recalls, the "
+                f"last {admission.recall_status!r} at version {admission.recall_version}"
+            )
+    return {"recall": recall, "ping": ping, "receipts": receipts}
+
+
+def _timed_median(
+    calls: dict[str, Callable[[], object]], *, warmup: int, measured: int, block: int
+) -> dict[str, float]:
+    """Median ms of each call, the calls run interleaved in blocks."""
+    samples: dict[str, list[float]] = {label: [] for label in calls}
+    for _ in range(warmup):
+        for call in calls.values():
+            call()
+    labels = list(calls)
+    for index in range(measured // block):
+        for label in labels if index % 2 == 0 else labels[::-1]:
+            for _ in range(block):
+                begun = time.perf_counter_ns()
+                calls[label]()
+                samples[label].append((time.perf_counter_ns() - begun) / 1e6)
+    return {label: statistics.median(values) for label, values in samples.items()}
+
+
+def _table(sql: str) -> str:
+    """`SELECT workspaces_file`: the statement's verb and first table, for the notes."""
+    match = _TABLE.search(sql)
+    return f"{sql.split(' ', 1)[0]} {match.group(1) if match else '?'}"
+
+
+_TABLE = re.compile(r'(?:FROM|UPDATE|INTO) "(\w+)"')
+
+
+def _in_process(tenant: Tenant) -> dict[str, Any]:
+    """The same two requests without HTTP (Django's test client), and memory_recall alone.
+
+    This process has its own cache (not the server's Redis), so it opens its own key
+    session; the work is otherwise the same.
+    """
+    key_session = key_session_open(workspace=tenant.workspace, user=tenant.member)
+    admission = _admit(tenant, key_session.pk, "in-process")
+    credential = _credential_for(admission)
+    admission.refresh_from_db()  # the service compares the digest it is handed
+    _token, pinger_pat = api_token_create(
+        user=tenant.pinger, team=tenant.workspace.team, name="bench ping in-process"
+    )
+    client = Client(HTTP_HOST="127.0.0.1")
+    recall_path = RECALL_PATH.format(workspace_id=tenant.workspace.pk)
+
+    def recall_request() -> None:
+        response = client.get(recall_path, HTTP_AUTHORIZATION=f"Delivery {credential}")
+        if response.status_code != 200 or response.json()["status"] != "provided":
+            raise RuntimeError(f"{NAME}: in-process recall answered {response.content[:300]!r}")
+
+    def ping_request() -> None:
+        response = client.get(PING_PATH, HTTP_AUTHORIZATION=f"Bearer {pinger_pat}")
+        if response.status_code != 200:
+            raise RuntimeError(f"{NAME}: in-process ping answered {response.content[:300]!r}")
+
+    def recall_service() -> None:
+        if memory_recall(admission=admission).status != "provided":
+            raise RuntimeError(f"{NAME}: in-process memory_recall did not provide memory")
+
+    revision = file_current_version(workspace=tenant.workspace, path=MEMORY_PATH)
+    assert revision is not None
+    data_key = workspace_key_unwrap(workspace=tenant.workspace)
+
+    def decrypt() -> None:
+        file_version_plaintext(version=revision, workspace=tenant.workspace, data_key=data_key)
+
+    provided = memory_recall(admission=admission)
+
+    def render() -> None:
+        query = AutomationMemoryApi.RecallQuerySerializer(data={"purpose": "recall"})
+        query.is_valid(raise_exception=True)
+        JSONRenderer().render(AutomationMemoryApi.RecallSerializer(provided).data)
+
+    redis_client = redis.Redis.from_url(SERVER_REDIS_URL)
+
+    def redis_round_trip() -> None:
+        redis_client.ping()
+
+    try:
+        medians = _timed_median(
+            {
+                "recall": recall_request,
+                "ping": ping_request,
+                "service": recall_service,
+                "render": render,
+                "decrypt": decrypt,
+                "redis": redis_round_trip,
+            },
+            warmup=INPROCESS_WARMUP,
+            measured=INPROCESS_REQUESTS,
+            block=INPROCESS_BLOCK,
+        )
+    finally:
+        redis_client.close()
+
+    # Each statement of the service, timed from send to result (psycopg and PostgreSQL).
+    # Blocks alternate this connection's synchronous_commit between on (the server's
+    # setting) and off, to show what waiting for the receipt UPDATE's WAL flush costs.
+    statement_ms: list[float] = []
+    statement_sql: list[str] = []
+
+    def timer(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        begun = time.perf_counter_ns()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            statement_ms.append((time.perf_counter_ns() - begun) / 1e6)
+            statement_sql.append(sql)
+
+    per_call: dict[bool, list[list[float]]] = {True: [], False: []}
+    totals: dict[bool, list[float]] = {True: [], False: []}
+    try:
+        with connection.execute_wrapper(timer):
+            for _ in range(INPROCESS_WARMUP):
+                recall_service()
+            for block in range(2 * INPROCESS_REQUESTS // SYNCHRONOUS_BLOCK):
+                synchronous = block % 2 == 0
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SET synchronous_commit TO {'on' if synchronous else 'off'}")
+                for _ in range(SYNCHRONOUS_BLOCK):
+                    statement_ms.clear()
+                    statement_sql.clear()
+                    begun = time.perf_counter_ns()
+                    recall_service()
+                    totals[synchronous].append((time.perf_counter_ns() - begun) / 1e6)
+                    per_call[synchronous].append(list(statement_ms))
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET synchronous_commit")
+    calls = per_call[True]
+    if len({len(times) for times in calls + per_call[False]}) != 1:
+        raise RuntimeError(f"{NAME}: memory_recall issued a varying number of statements")
+    statements = [
+        (_table(sql), statistics.median(times[index] for times in calls))
+        for index, sql in enumerate(statement_sql)
+    ]
+    if not statements[-1][0].startswith("UPDATE"):
+        raise RuntimeError(f"{NAME}: memory_recall no longer ends with the receipt UPDATE")
+    with CaptureQueriesContext(connection) as recall_captured:
+        recall_request()
+    with CaptureQueriesContext(connection) as ping_captured:
+        ping_request()
+    return {
+        **medians,
+        "statements": statements,
+        "service_timed": statistics.median(totals[True]),
+        "sql": statistics.median(sum(times) for times in calls),
+        "python": statistics.median(
+            total - sum(times) for total, times in zip(totals[True], calls, strict=True)
+        ),
+        "service_async": statistics.median(totals[False]),
+        "update_async": statistics.median(times[-1] for times in per_call[False]),
+        "recall_statements": len(recall_captured.captured_queries),
+        "ping_statements": len(ping_captured.captured_queries),
+    }
+
+
+def run() -> list[dict[str, Any]]:
+    tenant = _tenant()
+    _redis_flush()
+    try:
+        measured = _over_http(tenant)
+    finally:
+        _redis_flush()
+    recall: Side = measured["recall"]
+    ping: Side = measured["ping"]
+    local = _in_process(tenant)
+    statements = ", ".join(f"{label} {ms:.2f}" for label, ms in local["statements"])
+    extra = local["recall"] - local["ping"]
+    cache_backend = str(settings.CACHES["default"]["BACKEND"]).rsplit(".", 1)[-1]
+
+    recall_p50, ping_p50 = statistics.median(recall.samples), statistics.median(ping.samples)
+    recall_p99, ping_p99 = _p99(recall.samples), _p99(ping.samples)
+    ratio = recall_p50 / ping_p50
+    notes = (
+        f"one gunicorn (1 worker, 4 threads, Redis cache db 13), one keep-alive connection "
+        f"per side; {len(recall.samples)} requests per side after {WARMUP_REQUESTS} warm-up, "
+        f"interleaved in blocks of {BLOCK}; p99 recall {recall_p99:.3f} ms, ping "
+        f"{ping_p99:.3f} ms, p99 ratio {recall_p99 / ping_p99:.3f}; "
+        f"status codes recall {dict(recall.statuses)}, ping {dict(ping.statuses)} "
+        f"(all 200, every answer identical to the checked one: recall 'provided', "
+        f"{MEMORY_BYTES} bytes at version {tenant.version}); {measured['receipts']} recall "
+        f"receipts written (one UPDATE per recall, measured); reconnects recall "
+        f"{recall.reconnects}, ping {ping.reconnects}. "
+        f"In process, without HTTP (medians of {INPROCESS_REQUESTS}, interleaved, this "
+        f"process's {cache_backend}): test-client recall {local['recall']:.3f} ms "
+        f"({local['recall_statements']} statements) vs ping {local['ping']:.3f} ms "
+        f"({local['ping_statements']} statement), ratio {local['recall'] / local['ping']:.3f}; "
+        f"recall costs {extra:.3f} ms more than ping, and memory_recall alone takes "
+        f"{local['service']:.3f} ms, leaving {extra - local['service']:+.3f} ms for the rest "
+        f"of the view (the delivery-credential lookup instead of the token's; the query "
+        f"check, serializing and rendering the 8 KiB answer take {local['render']:.3f} ms). "
+        f"memory_recall, its statements timed ({INPROCESS_REQUESTS} calls): "
+        f"{local['service_timed']:.3f} ms = {local['sql']:.3f} ms waiting on "
+        f"{len(local['statements'])} statements ({statements}) + {local['python']:.3f} ms "
+        f"in Python (ORM query building and model loading; AES-GCM opening of the 8 KiB is "
+        f"{local['decrypt']:.3f} ms); with synchronous_commit off (no wait for the "
+        f"receipt's WAL flush) the UPDATE takes {local['update_async']:.3f} ms and "
+        f"memory_recall {local['service_async']:.3f} ms; a Redis round trip is "
+        f"{local['redis']:.3f} ms (the server's recall makes two more than its ping: "
+        f"key-session get and touch)"
+    )
+    return [
+        {
+            "name": NAME,
+            "unit": "ms per request (p50)",
+            "baseline": round(ping_p50, 4),
+            "figure": round(recall_p50, 4),
+            "ratio": round(ratio, 4),
+            "target": f"<= {TARGET_RATIO}",
+            "meets_target": ratio <= TARGET_RATIO,
+            "notes": notes,
+        }
+    ]
