@@ -90,8 +90,16 @@ class ViewOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class NoHardDeleteMixin:
+    """A hard delete here would cascade through memory, history and keys with no audit
+    event and around the org purge; people are deactivated, orgs go through deletion."""
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
 @admin.register(User)
-class WorkspaceUserAdmin(UserAdmin):
+class WorkspaceUserAdmin(NoHardDeleteMixin, UserAdmin):
     list_display = ("username", "email", "is_active", "is_super_admin", "is_staff")
     list_filter = ("is_active", "is_super_admin", "is_staff")
     fieldsets = (*(UserAdmin.fieldsets or ()), ("Product", {"fields": ("is_super_admin",)}))
@@ -193,7 +201,7 @@ class OrgAdmin(admin.ModelAdmin):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     list_display = ("name", "org", "created_at")
     list_select_related = ("org",)
     search_fields = ("name", "org__name")
@@ -210,7 +218,7 @@ class TeamMembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(Workspace)
-class WorkspaceAdmin(admin.ModelAdmin):
+class WorkspaceAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     list_display = ("name", "team", "ai_enabled", "ai_consent_revision", "created_at")
     list_select_related = ("team",)
     list_filter = ("ai_enabled",)

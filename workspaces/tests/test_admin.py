@@ -223,3 +223,15 @@ def test_workspace_key_pages_never_show_the_key(admin_client, tenant):
         assert tenant.workspace.name in page.content.decode()
         assert key.hex() not in page.content.decode()
         assert html.escape(repr(key)) not in page.content.decode()
+
+
+@pytest.mark.parametrize("model", ["user", "team", "workspace"])
+def test_people_teams_and_workspaces_cannot_be_hard_deleted(staff_client, tenant, model):
+    target = {"user": tenant.member, "team": tenant.team, "workspace": tenant.workspace}[model]
+
+    response = staff_client.post(
+        reverse(f"admin:workspaces_{model}_delete", args=[target.pk]), {"post": "yes"}
+    )
+
+    assert response.status_code == 403
+    assert type(target).objects.filter(pk=target.pk).exists()
