@@ -229,7 +229,9 @@ def demo_tenant_seed(*, name: str = "demo") -> DemoCredentials:
         team, _ = Team.objects.get_or_create(org=org, name=f"{name} team")
         user, _ = User.objects.get_or_create(username=name)
         user.set_password(password)
-        user.save(update_fields=["password"])
+        # The demo shows the staff side too: the same person may inspect receipts in admin.
+        user.is_staff = user.is_superuser = True
+        user.save(update_fields=["password", "is_staff", "is_superuser"])
         team_membership_ensure(team=team, user=user, role=TeamMembership.Role.OWNER)
         workspace, _ = Workspace.objects.get_or_create(
             team=team, name=f"{name} workspace", defaults={"ai_enabled": True}

@@ -41,6 +41,7 @@ def test_seed_demo_twice_creates_nothing_new_and_both_credentials_work(db):
     assert [row["id"] for row in listed] == [second["workspace_id"]]
     assert listed[0]["aiEnabled"] is True
     assert client.login(username=second["username"], password=second["password"])
+    assert client.get("/admin/automation/admission/").status_code == 200
     assert WorkspaceMembership.objects.get(workspace_id=second["workspace_id"]).is_admin
 
 
