@@ -36,7 +36,10 @@ WITHHELD_REASONS = {
         "it is longer than the recall bound; the person can shorten it in the Memory frame"
     ),
     RecallStatus.DELETED: "the memory document was deleted",
-    RecallStatus.UNAVAILABLE: "no live key session was presented for this turn",
+    RecallStatus.UNAVAILABLE: (
+        "it could not be read for this turn (no live key session, or the stored revision "
+        "failed its integrity check)"
+    ),
     RecallStatus.NO_ACCESS: "the person no longer has access to this workspace",
     RecallStatus.SUPERSEDED: "a newer message in this conversation took over",
 }

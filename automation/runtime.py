@@ -23,6 +23,7 @@ from automation.providers import (
     provider_from_settings,
 )
 from automation.selectors import transcript_for_conversation
+from workspaces.errors import DomainError
 
 MAX_MODEL_CALLS = 6
 
@@ -38,6 +39,13 @@ def turn_run(*, turn_id: uuid.UUID, provider: ModelProvider | None = None) -> No
         _run(turn, provider or provider_from_settings())
     except ProviderUnavailable:
         services.turn_finish(turn=turn, failure_code="MODEL_UNAVAILABLE")
+    except DomainError as refusal:
+        # e.g. a transcript or memory revision that fails its integrity check: the turn
+        # fails with the refusal's code and the conversation stays usable.
+        services.turn_finish(turn=turn, failure_code=refusal.code)
+    except Exception:
+        services.turn_finish(turn=turn, failure_code="INTERNAL_ERROR")
+        raise
 
 
 def _run(turn: Turn, provider: ModelProvider) -> None:

@@ -51,6 +51,7 @@ from memory.selectors import memory_current_get, memory_policy_get
 from memory.services import memory_proposal_create
 from workspaces.crypto import record_associated_data, seal
 from workspaces.errors import (
+    DocumentUnreadable,
     DomainError,
     InvalidText,
     KeySessionUnavailable,
@@ -596,7 +597,12 @@ def _recall_inspect(admission: Admission) -> Recall:
         return Recall(RecallStatus.UNAVAILABLE, None)
     if live.memory_deleted:
         return Recall(RecallStatus.DELETED, live.memory_version)
-    current = live.memory_text(data_key=data_key, workspace_id=admission.workspace_id)
+    try:
+        current = live.memory_text(data_key=data_key, workspace_id=admission.workspace_id)
+    except DocumentUnreadable:
+        # A revision that fails its integrity check is withheld like any other memory
+        # the turn cannot have; the turn itself goes on.
+        return Recall(RecallStatus.UNAVAILABLE, live.memory_version)
     if admission.save_in_flight:
         return Recall(RecallStatus.PENDING, current.version)
     if admission.has_unresolved_conflict:

@@ -10,12 +10,13 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from automation import runtime
-from automation.models import Admission, DeliveryCredential
+from automation import runtime, selectors
+from automation.models import Admission, DeliveryCredential, Message
 from automation.providers import OpenAICompatibleProvider
 from automation.tokens import delivery_credential_generate
 from memory.selectors import memory_current_get
 from memory.services import memory_clear, memory_policy_set
+from workspaces.models import FileVersion
 
 MARKER = "OKAPI-5c1e-marker"
 
@@ -265,3 +266,42 @@ def test_a_turn_runs_once_even_if_delivered_twice(assistant):
     runtime.turn_run(turn_id=admission.turn.pk)
 
     assert admission.turn.messages.count() == 2
+
+
+def test_memory_that_fails_its_integrity_check_is_withheld_and_the_turn_goes_on(assistant):
+    FileVersion.objects.filter(file__workspace=assistant.tenant.workspace).update(
+        ciphertext=b"\x00" * 64
+    )
+    admission = assistant.send("what do you know?")
+
+    runtime.turn_run(turn_id=admission.turn.pk)
+
+    admission.turn.refresh_from_db()
+    assert admission.turn.state == "completed"
+    assert Admission.objects.get(pk=admission.pk).recall_status == "unavailable"
+    answer = selectors.turn_answer(turn=admission.turn)
+    assert "integrity check" in answer
+
+
+def test_a_turn_whose_transcript_fails_its_integrity_check_fails_with_the_code(assistant):
+    admission = assistant.send("hello")
+    Message.objects.filter(turn=admission.turn).update(ciphertext=b"\x00" * 64)
+
+    runtime.turn_run(turn_id=admission.turn.pk)
+
+    admission.turn.refresh_from_db()
+    assert (admission.turn.state, admission.turn.failure_code) == ("failed", "DOCUMENT_UNREADABLE")
+
+
+def test_an_unexpected_error_marks_the_turn_failed_and_is_raised(assistant):
+    class Broken:
+        def complete(self, **_):
+            raise RuntimeError("model adapter bug")
+
+    admission = assistant.send()
+
+    with pytest.raises(RuntimeError):
+        runtime.turn_run(turn_id=admission.turn.pk, provider=Broken())
+
+    admission.turn.refresh_from_db()
+    assert (admission.turn.state, admission.turn.failure_code) == ("failed", "INTERNAL_ERROR")
