@@ -280,6 +280,7 @@ def test_memory_that_fails_its_integrity_check_is_withheld_and_the_turn_goes_on(
     assert admission.turn.state == "completed"
     assert Admission.objects.get(pk=admission.pk).recall_status == "unavailable"
     answer = selectors.turn_answer(turn=admission.turn)
+    assert answer is not None
     assert "integrity check" in answer
 
 
