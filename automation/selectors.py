@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, F, OuterRef, QuerySet, Subquery, Value
+from django.db import connection
+from django.db.models import QuerySet
 
 from automation.models import Admission, Conversation, DeliveryCredential, Message, Turn
 from memory.models import MEMORY_PATH, MemoryPolicy
@@ -232,76 +233,77 @@ class RecallFacts:
 
 
 def recall_facts(*, admission: Admission) -> RecallFacts | None:
-    """Read, in one query, the live facts a recall checks: workspace AI, the sender's
+    """Read, in one statement, the live facts a recall checks: workspace AI, the sender's
     membership, the conversation's credential slot, the memory mode, the key session's
-    row, and the memory document's current revision."""
-    memory_file = File.objects.filter(workspace=OuterRef("pk"), path=MEMORY_PATH)
-    current_revision = FileVersion.objects.filter(
-        file__workspace=OuterRef("pk"),
-        file__path=MEMORY_PATH,
-        version=F("file__current_version"),
-    )
-    session_usable = (
-        Exists(
-            KeySession.objects.filter(
-                pk=admission.key_session_id,
-                workspace=OuterRef("pk"),
-                user_id=admission.owner_id,
-                revoked_at__isnull=True,
-            ).exclude(Exists(KeySessionRevocation.objects.filter(key_session=OuterRef("pk"))))
+    row, and the memory document's current revision.
+
+    Hand-written SQL because it runs before every model call: the same query built with
+    the ORM (nine subqueries) cost four times as long, almost all of it in Python.
+    """
+    table = {
+        model: connection.ops.quote_name(model._meta.db_table)
+        for model in (
+            Workspace,
+            WorkspaceMembership,
+            User,
+            DeliveryCredential,
+            MemoryPolicy,
+            KeySession,
+            KeySessionRevocation,
+            File,
+            FileVersion,
         )
-        if admission.key_session_id
-        else Value(False)
-    )
-    row = (
-        Workspace.objects.filter(pk=admission.workspace_id)
-        .annotate(
-            is_member=Exists(
-                WorkspaceMembership.objects.filter(
-                    workspace=OuterRef("pk"), user_id=admission.owner_id, user__is_active=True
-                )
+    }
+    sql = f"""
+        SELECT w.ai_enabled,
+            EXISTS (
+                SELECT 1 FROM {table[WorkspaceMembership]} m
+                JOIN {table[User]} u ON u.id = m.user_id
+                WHERE m.workspace_id = w.id AND m.user_id = %s AND u.is_active = %s
             ),
-            slot_digest=Subquery(
-                DeliveryCredential.objects.filter(conversation_id=admission.conversation_id).values(
-                    "credential_digest"
-                )[:1]
+            (SELECT c.credential_digest FROM {table[DeliveryCredential]} c
+                WHERE c.conversation_id = %s),
+            (SELECT p.mode FROM {table[MemoryPolicy]} p WHERE p.workspace_id = w.id),
+            EXISTS (
+                SELECT 1 FROM {table[KeySession]} k
+                WHERE k.id = %s AND k.workspace_id = w.id AND k.user_id = %s
+                    AND k.revoked_at IS NULL
+                    AND NOT EXISTS (
+                        SELECT 1 FROM {table[KeySessionRevocation]} r
+                        WHERE r.key_session_id = k.id
+                    )
             ),
-            policy_mode=Subquery(
-                MemoryPolicy.objects.filter(workspace=OuterRef("pk")).values("mode")[:1]
-            ),
-            session_usable=session_usable,
-            memory_file_id=Subquery(memory_file.values("pk")[:1]),
-            memory_version=Subquery(memory_file.values("current_version")[:1]),
-            memory_deleted_at=Subquery(memory_file.values("deleted_at")[:1]),
-            memory_bytes=Subquery(current_revision.values("size_bytes")[:1]),
-            memory_ciphertext=Subquery(current_revision.values("ciphertext")[:1]),
-        )
-        .values(
-            "ai_enabled",
-            "is_member",
-            "slot_digest",
-            "policy_mode",
-            "session_usable",
-            "memory_file_id",
-            "memory_version",
-            "memory_deleted_at",
-            "memory_bytes",
-            "memory_ciphertext",
-        )
-        .first()
-    )
+            f.id, f.current_version, f.deleted_at, v.size_bytes, v.ciphertext
+        FROM {table[Workspace]} w
+        LEFT JOIN {table[File]} f ON f.workspace_id = w.id AND f.path = %s
+        LEFT JOIN {table[FileVersion]} v ON v.file_id = f.id AND v.version = f.current_version
+        WHERE w.id = %s
+    """  # identifiers come from model metadata; every value is a parameter
+    params = [
+        admission.owner_id,
+        True,
+        Conversation._meta.pk.get_db_prep_value(admission.conversation_id, connection),
+        KeySession._meta.pk.get_db_prep_value(admission.key_session_id, connection),
+        admission.owner_id,
+        MEMORY_PATH,
+        admission.workspace_id,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
     if row is None:
         return None
-    ciphertext = row["memory_ciphertext"]
+    (ai_enabled, is_member, slot_digest, mode, session_usable, file_id, version, deleted_at,
+     size_bytes, ciphertext) = row  # fmt: skip
     return RecallFacts(
-        ai_enabled=row["ai_enabled"],
-        is_member=row["is_member"],
-        credential_digest=row["slot_digest"],
-        mode=row["policy_mode"] or MemoryPolicy.Mode.READ_ONLY,
-        key_session_usable=bool(row["session_usable"]),
-        memory_file_id=row["memory_file_id"],
-        memory_version=row["memory_version"] or 0,
-        memory_deleted=row["memory_deleted_at"] is not None,
-        memory_bytes=row["memory_bytes"] or 0,
+        ai_enabled=bool(ai_enabled),
+        is_member=bool(is_member),
+        credential_digest=slot_digest,
+        mode=mode or MemoryPolicy.Mode.READ_ONLY,
+        key_session_usable=bool(session_usable),
+        memory_file_id=file_id,
+        memory_version=version or 0,
+        memory_deleted=deleted_at is not None,
+        memory_bytes=size_bytes or 0,
         memory_ciphertext=bytes(ciphertext) if ciphertext is not None else None,
     )
