@@ -1,14 +1,5 @@
-"""Conversations, the ingress that admits a turn, and the one automatic writer of memory.
-
-Linearization. An automatic write commits in one transaction that first takes, in this
-fixed order, a share lock on each row a retiring action updates: the workspace's memory
-policy (mode change, Clear), the workspace (AI consent), the conversation's credential
-slot (a newer turn), the key session (revocation); then the admission itself for update.
-The revision and the fence row follow. A retiring action that commits first is therefore
-seen by the fence's predicate, which reads the rows afresh in its own statement; one
-that comes later waits for the lock and finds the capture already done. On SQLite the
-IMMEDIATE transaction serialises writers outright, which gives the same order.
-"""
+"""Conversations, the ingress that admits a turn, the turn's lifecycle and transcript, and
+recall at the model binding. The automatic writer of memory is in `automation.capture`."""
 
 from __future__ import annotations
 
@@ -16,7 +7,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from celery import current_app
@@ -27,47 +18,35 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from automation.errors import (
-    CaptureConflict,
-    CaptureRetired,
     IdempotencyKeyReused,
-    MemoryOversized,
     WorkspaceAiDisabled,
 )
 from automation.models import (
-    FENCE_CONSTRAINT,
     Admission,
-    CommitFence,
     Conversation,
     DeliveryCredential,
     Message,
     RecallStatus,
     Turn,
 )
-from automation.selectors import fence_failed_predicates, recall_facts
+from automation.selectors import recall_facts
 from automation.tokens import delivery_credential_cache_key, delivery_credential_generate
-from memory.edits import MemoryChange, apply_memory_changes, is_encodable
-from memory.models import MEMORY_PATH, MemoryPolicy
-from memory.selectors import memory_current_get, memory_policy_get
-from memory.services import memory_proposal_create
+from memory.edits import is_encodable
+from memory.models import MemoryPolicy
+from memory.selectors import memory_policy_get
 from workspaces.crypto import record_associated_data, seal
 from workspaces.errors import (
     DocumentUnreadable,
-    DomainError,
     InvalidText,
     KeySessionUnavailable,
-    VersionConflict,
 )
 from workspaces.models import (
-    FileVersion,
     KeySession,
-    KeySessionRevocation,
     User,
     Workspace,
 )
 from workspaces.services import (
-    file_write,
     key_session_cached_key,
-    key_session_resolve,
     workspace_key_unwrap,
 )
 
@@ -195,304 +174,6 @@ def _admission_for_key(
     if admission.request_digest != request_digest:
         raise IdempotencyKeyReused()
     return AdmittedTurn(admission=admission, turn=admission.turn, is_new=False)
-
-
-@dataclass(frozen=True)
-class CaptureReceipt:
-    admission_id: uuid.UUID
-    version: int
-    bytes: int
-    committed_at: datetime
-    is_replay: bool
-    is_unchanged: bool = False
-
-
-def capture_request_digest(*, expected_version: int, changes: list[MemoryChange]) -> str:
-    body = {"expectedVersion": expected_version, "changes": [c.as_dict() for c in changes]}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def _checkpoint(stage: str) -> None:
-    """A named point in the capture. Does nothing; tests replace it to interleave a
-    retiring action at an exact moment ("validated": key session checked, before the
-    transaction; "locked": inside the transaction, all fence locks held)."""
-
-
-def capture_commit(
-    *,
-    admission: Admission,
-    owner: User,
-    workspace: Workspace,
-    key_session_id: uuid.UUID,
-    expected_version: int,
-    changes: list[MemoryChange],
-) -> CaptureReceipt:
-    """Run the automatic writer (`_capture`), and record on the admission why it was
-    refused, if it was, so that staff can answer "why was this not remembered?"."""
-    try:
-        return _capture(
-            admission=admission,
-            owner=owner,
-            workspace=workspace,
-            key_session_id=key_session_id,
-            expected_version=expected_version,
-            changes=changes,
-        )
-    except DomainError as refusal:
-        reason = refusal.detail.get("predicate") or refusal.detail.get("reason") or ""
-        Admission.objects.filter(pk=admission.pk).update(
-            capture_refusal_code=refusal.code,
-            capture_refusal_reason=str(reason)[:64],
-            capture_refused_at=timezone.now(),
-        )
-        raise
-
-
-def _capture(
-    *,
-    admission: Admission,
-    owner: User,
-    workspace: Workspace,
-    key_session_id: uuid.UUID,
-    expected_version: int,
-    changes: list[MemoryChange],
-) -> CaptureReceipt:
-    """The automatic writer: apply `changes` to memory at `expected_version`, fenced.
-
-    A retry of the committed capture with the same body replays its receipt without a
-    new revision; any other second capture in the turn is refused. The key session is
-    re-validated against the cache right before the transaction. The revision, the
-    fence row and the admission's commit are one transaction: if any fence clause is
-    false the CHECK aborts it and nothing remains. On a version conflict the newer text
-    stays and the change is stored as a proposal (never rebased).
-    """
-    request_digest = capture_request_digest(expected_version=expected_version, changes=changes)
-    if admission.is_committed:
-        if admission.capture_digest == request_digest:
-            return _receipt(admission_id=admission.pk, is_replay=True)
-        raise CaptureRetired(predicate="admission_unconsumed", failed=["admission_unconsumed"])
-    data_key = key_session_resolve(session_id=key_session_id, workspace=workspace, user=owner)
-    current = (
-        memory_current_get(workspace=workspace, data_key=data_key) if expected_version else None
-    )
-    if current is not None and current.version != expected_version:
-        _refuse_if_retired(admission, owner, workspace, key_session_id)
-        raise _conflict_with_proposal(admission, changes, current.version, data_key)
-    current_text = current.content if current else ""
-    bound = settings.MEMORY_RECALL_MAX_BYTES
-    if len(current_text.encode()) > bound:
-        raise MemoryOversized(reason="memory_over_bound", boundBytes=bound)
-    new_text = apply_memory_changes(current_text, changes)
-    if len(new_text.encode()) > bound:
-        raise MemoryOversized(reason="result_over_bound", boundBytes=bound)
-    if new_text == current_text and expected_version:
-        return CaptureReceipt(
-            admission_id=admission.pk,
-            version=expected_version,
-            bytes=len(current_text.encode()),
-            committed_at=timezone.now(),
-            is_replay=False,
-            is_unchanged=True,
-        )
-    _checkpoint("validated")
-    now = timezone.now()
-    try:
-        with transaction.atomic():
-            _fence_locks_take(admission)
-            _checkpoint("locked")
-            revision = file_write(
-                workspace=workspace,
-                path=MEMORY_PATH,
-                plaintext=new_text,
-                base_version=expected_version,
-                data_key=data_key,
-                author=owner,
-                author_kind=FileVersion.AuthorKind.AUTOMATIC,
-                change_kind=FileVersion.ChangeKind.CAPTURE,
-            )
-            _fence_insert(
-                admission=admission,
-                revision=revision,
-                owner=owner,
-                workspace=workspace,
-                key_session_id=key_session_id,
-                now=now,
-            )
-            Admission.objects.filter(pk=admission.pk).update(
-                status=Admission.Status.COMMITTED,
-                committed_at=now,
-                committed_revision=revision,
-                capture_digest=request_digest,
-            )
-    except IntegrityError as error:
-        if FENCE_CONSTRAINT not in str(error):
-            raise
-        failed = fence_failed_predicates(
-            admission_id=admission.pk,
-            owner=owner,
-            workspace=workspace,
-            key_session_id=key_session_id,
-            now=now,
-        )
-        raise CaptureRetired(predicate=failed[0] if failed else "unknown", failed=failed) from None
-    except VersionConflict as conflict:
-        _refuse_if_retired(admission, owner, workspace, key_session_id)
-        current_version = int(conflict.detail.get("currentVersion", 0))
-        raise _conflict_with_proposal(admission, changes, current_version, data_key) from None
-    return CaptureReceipt(
-        admission_id=admission.pk,
-        version=revision.version,
-        bytes=revision.size_bytes,
-        committed_at=now,
-        is_replay=False,
-    )
-
-
-def _refuse_if_retired(
-    admission: Admission, owner: User, workspace: Workspace, key_session_id: uuid.UUID
-) -> None:
-    # A turn that lost its authority gets no proposal either: its change is not kept.
-    failed = fence_failed_predicates(
-        admission_id=admission.pk,
-        owner=owner,
-        workspace=workspace,
-        key_session_id=key_session_id,
-        now=timezone.now(),
-    )
-    if failed:
-        raise CaptureRetired(predicate=failed[0], failed=failed)
-
-
-def _conflict_with_proposal(
-    admission: Admission, changes: list[MemoryChange], current_version: int, data_key: bytes
-) -> CaptureConflict:
-    proposal = memory_proposal_create(
-        workspace=admission.workspace,
-        admission_id=admission.pk,
-        changes=changes,
-        base_version=current_version,
-        clear_generation=admission.clear_generation,
-        reason="version_conflict",
-        data_key=data_key,
-    )
-    return CaptureConflict(currentVersion=current_version, proposalId=str(proposal.pk))
-
-
-def _receipt(*, admission_id: uuid.UUID, is_replay: bool) -> CaptureReceipt:
-    fence = CommitFence.objects.select_related("revision", "admission").get(
-        admission_id=admission_id
-    )
-    return CaptureReceipt(
-        admission_id=admission_id,
-        version=fence.revision.version,
-        bytes=fence.revision.size_bytes,
-        committed_at=fence.created_at,
-        is_replay=is_replay,
-    )
-
-
-def _table(model: type) -> str:
-    return connection.ops.quote_name(model._meta.db_table)  # type: ignore[attr-defined]
-
-
-def _uuid(model: type, value: uuid.UUID) -> Any:
-    return model._meta.pk.get_db_prep_value(value, connection)  # type: ignore[attr-defined]
-
-
-def _fence_locks_take(admission: Admission) -> None:
-    """Take the fence's locks in the documented order (PostgreSQL; SQLite is already
-    serialised by its IMMEDIATE transaction). Call inside the capture's transaction."""
-    if connection.vendor != "postgresql":
-        return
-    with connection.cursor() as cursor:
-        # Order: policy, workspace, credential slot, key session (shared), admission.
-        for sql, param in [
-            (
-                f"SELECT 1 FROM {_table(MemoryPolicy)} WHERE workspace_id = %s FOR SHARE",
-                admission.workspace_id,
-            ),
-            (f"SELECT 1 FROM {_table(Workspace)} WHERE id = %s FOR SHARE", admission.workspace_id),
-            (
-                f"SELECT 1 FROM {_table(DeliveryCredential)} WHERE conversation_id = %s FOR SHARE",
-                _uuid(Conversation, admission.conversation_id),
-            ),
-            (
-                f"SELECT 1 FROM {_table(KeySession)} WHERE id = %s FOR SHARE",
-                _uuid(KeySession, admission.key_session_id) if admission.key_session_id else None,
-            ),
-            (
-                f"SELECT 1 FROM {_table(Admission)} WHERE id = %s FOR UPDATE",
-                _uuid(Admission, admission.pk),
-            ),
-        ]:
-            if param is not None:
-                cursor.execute(sql, [param])
-
-
-def _fence_insert(
-    *,
-    admission: Admission,
-    revision: FileVersion,
-    owner: User,
-    workspace: Workspace,
-    key_session_id: uuid.UUID,
-    now: datetime,
-) -> None:
-    """Insert the fence row with `ok` computed from the admission and the live rows.
-
-    Two traps are closed here: CASE turns an unknown (NULL) comparison into 0, since a
-    CHECK passes on NULL; and an INSERT ... SELECT that finds no admission inserts
-    nothing and raises nothing, so the row count is asserted.
-    """
-    moment = connection.ops.adapt_datetimefield_value(now)
-    presented = _uuid(KeySession, key_session_id)
-    sql = f"""
-        INSERT INTO {_table(CommitFence)}
-            (admission_id, revision_id, presented_key_session_id, ok, created_at)
-        SELECT a.id, %s, %s,
-            CASE WHEN a.owner_id = %s
-                AND a.workspace_id = %s
-                AND a.status = 'admitted'
-                AND a.expires_at > %s
-                AND a.mode = 'auto'
-                AND p.mode = 'auto'
-                AND p.policy_revision = a.policy_revision
-                AND p.clear_generation = a.clear_generation
-                AND w.ai_enabled = %s
-                AND w.ai_consent_revision = a.ai_consent_revision
-                AND c.credential_digest = a.credential_digest
-                AND c.expires_at > %s
-                AND a.key_session_id = %s
-                AND NOT EXISTS (
-                    SELECT 1 FROM {_table(KeySessionRevocation)} r
-                    WHERE r.key_session_id = %s
-                )
-            THEN 1 ELSE 0 END,
-            %s
-        FROM {_table(Admission)} a
-        JOIN {_table(Workspace)} w ON w.id = a.workspace_id
-        LEFT JOIN {_table(MemoryPolicy)} p ON p.workspace_id = a.workspace_id
-        LEFT JOIN {_table(DeliveryCredential)} c ON c.conversation_id = a.conversation_id
-        WHERE a.id = %s
-    """  # identifiers come from model metadata; every value is a parameter
-    params: list[Any] = [
-        revision.pk,
-        presented,
-        owner.pk,
-        workspace.pk,
-        moment,
-        True,
-        moment,
-        presented,
-        presented,
-        moment,
-        _uuid(Admission, admission.pk),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        inserted = cursor.rowcount
-    if inserted != 1:
-        raise CaptureRetired(predicate="admission_exists", failed=["admission_exists"])
 
 
 TURN_TASK = "automation.turn_run"

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from automation.capture import capture_commit
 from automation.documents import (
     assistant_document_list,
     assistant_document_read,
@@ -18,7 +19,6 @@ from automation.documents import (
 from automation.errors import CaptureConflict, CaptureRetired, MemoryOversized
 from automation.models import Admission
 from automation.providers import ToolSpec
-from automation.services import capture_commit
 from memory.edits import MemoryChange, parse_changes
 from memory.errors import MemoryEditInvalid, MemoryNamespaceReserved
 from memory.models import MemoryPolicy

@@ -1,7 +1,7 @@
 """Automatic capture: the fenced commit against raw psycopg, and 16 turns racing on one memory.
 
 1. `capture_fence_commit_service_vs_raw_psycopg`: one automatic capture (an `add` of one
-   60-byte line to a 2 KiB memory) through `automation.services.capture_commit`, versus
+   60-byte line to a 2 KiB memory) through `automation.capture.capture_commit`, versus
    the same SQL statements replayed on a separate raw psycopg connection. The raw side's
    statements are the service's own, captured from one untimed capture (CaptureQueriesContext
    for the sequence, including BEGIN and COMMIT; an execute wrapper for each statement's SQL
@@ -43,9 +43,10 @@ import psycopg
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from automation.capture import capture_commit
 from automation.errors import CaptureConflict, CaptureRetired
 from automation.models import Admission, CommitFence, Conversation
-from automation.services import capture_commit, conversation_create, message_admit
+from automation.services import conversation_create, message_admit
 from memory.edits import MemoryChange, apply_memory_changes
 from memory.models import MEMORY_PATH, Proposal
 from memory.selectors import MemoryText, memory_current_get

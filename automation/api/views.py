@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from automation import selectors, services
+from automation import capture, selectors, services
 from automation.authentication import DeliveryCredentialAuthentication, DeliveryGrant
 from automation.errors import IdempotencyKeyRequired
 from automation.models import Admission, Turn
@@ -254,7 +254,7 @@ class AutomationMemoryApi(APIView):
             raise KeySessionUnavailable(reason="missing")
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        receipt = services.capture_commit(
+        receipt = capture.capture_commit(
             admission=admission,
             owner=admission.owner,
             workspace=admission.workspace,

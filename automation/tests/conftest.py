@@ -8,14 +8,9 @@ from typing import Any
 
 import pytest
 
+from automation.capture import CaptureReceipt, capture_commit
 from automation.models import Admission, Conversation
-from automation.services import (
-    CaptureReceipt,
-    MemoryState,
-    capture_commit,
-    conversation_create,
-    message_admit,
-)
+from automation.services import MemoryState, conversation_create, message_admit
 from memory.edits import parse_changes
 from memory.services import memory_policy_set, memory_save
 from workspaces.models import KeySession

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from automation import services
+from automation import capture
 from automation.errors import CaptureConflict, CaptureRetired, MemoryOversized
 from automation.models import Admission, CommitFence, DeliveryCredential
 from memory.errors import MemoryEditInvalid
@@ -36,7 +36,7 @@ def at_checkpoint(monkeypatch):
             if reached == stage:
                 action()
 
-        monkeypatch.setattr(services, "_checkpoint", checkpoint)
+        monkeypatch.setattr(capture, "_checkpoint", checkpoint)
 
     return install
 

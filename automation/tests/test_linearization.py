@@ -14,10 +14,10 @@ import threading
 import pytest
 from django.db import transaction
 
-from automation import services
+from automation import capture as capture_module
+from automation.capture import CaptureReceipt
 from automation.errors import CaptureRetired
 from automation.models import Admission, CommitFence
-from automation.services import CaptureReceipt
 from conftest import postgres_only, run_concurrently, wait_until_a_backend_waits_on_a_lock
 from memory.selectors import memory_current_get, memory_policy_get
 from memory.services import memory_clear, memory_policy_set
@@ -112,7 +112,7 @@ def test_capture_that_commits_first_stands_and_the_action_sees_it(
             holding.set()
             release.wait(timeout=30)
 
-    monkeypatch.setattr(services, "_checkpoint", hold_inside_the_fence)
+    monkeypatch.setattr(capture_module, "_checkpoint", hold_inside_the_fence)
 
     def capture():
         return assistant.capture(admission)

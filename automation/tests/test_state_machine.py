@@ -19,9 +19,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from automation.capture import capture_commit
 from automation.errors import CaptureRetired
 from automation.models import Admission
-from automation.services import capture_commit, conversation_create, message_admit
+from automation.services import conversation_create, message_admit
 from memory.edits import parse_changes
 from memory.models import MEMORY_PATH
 from memory.selectors import memory_current_get, memory_policy_get
