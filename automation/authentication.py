@@ -10,8 +10,8 @@ from rest_framework.request import Request
 
 from automation.models import Admission
 from automation.tokens import DELIVERY_PREFIX, delivery_credential_digest
-from workspaces.errors import OrgPendingDeletion
 from workspaces.models import User
+from workspaces.selectors import org_require_active
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,7 @@ class DeliveryCredentialAuthentication(BaseAuthentication):
         )
         if admission is None or not admission.owner.is_active:
             raise AuthenticationFailed("Delivery credential invalid.", code="TOKEN_INVALID")
-        org = admission.workspace.team.org
-        if not org.is_active:
-            raise OrgPendingDeletion(deletionDueAt=org.deletion_due_at)
+        org_require_active(org=admission.workspace.team.org)
         return admission.owner, DeliveryGrant(admission=admission)
 
     def authenticate_header(self, request: Request) -> str:

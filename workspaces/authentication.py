@@ -16,8 +16,9 @@ from rest_framework.authentication import BaseAuthentication, SessionAuthenticat
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from workspaces.errors import NoActiveTeam, OrgPendingDeletion
+from workspaces.errors import NoActiveTeam
 from workspaces.models import ApiToken, Team, TeamMembership, User
+from workspaces.selectors import org_require_active
 from workspaces.tokens import PAT_PREFIX, jwt_decode, pat_digest
 
 ACTIVE_TEAM_SESSION_KEY = "active_team_id"
@@ -74,6 +75,7 @@ class BearerAuthentication(BaseAuthentication):
             raise _refuse("TOKEN_EXPIRED", "Token expired.")
         if not token.user.is_active or not token.owner_in_team:
             raise _refuse("TOKEN_INVALID", "Token owner unavailable.")
+        org_require_active(org=token.team.org)
         return token.user, Credential(
             kind="pat", user=token.user, team=token.team, token_id=token.pk
         )
@@ -92,7 +94,7 @@ class BearerAuthentication(BaseAuthentication):
         )
         if membership is None:
             raise _refuse("TOKEN_INVALID", "Token owner unavailable.")
-        _require_open_org(membership.team)
+        org_require_active(org=membership.team.org)
         return membership.user, Credential(kind="jwt", user=membership.user, team=membership.team)
 
 
@@ -111,15 +113,8 @@ class TeamSessionAuthentication(SessionAuthentication):
         )
         if membership is None:
             raise NoActiveTeam()
-        _require_open_org(membership.team)
+        org_require_active(org=membership.team.org)
         return user, Credential(kind="session", user=user, team=membership.team)
-
-
-def _require_open_org(team: Team) -> None:
-    # A soft-deleted org's people are still authenticated, so they get the precise
-    # reason; nothing of the org can be used until it is restored.
-    if not team.org.is_active:
-        raise OrgPendingDeletion(deletionDueAt=team.org.deletion_due_at)
 
 
 def request_credential(request: Request) -> Credential:

@@ -16,12 +16,24 @@ from workspaces.models import (
     File,
     FileVersion,
     KeySession,
+    Org,
     Team,
     User,
     Workspace,
     WorkspaceKey,
     WorkspaceMembership,
 )
+
+
+def org_require_active(*, org: Org) -> None:
+    """Refuse everything of an org that is not active (pending deletion or being purged).
+
+    Its people are still authenticated, so they get the precise reason; nothing of the
+    org can be used until it is restored. Every credential check and every workspace
+    lookup goes through here.
+    """
+    if not org.is_active:
+        raise OrgPendingDeletion(deletionDueAt=org.deletion_due_at)
 
 
 def workspace_list_for_member(*, user: User, team: Team) -> QuerySet[Workspace]:
@@ -41,9 +53,7 @@ def workspace_membership_get(*, user: User, team: Team, workspace_id: int) -> Wo
     )
     if membership is None:
         raise NotFound("No such workspace.")
-    org = membership.workspace.team.org
-    if not org.is_active:
-        raise OrgPendingDeletion(deletionDueAt=org.deletion_due_at)
+    org_require_active(org=membership.workspace.team.org)
     return membership
 
 

@@ -127,11 +127,14 @@ def test_restore_inside_grace_keeps_everything(make_assistant):
     assert "org_restored" in actions
 
 
-def test_members_of_a_pending_org_are_refused_with_a_clear_code(tenant):
+@pytest.mark.parametrize(
+    "route", ["/api/v1/workspaces/{workspace}/memory", "/api/v1/workspaces", "/api/v1/tokens"]
+)
+def test_members_of_a_pending_org_are_refused_with_a_clear_code(tenant, route):
     client = tenant.client_for(tenant.member)
     org_deletion_request(org=tenant.org, actor=tenant.admin)
 
-    response = client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/memory")
+    response = client.get(route.format(workspace=tenant.workspace.pk))
 
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "ORG_PENDING_DELETION"
