@@ -36,6 +36,7 @@ from automation.models import (
     DeliveryCredential,
 )
 from automation.selectors import fence_failed_predicates
+from automation.sql import pk_param, table
 from memory.edits import MemoryChange, apply_memory_changes
 from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import memory_current_get
@@ -251,14 +252,6 @@ def _receipt(*, admission_id: uuid.UUID, is_replay: bool) -> CaptureReceipt:
     )
 
 
-def _table(model: type) -> str:
-    return connection.ops.quote_name(model._meta.db_table)  # type: ignore[attr-defined]
-
-
-def _uuid(model: type, value: uuid.UUID) -> Any:
-    return model._meta.pk.get_db_prep_value(value, connection)  # type: ignore[attr-defined]
-
-
 def _fence_locks_take(admission: Admission) -> None:
     """Take the fence's locks in the documented order (PostgreSQL; SQLite is already
     serialised by its IMMEDIATE transaction). Call inside the capture's transaction."""
@@ -268,21 +261,23 @@ def _fence_locks_take(admission: Admission) -> None:
         # Order: policy, workspace, credential slot, key session (shared), admission.
         for sql, param in [
             (
-                f"SELECT 1 FROM {_table(MemoryPolicy)} WHERE workspace_id = %s FOR SHARE",
+                f"SELECT 1 FROM {table(MemoryPolicy)} WHERE workspace_id = %s FOR SHARE",
                 admission.workspace_id,
             ),
-            (f"SELECT 1 FROM {_table(Workspace)} WHERE id = %s FOR SHARE", admission.workspace_id),
+            (f"SELECT 1 FROM {table(Workspace)} WHERE id = %s FOR SHARE", admission.workspace_id),
             (
-                f"SELECT 1 FROM {_table(DeliveryCredential)} WHERE conversation_id = %s FOR SHARE",
-                _uuid(Conversation, admission.conversation_id),
+                f"SELECT 1 FROM {table(DeliveryCredential)} WHERE conversation_id = %s FOR SHARE",
+                pk_param(Conversation, admission.conversation_id),
             ),
             (
-                f"SELECT 1 FROM {_table(KeySession)} WHERE id = %s FOR SHARE",
-                _uuid(KeySession, admission.key_session_id) if admission.key_session_id else None,
+                f"SELECT 1 FROM {table(KeySession)} WHERE id = %s FOR SHARE",
+                pk_param(KeySession, admission.key_session_id)
+                if admission.key_session_id
+                else None,
             ),
             (
-                f"SELECT 1 FROM {_table(Admission)} WHERE id = %s FOR UPDATE",
-                _uuid(Admission, admission.pk),
+                f"SELECT 1 FROM {table(Admission)} WHERE id = %s FOR UPDATE",
+                pk_param(Admission, admission.pk),
             ),
         ]:
             if param is not None:
@@ -305,9 +300,9 @@ def _fence_insert(
     nothing and raises nothing, so the row count is asserted.
     """
     moment = connection.ops.adapt_datetimefield_value(now)
-    presented = _uuid(KeySession, key_session_id)
+    presented = pk_param(KeySession, key_session_id)
     sql = f"""
-        INSERT INTO {_table(CommitFence)}
+        INSERT INTO {table(CommitFence)}
             (admission_id, revision_id, presented_key_session_id, ok, created_at)
         SELECT a.id, %s, %s,
             CASE WHEN a.owner_id = %s
@@ -324,15 +319,15 @@ def _fence_insert(
                 AND c.expires_at > %s
                 AND a.key_session_id = %s
                 AND NOT EXISTS (
-                    SELECT 1 FROM {_table(KeySessionRevocation)} r
+                    SELECT 1 FROM {table(KeySessionRevocation)} r
                     WHERE r.key_session_id = %s
                 )
             THEN 1 ELSE 0 END,
             %s
-        FROM {_table(Admission)} a
-        JOIN {_table(Workspace)} w ON w.id = a.workspace_id
-        LEFT JOIN {_table(MemoryPolicy)} p ON p.workspace_id = a.workspace_id
-        LEFT JOIN {_table(DeliveryCredential)} c ON c.conversation_id = a.conversation_id
+        FROM {table(Admission)} a
+        JOIN {table(Workspace)} w ON w.id = a.workspace_id
+        LEFT JOIN {table(MemoryPolicy)} p ON p.workspace_id = a.workspace_id
+        LEFT JOIN {table(DeliveryCredential)} c ON c.conversation_id = a.conversation_id
         WHERE a.id = %s
     """  # identifiers come from model metadata; every value is a parameter
     params: list[Any] = [
@@ -346,7 +341,7 @@ def _fence_insert(
         presented,
         presented,
         moment,
-        _uuid(Admission, admission.pk),
+        pk_param(Admission, admission.pk),
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -12,6 +12,7 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from automation.models import Admission, Conversation, DeliveryCredential, Message, Turn
+from automation.sql import pk_param, table
 from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import MemoryText, memory_policy_get
 from workspaces.crypto import (
@@ -240,50 +241,36 @@ def recall_facts(*, admission: Admission) -> RecallFacts | None:
     Hand-written SQL because it runs before every model call: the same query built with
     the ORM (nine subqueries) cost four times as long, almost all of it in Python.
     """
-    table = {
-        model: connection.ops.quote_name(model._meta.db_table)
-        for model in (
-            Workspace,
-            WorkspaceMembership,
-            User,
-            DeliveryCredential,
-            MemoryPolicy,
-            KeySession,
-            KeySessionRevocation,
-            File,
-            FileVersion,
-        )
-    }
     sql = f"""
         SELECT w.ai_enabled,
             EXISTS (
-                SELECT 1 FROM {table[WorkspaceMembership]} m
-                JOIN {table[User]} u ON u.id = m.user_id
+                SELECT 1 FROM {table(WorkspaceMembership)} m
+                JOIN {table(User)} u ON u.id = m.user_id
                 WHERE m.workspace_id = w.id AND m.user_id = %s AND u.is_active = %s
             ),
-            (SELECT c.credential_digest FROM {table[DeliveryCredential]} c
+            (SELECT c.credential_digest FROM {table(DeliveryCredential)} c
                 WHERE c.conversation_id = %s),
-            (SELECT p.mode FROM {table[MemoryPolicy]} p WHERE p.workspace_id = w.id),
+            (SELECT p.mode FROM {table(MemoryPolicy)} p WHERE p.workspace_id = w.id),
             EXISTS (
-                SELECT 1 FROM {table[KeySession]} k
+                SELECT 1 FROM {table(KeySession)} k
                 WHERE k.id = %s AND k.workspace_id = w.id AND k.user_id = %s
                     AND k.revoked_at IS NULL
                     AND NOT EXISTS (
-                        SELECT 1 FROM {table[KeySessionRevocation]} r
+                        SELECT 1 FROM {table(KeySessionRevocation)} r
                         WHERE r.key_session_id = k.id
                     )
             ),
             f.id, f.current_version, f.deleted_at, v.size_bytes, v.ciphertext
-        FROM {table[Workspace]} w
-        LEFT JOIN {table[File]} f ON f.workspace_id = w.id AND f.path = %s
-        LEFT JOIN {table[FileVersion]} v ON v.file_id = f.id AND v.version = f.current_version
+        FROM {table(Workspace)} w
+        LEFT JOIN {table(File)} f ON f.workspace_id = w.id AND f.path = %s
+        LEFT JOIN {table(FileVersion)} v ON v.file_id = f.id AND v.version = f.current_version
         WHERE w.id = %s
     """  # identifiers come from model metadata; every value is a parameter
     params = [
         admission.owner_id,
         True,
-        Conversation._meta.pk.get_db_prep_value(admission.conversation_id, connection),
-        KeySession._meta.pk.get_db_prep_value(admission.key_session_id, connection),
+        pk_param(Conversation, admission.conversation_id),
+        pk_param(KeySession, admission.key_session_id),
         admission.owner_id,
         MEMORY_PATH,
         admission.workspace_id,
