@@ -24,6 +24,7 @@ from automation.providers import (
 )
 from automation.selectors import transcript_for_conversation
 from workspaces.errors import DomainError
+from workspaces.services import workspace_key_unwrap
 
 MAX_MODEL_CALLS = 6
 
@@ -51,6 +52,13 @@ def turn_run(*, turn_id: uuid.UUID, provider: ModelProvider | None = None) -> No
 def _run(turn: Turn, provider: ModelProvider) -> None:
     admission = turn.admission
     workspace = admission.workspace
+    data_key = workspace_key_unwrap(workspace=workspace)
+
+    def record(role: str, body: dict[str, Any]) -> None:
+        services.transcript_append(
+            turn=turn, workspace=workspace, data_key=data_key, role=role, body=body
+        )
+
     messages = [
         _chat(entry.role, entry.body)
         for entry in transcript_for_conversation(conversation=admission.conversation)
@@ -63,16 +71,11 @@ def _run(turn: Turn, provider: ModelProvider) -> None:
             tools=tools.TOOL_SPECS,
         )
         if not reply.tool_calls:
-            body: dict[str, Any] = {"content": reply.text}
-            services.transcript_append(
-                turn=turn, workspace=workspace, role=Message.Role.ASSISTANT, body=body
-            )
+            record(Message.Role.ASSISTANT, {"content": reply.text})
             services.turn_finish(turn=turn)
             return
         calls_body = {"content": reply.text, "toolCalls": [_call_dict(c) for c in reply.tool_calls]}
-        services.transcript_append(
-            turn=turn, workspace=workspace, role=Message.Role.ASSISTANT, body=calls_body
-        )
+        record(Message.Role.ASSISTANT, calls_body)
         messages.append(_chat(Message.Role.ASSISTANT, calls_body))
         context = tools.TurnContext(
             admission=admission,
@@ -82,9 +85,7 @@ def _run(turn: Turn, provider: ModelProvider) -> None:
         for call in reply.tool_calls:
             result = _execute(call, context)
             result_body = {"content": json.dumps(result), "toolCallId": call.id}
-            services.transcript_append(
-                turn=turn, workspace=workspace, role=Message.Role.TOOL, body=result_body
-            )
+            record(Message.Role.TOOL, result_body)
             messages.append(_chat(Message.Role.TOOL, result_body))
     services.turn_finish(turn=turn, failure_code="TOO_MANY_MODEL_CALLS")
 

@@ -143,7 +143,11 @@ def message_admit(
             )
             turn = Turn.objects.create(admission=admission, created_at=now)
             transcript_append(
-                turn=turn, workspace=workspace, role=Message.Role.USER, body={"content": text}
+                turn=turn,
+                workspace=workspace,
+                data_key=workspace_key_unwrap(workspace=workspace),
+                role=Message.Role.USER,
+                body={"content": text},
             )
             cache_key = delivery_credential_cache_key(admission.pk)
             transaction.on_commit(
@@ -185,9 +189,10 @@ def turn_enqueue(*, turn_id: uuid.UUID) -> None:
 
 
 def transcript_append(
-    *, turn: Turn, workspace: Workspace, role: str, body: dict[str, Any]
+    *, turn: Turn, workspace: Workspace, data_key: bytes, role: str, body: dict[str, Any]
 ) -> Message:
-    """Append a sealed entry to the turn's transcript.
+    """Append an entry to the turn's transcript, sealed under `data_key` (the workspace's,
+    unwrapped once by the caller for the whole turn).
 
     The transcript is the conversation's own record; the memory block a model call
     was given is never passed here.
@@ -195,7 +200,7 @@ def transcript_append(
     message_id = uuid.uuid4()
     sequence = (turn.messages.aggregate(last=Max("sequence"))["last"] or 0) + 1
     sealed = seal(
-        data_key=workspace_key_unwrap(workspace=workspace),
+        data_key=data_key,
         plaintext=json.dumps(body).encode(),
         associated_data=record_associated_data(
             kind="message", workspace_id=workspace.pk, record_id=message_id
