@@ -22,6 +22,9 @@ from memory.services import memory_save
 from workspaces.models import FileVersion, Org, Team, User, Workspace
 from workspaces.services import api_token_create, workspace_create, workspace_membership_ensure
 
+# The browser tests' fixtures (workspaces/tests/browser.py), shared by every app.
+pytest_plugins = ["workspaces.tests.browser"]
+
 _names = itertools.count(1)
 
 

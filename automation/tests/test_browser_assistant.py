@@ -14,7 +14,6 @@ from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
 from memory.selectors import memory_current_get
 from memory.services import memory_policy_set, memory_save
 from workspaces.models import FileVersion, KeySession
-from workspaces.tests import browser
 from workspaces.tests.browser import (
     open_page,
     requires_chromium,
@@ -23,11 +22,6 @@ from workspaces.tests.browser import (
 )
 
 pytestmark = [requires_chromium, pytest.mark.django_db(transaction=True)]
-
-# The shared browser fixtures (one browser per session, a fresh context per test).
-browser_session = browser.browser_session
-new_context = browser.new_context
-browser_context = browser.browser_context
 
 
 def open_frame(context, live_server, tenant):

@@ -12,7 +12,6 @@ from memory.models import MEMORY_PATH
 from memory.services import memory_save
 from workspaces.models import File
 from workspaces.selectors import file_read_text, workspace_data_key
-from workspaces.tests import browser
 from workspaces.tests.browser import (
     open_page,
     requires_chromium,
@@ -21,11 +20,6 @@ from workspaces.tests.browser import (
 )
 
 pytestmark = [requires_chromium, pytest.mark.django_db(transaction=True)]
-
-# The shared browser fixtures (one browser per session, a fresh context per test).
-browser_session = browser.browser_session
-new_context = browser.new_context
-browser_context = browser.browser_context
 
 
 def note_text(tenant, path: str) -> tuple[int, str]:

@@ -1,8 +1,8 @@
 """What the browser tests share: Debian's chromium driven by Playwright (sync API) against
 pytest-django's live_server, one browser per test session and a fresh context per test.
 
-Each `test_browser_*.py` module binds the fixtures it uses by name (`browser_context =
-browser.browser_context`), since they cannot live in one conftest shared by the apps.
+The fixtures are registered once for the whole suite, as a plugin named in the root
+conftest (`pytest_plugins`), so every app's `test_browser_*.py` requests them by name.
 Browsers are never downloaded: the tests use /usr/bin/chromium, which `.ci/run` installs
 from Debian, and are skipped with a visible reason where it is missing.
 
@@ -56,34 +56,21 @@ class BrowserSession:
     loop: asyncio.AbstractEventLoop
 
 
-# The one browser of this test process. Each test module binds the fixture below, which
-# makes one fixture definition per module; they all share this browser, so it is launched
-# once per process and closed at the end of the session.
-_shared: list[tuple[BrowserSession, Callable[[], None]]] = []
-
-
 @pytest.fixture(scope="session")
 def browser_session() -> Iterator[BrowserSession]:
-    if not _shared:
-        from playwright.sync_api import sync_playwright
+    """The one browser of this test process, launched at first use, closed at the end."""
+    from playwright.sync_api import sync_playwright
 
-        playwright = sync_playwright().start()
-        loop = asyncio.get_running_loop()
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        asyncio._set_running_loop(None)
-
-        def stop() -> None:
-            asyncio._set_running_loop(loop)
-            try:
-                browser.close()
-            finally:
-                playwright.stop()
-
-        _shared.append((BrowserSession(browser=browser, loop=loop), stop))
-    yield _shared[0][0]
-    if _shared:
-        _, stop = _shared.pop()
-        stop()
+    playwright = sync_playwright().start()
+    loop = asyncio.get_running_loop()
+    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    asyncio._set_running_loop(None)
+    yield BrowserSession(browser=browser, loop=loop)
+    asyncio._set_running_loop(loop)
+    try:
+        browser.close()
+    finally:
+        playwright.stop()
 
 
 @pytest.fixture
