@@ -29,10 +29,11 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from automation.errors import WorkspaceAiDisabled
+from automation.errors import CredentialSuperseded, WorkspaceAiDisabled
 from automation.models import Admission
+from automation.selectors import credential_slot_get, turn_expiry_refuse
 from memory.namespace import is_memory_namespace, memory_namespace_refuse
-from workspaces.errors import CredentialExpired, KeySessionUnavailable, NotFound
+from workspaces.errors import KeySessionUnavailable, NotFound
 from workspaces.models import File, FileVersion, User, Workspace
 from workspaces.paths import document_path_require_canonical
 from workspaces.selectors import (
@@ -91,17 +92,22 @@ def document_actor_for_turn(
     """The assistant acting for one admitted turn, in the admission's workspace.
 
     Refused once the turn is past its expiry (the delivery credential's life), when the
-    sender is no longer a member of the workspace (404, as for any other caller), or when
-    workspace AI was switched off since. The key session is the admission's unless the
-    caller names one (a tool that was handed it); either way it is checked on first use.
+    sender is no longer a member of the workspace (404, as for any other caller), when
+    workspace AI was switched off since, or when a newer message in the conversation took
+    the credential slot (as recall then withholds memory). The key session is the
+    admission's unless the caller names one (a tool that was handed it); either way it is
+    checked on first use.
     """
-    if admission.expires_at <= timezone.now():
-        raise CredentialExpired("This turn's delivery credential is past its expiry.")
+    now = timezone.now()
+    slot = credential_slot_get(admission=admission, now=now)
+    turn_expiry_refuse(admission=admission, slot=slot, now=now)
     membership = workspace_membership_get(
         user=admission.owner, team=admission.workspace.team, workspace_id=admission.workspace_id
     )
     if not membership.workspace.ai_enabled:
         raise WorkspaceAiDisabled()
+    if not slot.is_current:
+        raise CredentialSuperseded()
     return DocumentActor(
         workspace=membership.workspace,
         user=admission.owner,

@@ -18,6 +18,18 @@ class CaptureConflict(VersionConflict):
     )
 
 
+class CredentialSuperseded(DomainError):
+    """A newer message in the conversation took its credential slot: the older turn's
+    delivery credential still names its turn, but that turn may no longer act."""
+
+    code = "CREDENTIAL_SUPERSEDED"
+    status = 403
+    default_message = (
+        "A newer message in this conversation took over its delivery credential; this "
+        "turn can no longer act. Nothing was read or written."
+    )
+
+
 class MemoryOversized(DomainError):
     code = "MEMORY_OVERSIZED"
     status = 422

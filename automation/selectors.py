@@ -21,7 +21,7 @@ from workspaces.crypto import (
     revision_associated_data,
     unseal,
 )
-from workspaces.errors import DocumentUnreadable, NotFound
+from workspaces.errors import CredentialExpired, DocumentUnreadable, NotFound
 from workspaces.models import (
     File,
     FileVersion,
@@ -56,6 +56,37 @@ def conversation_get_for_owner(
     if conversation is None:
         raise NotFound("No such conversation.")
     return conversation
+
+
+@dataclass(frozen=True)
+class CredentialSlot:
+    """What the conversation's credential slot says about one turn's delivery credential:
+    whether it still carries it (no newer turn took it), and if so whether it is unexpired."""
+
+    is_current: bool
+    is_unexpired: bool
+
+
+def credential_slot_get(*, admission: Admission, now: datetime) -> CredentialSlot:
+    slot = (
+        DeliveryCredential.objects.filter(conversation_id=admission.conversation_id)
+        .values_list("credential_digest", "expires_at")
+        .first()
+    )
+    if slot is None or slot[0] != admission.credential_digest:
+        return CredentialSlot(is_current=False, is_unexpired=False)
+    return CredentialSlot(is_current=True, is_unexpired=slot[1] > now)
+
+
+def turn_expiry_refuse(*, admission: Admission, slot: CredentialSlot, now: datetime) -> None:
+    """Refuse (TOKEN_EXPIRED) a turn past its admission's original expiry, or whose
+    credential, still the conversation's current one, is past the slot's expiry.
+
+    Every use of a turn's authority starts here (recall, the document routes and tools),
+    so a dead credential is refused the same way everywhere, before anything is read.
+    """
+    if admission.expires_at <= now or (slot.is_current and not slot.is_unexpired):
+        raise CredentialExpired("This turn's delivery credential is past its expiry.")
 
 
 # The commit fence's predicate, one name per clause, in the order the seed states them.
@@ -204,6 +235,7 @@ class RecallFacts:
     ai_enabled: bool
     is_member: bool
     credential_digest: str | None
+    credential_unexpired: bool
     mode: str
     key_session_usable: bool
     memory_file_id: int | None
@@ -211,6 +243,12 @@ class RecallFacts:
     memory_deleted: bool
     memory_bytes: int
     memory_ciphertext: bytes | None
+
+    def credential_slot(self, *, admission: Admission) -> CredentialSlot:
+        is_current = self.credential_digest == admission.credential_digest
+        return CredentialSlot(
+            is_current=is_current, is_unexpired=is_current and self.credential_unexpired
+        )
 
     def memory_text(self, *, data_key: bytes, workspace_id: int) -> MemoryText:
         """The live memory text, opened with the turn's key session key."""
@@ -233,10 +271,10 @@ class RecallFacts:
         )
 
 
-def recall_facts(*, admission: Admission) -> RecallFacts | None:
+def recall_facts(*, admission: Admission, now: datetime) -> RecallFacts | None:
     """Read, in one statement, the live facts a recall checks: workspace AI, the sender's
-    membership, the conversation's credential slot, the memory mode, the key session's
-    row, and the memory document's current revision.
+    membership, the conversation's credential slot (and whether it is unexpired at `now`),
+    the memory mode, the key session's row, and the memory document's current revision.
 
     Hand-written SQL because it runs before every model call: the same query built with
     the ORM (nine subqueries) cost four times as long, almost all of it in Python.
@@ -248,8 +286,8 @@ def recall_facts(*, admission: Admission) -> RecallFacts | None:
                 JOIN {table(User)} u ON u.id = m.user_id
                 WHERE m.workspace_id = w.id AND m.user_id = %s AND u.is_active = %s
             ),
-            (SELECT c.credential_digest FROM {table(DeliveryCredential)} c
-                WHERE c.conversation_id = %s),
+            c.credential_digest,
+            c.expires_at > %s,
             (SELECT p.mode FROM {table(MemoryPolicy)} p WHERE p.workspace_id = w.id),
             EXISTS (
                 SELECT 1 FROM {table(KeySession)} k
@@ -262,6 +300,7 @@ def recall_facts(*, admission: Admission) -> RecallFacts | None:
             ),
             f.id, f.current_version, f.deleted_at, v.size_bytes, v.ciphertext
         FROM {table(Workspace)} w
+        LEFT JOIN {table(DeliveryCredential)} c ON c.conversation_id = %s
         LEFT JOIN {table(File)} f ON f.workspace_id = w.id AND f.path = %s
         LEFT JOIN {table(FileVersion)} v ON v.file_id = f.id AND v.version = f.current_version
         WHERE w.id = %s
@@ -269,9 +308,10 @@ def recall_facts(*, admission: Admission) -> RecallFacts | None:
     params = [
         admission.owner_id,
         True,
-        pk_param(Conversation, admission.conversation_id),
+        connection.ops.adapt_datetimefield_value(now),
         pk_param(KeySession, admission.key_session_id),
         admission.owner_id,
+        pk_param(Conversation, admission.conversation_id),
         MEMORY_PATH,
         admission.workspace_id,
     ]
@@ -280,12 +320,13 @@ def recall_facts(*, admission: Admission) -> RecallFacts | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    (ai_enabled, is_member, slot_digest, mode, session_usable, file_id, version, deleted_at,
-     size_bytes, ciphertext) = row  # fmt: skip
+    (ai_enabled, is_member, slot_digest, slot_unexpired, mode, session_usable, file_id, version,
+     deleted_at, size_bytes, ciphertext) = row  # fmt: skip
     return RecallFacts(
         ai_enabled=bool(ai_enabled),
         is_member=bool(is_member),
         credential_digest=slot_digest,
+        credential_unexpired=bool(slot_unexpired),
         mode=mode or MemoryPolicy.Mode.READ_ONLY,
         key_session_usable=bool(session_usable),
         memory_file_id=file_id,

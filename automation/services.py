@@ -29,7 +29,7 @@ from automation.models import (
     RecallStatus,
     Turn,
 )
-from automation.selectors import recall_facts
+from automation.selectors import recall_facts, turn_expiry_refuse
 from automation.tokens import delivery_credential_cache_key, delivery_credential_generate
 from memory.edits import is_encodable
 from memory.models import MemoryPolicy
@@ -47,6 +47,7 @@ from workspaces.models import (
 )
 from workspaces.services import (
     key_session_cached_key,
+    key_session_idle_restart,
     workspace_key_unwrap,
 )
 
@@ -247,8 +248,16 @@ def memory_recall(*, admission: Admission) -> Recall:
     Runs before every model call, so a Save, a Clear or Off between two calls of one
     turn reaches the second. When memory is withheld the status says why; an older
     copy is never substituted. One query reads every live fact the decision needs.
+
+    A turn past its expiry is refused (TOKEN_EXPIRED) as on the document routes, and
+    records no receipt. Only a recall that read memory for the model (provided or empty)
+    restarts the key session's idle timeout: a withheld one must not keep alive a
+    session that nothing is using.
     """
     recall = _recall_inspect(admission)
+    is_read = recall.status in {RecallStatus.PROVIDED, RecallStatus.EMPTY}
+    if is_read and admission.key_session_id is not None:
+        key_session_idle_restart(session_id=admission.key_session_id)
     with transaction.atomic():
         if connection.vendor == "postgresql":
             # The receipt is a diagnostic record: losing the last few to a server crash
@@ -265,16 +274,23 @@ def memory_recall(*, admission: Admission) -> Recall:
 
 
 def _recall_inspect(admission: Admission) -> Recall:
-    live = recall_facts(admission=admission)
-    if live is None or not live.is_member or not live.ai_enabled:
+    now = timezone.now()
+    live = recall_facts(admission=admission, now=now)
+    if live is None:
         return Recall(RecallStatus.NO_ACCESS, None)
-    if live.credential_digest != admission.credential_digest:
+    slot = live.credential_slot(admission=admission)
+    turn_expiry_refuse(admission=admission, slot=slot, now=now)
+    if not live.is_member or not live.ai_enabled:
+        return Recall(RecallStatus.NO_ACCESS, None)
+    if not slot.is_current:
         return Recall(RecallStatus.SUPERSEDED, None)
     if live.mode == MemoryPolicy.Mode.OFF:
         return Recall(RecallStatus.OFF, None)
     data_key = (
         key_session_cached_key(
-            session_id=admission.key_session_id, workspace_id=admission.workspace_id
+            session_id=admission.key_session_id,
+            workspace_id=admission.workspace_id,
+            restart_idle=False,
         )
         if admission.key_session_id is not None and live.key_session_usable
         else None

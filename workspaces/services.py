@@ -426,16 +426,25 @@ def key_session_resolve(*, session_id: uuid.UUID, workspace: Workspace, user: Us
     return data_key
 
 
-def key_session_cached_key(*, session_id: uuid.UUID, workspace_id: int) -> bytes | None:
+def key_session_cached_key(
+    *, session_id: uuid.UUID, workspace_id: int, restart_idle: bool = True
+) -> bytes | None:
     """The cache half of `key_session_resolve`: the session's key if it is still cached
-    (restarting its idle timeout), else None. Call only once the session's row has been
-    checked (owner, workspace, no revocation) in the same request."""
-    cache_key = key_session_cache_key(session_id)
-    entry = cache.get(cache_key)
+    (restarting its idle timeout unless `restart_idle` is False), else None. Call only
+    once the session's row has been checked (owner, workspace, no revocation) in the same
+    request."""
+    entry = cache.get(key_session_cache_key(session_id))
     if entry is None or entry["workspace_id"] != workspace_id:
         return None
-    cache.touch(cache_key, settings.KEY_SESSION_IDLE_SECONDS)
+    if restart_idle:
+        key_session_idle_restart(session_id=session_id)
     return bytes(entry["key"])
+
+
+def key_session_idle_restart(*, session_id: uuid.UUID) -> None:
+    """Restart a key session's idle timeout. Only a use that was granted may do this: a
+    refused or withheld one must let an unused session idle out."""
+    cache.touch(key_session_cache_key(session_id), settings.KEY_SESSION_IDLE_SECONDS)
 
 
 def key_session_revoke(*, session: KeySession, revoked_by: User) -> KeySession:

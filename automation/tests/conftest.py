@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 
 from automation.capture import CaptureReceipt, capture_commit
 from automation.models import Admission, Conversation
@@ -87,3 +88,17 @@ def make_assistant(tenant) -> Callable[..., Assistant]:
 @pytest.fixture
 def assistant(make_assistant) -> Assistant:
     return make_assistant()
+
+
+@pytest.fixture
+def idle_restarts(monkeypatch) -> list[str]:
+    """The cache keys whose timeout was restarted (key sessions' idle timers), in order."""
+    restarted: list[str] = []
+    touch = cache.touch
+
+    def spy(key: str, *args: Any, **kwargs: Any) -> bool:
+        restarted.append(key)
+        return touch(key, *args, **kwargs)
+
+    monkeypatch.setattr(cache, "touch", spy)
+    return restarted

@@ -60,7 +60,7 @@ WITHHELD = {
 
 
 @pytest.mark.parametrize("status", sorted(WITHHELD))
-def test_each_withheld_status_produces_its_note_and_no_text(assistant, status):
+def test_each_withheld_status_produces_its_note_and_no_text(assistant, status, idle_restarts):
     admission = assistant.send()
     WITHHELD[status](assistant)
 
@@ -68,6 +68,7 @@ def test_each_withheld_status_produces_its_note_and_no_text(assistant, status):
 
     assert result.status == status
     assert result.text is None
+    assert idle_restarts == [], "a withheld recall must not keep the key session alive"
     message = system_message(status=result.status, version=result.version, text=result.text)
     assert "Saved memory is not provided because" in message
     assert "likes tea" not in message
@@ -86,12 +87,13 @@ def test_each_withheld_status_produces_its_note_and_no_text(assistant, status):
         (MemoryState(acknowledged_version=7, save_in_flight=False), "stale"),
     ],
 )
-def test_the_senders_memory_state_can_withhold_memory(assistant, state, status):
+def test_the_senders_memory_state_can_withhold_memory(assistant, state, status, idle_restarts):
     admission = assistant.send(memory_state=state)
 
     result = recall(admission)
 
     assert (result.status, result.text) == (status, None)
+    assert idle_restarts == []
     assert "not provided because" in system_message(
         status=result.status, version=result.version, text=result.text
     )

@@ -319,6 +319,33 @@ def test_an_expired_turn_can_no_longer_act(runtime, admission, assistant):
     assert stored(assistant.tenant) == [(MEMORY_PATH, 1, False)]
 
 
+def test_a_superseded_turns_credential_can_no_longer_act(runtime, assistant):
+    tenant = assistant.tenant
+    note(tenant, "notes/a.md", "text")
+    note(tenant, "notes/gone.md", "text")
+    runtime.delete("notes/gone.md", base=1)
+    assistant.send("a newer message takes the conversation's credential")
+
+    responses = [
+        runtime.read("notes/a.md"),
+        runtime.list(),
+        runtime.search("text"),
+        runtime.put("notes/b.md", "late", base=0),
+        runtime.put("notes/a.md", "late", base=1),
+        runtime.delete("notes/a.md", base=1),
+        runtime.move("notes/a.md", "notes/c.md", base=1),
+        runtime.restore("notes/gone.md", base=1),
+    ]
+
+    for response in responses:
+        assert_error(response, 403, "CREDENTIAL_SUPERSEDED")
+    assert stored(tenant) == [
+        (MEMORY_PATH, 1, False),
+        ("notes/a.md", 1, False),
+        ("notes/gone.md", 1, True),
+    ]
+
+
 def test_workspace_ai_switched_off_stops_the_runtime(runtime, assistant):
     workspace = assistant.tenant.workspace
     workspace_ai_consent_set(workspace=workspace, enabled=False, expected_revision=0)

@@ -1,12 +1,16 @@
-"""PUT /api/v1/automation/workspaces/{id}/memory: the automatic writer over HTTP."""
+"""/api/v1/automation/workspaces/{id}/memory: the automatic writer (PUT) and recall (GET)
+over HTTP, for an agent runtime holding a turn's delivery credential."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core.cache import cache
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from automation.models import Admission, CommitFence
+from automation.models import Admission, CommitFence, DeliveryCredential
 from automation.tokens import delivery_credential_cache_key
 from memory.selectors import memory_current_get
 from memory.services import memory_policy_set, memory_save
@@ -30,6 +34,9 @@ class Runtime:
 
     def put(self, url, body, format="json", **overrides):
         return APIClient().put(url, body, format=format, **{**self.headers, **overrides})
+
+    def get(self, url, query, **overrides):
+        return APIClient().get(url, query, **{**self.headers, **overrides})
 
 
 @pytest.fixture
@@ -171,3 +178,51 @@ def test_a_personal_access_token_cannot_use_the_automatic_writer(assistant):
 
     assert response.status_code == 401
     assert memory_current_get(workspace=assistant.tenant.workspace).version == 1
+
+
+EXPIRE = {
+    "admission": lambda admission: Admission.objects.filter(pk=admission.pk).update(
+        admitted_at=timezone.now() - timedelta(hours=2),
+        expires_at=timezone.now() - timedelta(hours=1),
+    ),
+    "credential slot": lambda admission: DeliveryCredential.objects.filter(
+        conversation_id=admission.conversation_id
+    ).update(expires_at=timezone.now() - timedelta(seconds=1)),
+}
+
+
+@pytest.mark.parametrize("expired", sorted(EXPIRE))
+def test_recall_refuses_an_expired_turn_as_the_document_routes_do(
+    runtime, assistant, idle_restarts, expired
+):
+    workspace = assistant.tenant.workspace
+    memory_save(
+        workspace=workspace, author=assistant.tenant.member, base_version=1, content="- new"
+    )
+    EXPIRE[expired](runtime.admission)
+    receipt_before = Admission.objects.values_list("recall_count", "recalled_at").get(
+        pk=runtime.admission.pk
+    )
+
+    recall = runtime.get(runtime.url, {"purpose": "recall"})
+    document = runtime.get(
+        f"/api/v1/automation/workspaces/{workspace.pk}/documents", {"path": "notes/a.md"}
+    )
+
+    assert (recall.status_code, document.status_code) == (401, 401)
+    assert recall.json()["error"]["code"] == document.json()["error"]["code"] == "TOKEN_EXPIRED"
+    assert "text" not in recall.json()
+    assert (
+        Admission.objects.values_list("recall_count", "recalled_at").get(pk=runtime.admission.pk)
+        == receipt_before
+    )
+    assert idle_restarts == []
+
+
+def test_a_provided_recall_restarts_the_key_sessions_idle_timeout(
+    runtime, assistant, idle_restarts
+):
+    response = runtime.get(runtime.url, {"purpose": "recall"})
+
+    assert response.json() == {"status": "provided", "version": 1, "text": "- likes tea\n"}
+    assert idle_restarts == [assistant.key_session.cache_key]
