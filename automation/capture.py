@@ -120,24 +120,33 @@ def _capture(
 ) -> CaptureReceipt:
     """The automatic writer: apply `changes` to memory at `expected_version`, fenced.
 
-    A retry of the committed capture with the same body replays its receipt without a
-    new revision; any other second capture in the turn is refused. The key session is
-    re-validated against the cache right before the transaction. The revision, the
-    fence row and the admission's commit are one transaction: if any fence clause is
-    false the CHECK aborts it and nothing remains. On a version conflict the newer text
-    stays and the change is stored as a proposal (never rebased).
+    Authority is judged first, on every fence clause, before memory is read or the edits
+    applied: a turn without it learns nothing about the content (no `no_match`, no
+    `unchanged`). A retry of the committed capture with the same body replays its receipt
+    without a new revision, also when it overlapped the original and found the revision
+    already written; any other second capture in the turn is refused. The key session is
+    re-validated against the cache right before the transaction. The revision, the fence
+    row and the admission's commit are one transaction: if any fence clause is false the
+    CHECK aborts it and nothing remains. On a version conflict the newer text stays and
+    the change is stored as a proposal (never rebased).
     """
     request_digest = capture_request_digest(expected_version=expected_version, changes=changes)
-    if admission.is_committed:
-        if admission.capture_digest == request_digest:
-            return _receipt(admission_id=admission.pk, is_replay=True)
-        raise CaptureRetired(predicate="admission_unconsumed", failed=["admission_unconsumed"])
+    judge = _AuthorityJudge(
+        admission=admission,
+        owner=owner,
+        workspace=workspace,
+        key_session_id=key_session_id,
+        request_digest=request_digest,
+    )
+    if replay := judge.replay_or_refuse(now=timezone.now()):
+        return replay
     data_key = key_session_resolve(session_id=key_session_id, workspace=workspace, user=owner)
     current = (
         memory_current_get(workspace=workspace, data_key=data_key) if expected_version else None
     )
     if current is not None and current.version != expected_version:
-        _refuse_if_retired(admission, owner, workspace, key_session_id)
+        if replay := judge.replay_or_refuse(now=timezone.now()):
+            return replay
         raise _conflict_with_proposal(admission, changes, current.version, data_key)
     current_text = current.content if current else ""
     bound = settings.MEMORY_RECALL_MAX_BYTES
@@ -188,16 +197,14 @@ def _capture(
     except IntegrityError as error:
         if FENCE_CONSTRAINT not in str(error):
             raise
-        failed = fence_failed_predicates(
-            admission_id=admission.pk,
-            owner=owner,
-            workspace=workspace,
-            key_session_id=key_session_id,
-            now=now,
-        )
-        raise CaptureRetired(predicate=failed[0] if failed else "unknown", failed=failed) from None
+        if replay := judge.replay_or_refuse(now=now):
+            return replay
+        raise CaptureRetired(predicate="unknown", failed=[]) from None
     except VersionConflict as conflict:
-        _refuse_if_retired(admission, owner, workspace, key_session_id)
+        # An overlapping transport retry lands here: it waited on the admission's lock
+        # while the original committed, and then found the version moved by it.
+        if replay := judge.replay_or_refuse(now=timezone.now()):
+            return replay
         current_version = int(conflict.detail.get("currentVersion", 0))
         raise _conflict_with_proposal(admission, changes, current_version, data_key) from None
     return CaptureReceipt(
@@ -209,19 +216,43 @@ def _capture(
     )
 
 
-def _refuse_if_retired(
-    admission: Admission, owner: User, workspace: Workspace, key_session_id: uuid.UUID
-) -> None:
-    # A turn that lost its authority gets no proposal either: its change is not kept.
-    failed = fence_failed_predicates(
-        admission_id=admission.pk,
-        owner=owner,
-        workspace=workspace,
-        key_session_id=key_session_id,
-        now=timezone.now(),
-    )
-    if failed:
-        raise CaptureRetired(predicate=failed[0], failed=failed)
+@dataclass(frozen=True)
+class _AuthorityJudge:
+    """The fence's predicate read clause by clause, outside the fence's transaction.
+
+    It refuses early (a turn without authority gets no content-dependent answer and no
+    proposal) and names the failed clauses; it never admits a write on its own, since
+    only the fence's INSERT ... SELECT, under the fence's locks, decides that.
+    """
+
+    admission: Admission
+    owner: User
+    workspace: Workspace
+    key_session_id: uuid.UUID
+    request_digest: str
+
+    def replay_or_refuse(self, *, now: datetime) -> CaptureReceipt | None:
+        """The committed receipt if this request is a transport retry of the turn's
+        committed capture (same body), whatever has changed since; else CaptureRetired
+        naming every false clause; else None (the capture may go on)."""
+        failed = fence_failed_predicates(
+            admission_id=self.admission.pk,
+            owner=self.owner,
+            workspace=self.workspace,
+            key_session_id=self.key_session_id,
+            now=now,
+        )
+        if "admission_unconsumed" in failed and (
+            Admission.objects.filter(
+                pk=self.admission.pk,
+                status=Admission.Status.COMMITTED,
+                capture_digest=self.request_digest,
+            ).exists()
+        ):
+            return _receipt(admission_id=self.admission.pk, is_replay=True)
+        if failed:
+            raise CaptureRetired(predicate=failed[0], failed=failed)
+        return None
 
 
 def _conflict_with_proposal(

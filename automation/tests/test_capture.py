@@ -14,7 +14,6 @@ from memory.errors import MemoryEditInvalid
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
 from memory.selectors import memory_current_get, memory_policy_get
 from memory.services import memory_clear, memory_policy_set, memory_save
-from workspaces.errors import KeySessionUnavailable
 from workspaces.models import FileVersion, KeySessionRevocation, Workspace
 from workspaces.services import key_session_open, key_session_revoke, workspace_ai_consent_set
 
@@ -233,13 +232,14 @@ def test_a_newer_turn_retires_the_older_turns_capture(assistant):
     assert receipt.version == 2
 
 
-def test_revoked_key_session_fails_before_the_fence(assistant):
+def test_revoked_key_session_is_refused_as_the_fence_clause_before_the_fence(assistant):
     admission = assistant.send()
     key_session_revoke(session=assistant.key_session, revoked_by=assistant.tenant.member)
 
-    with pytest.raises(KeySessionUnavailable):
+    with pytest.raises(CaptureRetired) as refused:
         assistant.capture(admission)
 
+    assert refused.value.detail["failed"] == ["key_session_unrevoked"]
     assert revisions(assistant.tenant) == [(1, "save")]
 
 

@@ -19,10 +19,11 @@ from automation.capture import CaptureReceipt
 from automation.errors import CaptureRetired
 from automation.models import Admission, CommitFence
 from conftest import postgres_only, run_concurrently, wait_until_a_backend_waits_on_a_lock
+from memory.models import MEMORY_PATH, Proposal
 from memory.selectors import memory_current_get, memory_policy_get
 from memory.services import memory_clear, memory_policy_set
 from workspaces.errors import VersionConflict
-from workspaces.models import KeySession, KeySessionRevocation, Workspace
+from workspaces.models import FileVersion, KeySession, KeySessionRevocation, Workspace
 from workspaces.services import key_session_revoke, workspace_ai_consent_set
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
@@ -150,3 +151,48 @@ def test_capture_that_commits_first_stands_and_the_action_sees_it(
         assert KeySessionRevocation.objects.filter(key_session=assistant.key_session).exists()
         assert KeySession.objects.get(pk=assistant.key_session.pk).revoked_at is not None
     assert "green tea" in memory_current_get(workspace=workspace).content
+
+
+def test_a_transport_retry_overlapping_the_original_waits_and_replays_its_receipt(
+    assistant, monkeypatch
+):
+    admission = assistant.send()
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_the_original_inside_its_fence(stage):
+        # Only the original gets here while `holding` is unset: the retry starts after it.
+        if stage == "locked" and not holding.is_set():
+            holding.set()
+            release.wait(timeout=30)
+
+    monkeypatch.setattr(capture_module, "_checkpoint", hold_the_original_inside_its_fence)
+
+    def original():
+        return assistant.capture(admission)
+
+    def retry():
+        holding.wait(timeout=30)
+        return assistant.capture(admission)
+
+    def referee():
+        holding.wait(timeout=30)
+        wait_until_a_backend_waits_on_a_lock()
+        release.set()
+
+    first, again, _ = run_concurrently(original, retry, referee)
+
+    assert isinstance(first, CaptureReceipt), first
+    assert isinstance(again, CaptureReceipt), again
+    assert (first.is_replay, again.is_replay) == (False, True)
+    assert (again.version, again.bytes, again.committed_at) == (
+        first.version,
+        first.bytes,
+        first.committed_at,
+    )
+    assert list(
+        FileVersion.objects.filter(file__path=MEMORY_PATH)
+        .order_by("version")
+        .values_list("version", "change_kind")
+    ) == [(1, "save"), (2, "capture")]
+    assert CommitFence.objects.get(admission=admission).revision.version == 2
+    assert not Proposal.objects.exists()

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from automation.models import Admission, CommitFence, DeliveryCredential
 from automation.tokens import delivery_credential_cache_key
+from memory.models import Proposal
 from memory.selectors import memory_current_get
 from memory.services import memory_policy_set, memory_save
 
@@ -67,6 +68,56 @@ def test_transport_retry_replays_the_same_receipt(runtime):
 
     assert {**again, "replayed": False} == first
     assert again["replayed"] is True
+
+
+WITHOUT_WRITE_AUTHORITY = {
+    "admitted while off": lambda make_assistant: (make_assistant(mode="off"), None),
+    "retired by switching off": lambda make_assistant: (
+        make_assistant(),
+        lambda assistant: memory_policy_set(
+            workspace=assistant.tenant.workspace,
+            mode="off",
+            expected_revision=1,
+            actor=assistant.tenant.member,
+        ),
+    ),
+    "superseded by a newer turn": lambda make_assistant: (
+        make_assistant(),
+        lambda assistant: assistant.send("a newer message"),
+    ),
+}
+# Without authority, each of these would otherwise tell whether "- likes tea" is in memory.
+PROBES = {
+    "remove an absent line": [{"op": "remove", "target": "- likes coffee"}],
+    "remove a present line": [{"op": "remove", "target": "- likes tea"}],
+    "add a line already there": [{"op": "add", "line": "- likes tea"}],
+}
+
+
+@pytest.mark.parametrize("case", sorted(WITHOUT_WRITE_AUTHORITY))
+def test_a_turn_without_write_authority_learns_nothing_about_the_content(
+    make_assistant, django_capture_on_commit_callbacks, case
+):
+    assistant, retire = WITHOUT_WRITE_AUTHORITY[case](make_assistant)
+    with django_capture_on_commit_callbacks(execute=True):
+        admission = assistant.send()
+    runtime = Runtime(assistant, admission)
+    if retire is not None:
+        retire(assistant)
+
+    answers = {
+        probe: runtime.put(runtime.url, {"expectedVersion": 1, "changes": changes})
+        for probe, changes in PROBES.items()
+    }
+
+    bodies = {(r.status_code, r.content) for r in answers.values()}
+    assert len(bodies) == 1, {probe: r.content for probe, r in answers.items()}
+    response = answers["remove a present line"]
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "CAPTURE_RETIRED"
+    assert memory_current_get(workspace=assistant.tenant.workspace).content == "- likes tea\n"
+    assert not CommitFence.objects.exists()
+    assert not Proposal.objects.exists()
 
 
 def test_a_different_second_capture_is_403_capture_retired(runtime):
