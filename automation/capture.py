@@ -38,9 +38,9 @@ from automation.models import (
 from automation.selectors import fence_failed_predicates
 from automation.sql import pk_param, table
 from memory.edits import MemoryChange, apply_memory_changes
-from memory.models import MEMORY_PATH, MemoryPolicy
+from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
 from memory.selectors import memory_current_get
-from memory.services import memory_proposal_create
+from memory.services import memory_policy_row_ensure, memory_proposal_create
 from workspaces.errors import (
     DomainError,
     VersionConflict,
@@ -253,6 +253,61 @@ class _AuthorityJudge:
         if failed:
             raise CaptureRetired(predicate=failed[0], failed=failed)
         return None
+
+
+# A Read only turn's proposal needs the fence's authority except its two Auto clauses: the
+# turn was admitted in Read only, and an unchanged policy revision keeps the mode there.
+_PROPOSAL_EXEMPT_CLAUSES = frozenset({"admitted_in_auto", "policy_still_auto"})
+
+
+def capture_propose(
+    *, admission: Admission, key_session_id: uuid.UUID, changes: list[MemoryChange]
+) -> Proposal:
+    """Store a Read only turn's changes as a proposal for a person to review.
+
+    Only under the turn's authority, judged on the fence's clauses (but Auto's) first and
+    again inside one transaction that holds the fence's locks: a mode change (to Off or
+    any other), a Clear, a consent change, a newer turn or a revocation that commits
+    before it refuses it (CAPTURE_RETIRED) and nothing is stored; one that commits after
+    it finds the proposal stored. Call only for a turn admitted in Read only.
+    """
+    _proposal_authority_refuse(admission, key_session_id)
+    workspace = admission.workspace
+    data_key = key_session_resolve(
+        session_id=key_session_id, workspace=workspace, user=admission.owner
+    )
+    current = memory_current_get(workspace=workspace, data_key=data_key)
+    # A Read only workspace may have no policy row yet, and a missing row cannot be
+    # locked: the first mode change would insert it unseen by the lock below.
+    memory_policy_row_ensure(workspace=workspace)
+    with transaction.atomic():
+        _fence_locks_take(admission)
+        _proposal_authority_refuse(admission, key_session_id)
+        return memory_proposal_create(
+            workspace=workspace,
+            admission_id=admission.pk,
+            changes=changes,
+            base_version=current.version,
+            clear_generation=admission.clear_generation,
+            reason="read_only",
+            data_key=data_key,
+        )
+
+
+def _proposal_authority_refuse(admission: Admission, key_session_id: uuid.UUID) -> None:
+    failed = [
+        clause
+        for clause in fence_failed_predicates(
+            admission_id=admission.pk,
+            owner=admission.owner,
+            workspace=admission.workspace,
+            key_session_id=key_session_id,
+            now=timezone.now(),
+        )
+        if clause not in _PROPOSAL_EXEMPT_CLAUSES
+    ]
+    if failed:
+        raise CaptureRetired(predicate=failed[0], failed=failed)
 
 
 def _conflict_with_proposal(

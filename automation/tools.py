@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from automation.capture import capture_commit
+from automation.capture import capture_commit, capture_propose
 from automation.documents import (
     assistant_document_list,
     assistant_document_read,
@@ -23,10 +23,7 @@ from memory.edits import MemoryChange, parse_changes
 from memory.errors import MemoryEditInvalid, MemoryNamespaceReserved
 from memory.models import MemoryPolicy
 from memory.namespace import is_memory_namespace
-from memory.selectors import memory_current_get
-from memory.services import memory_proposal_create
 from workspaces.errors import DomainError, KeySessionUnavailable
-from workspaces.services import key_session_resolve
 
 
 @dataclass(frozen=True)
@@ -79,19 +76,7 @@ def remember_in_memory(context: TurnContext, changes: Any) -> dict[str, Any]:
 def _propose(
     admission: Admission, key_session_id: uuid.UUID, parsed: list[MemoryChange]
 ) -> dict[str, Any]:
-    data_key = key_session_resolve(
-        session_id=key_session_id, workspace=admission.workspace, user=admission.owner
-    )
-    current = memory_current_get(workspace=admission.workspace, data_key=data_key)
-    proposal = memory_proposal_create(
-        workspace=admission.workspace,
-        admission_id=admission.pk,
-        changes=parsed,
-        base_version=current.version,
-        clear_generation=admission.clear_generation,
-        reason="read_only",
-        data_key=data_key,
-    )
+    proposal = capture_propose(admission=admission, key_session_id=key_session_id, changes=parsed)
     return {"status": "proposed", "reason": "read_only", "proposalId": str(proposal.pk)}
 
 

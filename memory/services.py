@@ -45,9 +45,13 @@ def _org_id(workspace: Workspace) -> int:
     return int(workspace.team.org_id)
 
 
-def _policy_row_ensure(*, workspace: Workspace) -> None:
-    # get_or_create survives a concurrent first insert; the row it makes reads exactly
-    # like the missing row it replaces (read only, revision 0, generation 0).
+def memory_policy_row_ensure(*, workspace: Workspace) -> None:
+    """Make sure the workspace's policy row exists, so that it can be locked.
+
+    The row it makes reads exactly like the missing row it replaces (read only, revision
+    0, generation 0). get_or_create survives a concurrent first insert: the second insert
+    waits for the first to commit, then reads its row.
+    """
     MemoryPolicy.objects.get_or_create(workspace=workspace)
 
 
@@ -60,7 +64,7 @@ def memory_policy_set(
     one. It never touches workspace AI consent or key sessions, and never the text.
     """
     with transaction.atomic():
-        _policy_row_ensure(workspace=workspace)
+        memory_policy_row_ensure(workspace=workspace)
         updated = MemoryPolicy.objects.filter(
             pk=workspace.pk, policy_revision=expected_revision
         ).update(
@@ -107,7 +111,7 @@ def memory_clear(*, workspace: Workspace, author: User, base_version: int) -> Fi
     with transaction.atomic():
         # Lock order: the policy row before the file row, as the commit fence takes them,
         # so a Clear and a capture can wait for each other but never deadlock.
-        _policy_row_ensure(workspace=workspace)
+        memory_policy_row_ensure(workspace=workspace)
         MemoryPolicy.objects.filter(pk=workspace.pk).update(
             clear_generation=F("clear_generation") + 1, updated_at=timezone.now()
         )
@@ -216,7 +220,7 @@ def memory_proposal_apply(
     with transaction.atomic():
         # Lock order: the policy row first, as Clear and the commit fence take it, so a
         # Clear cannot slip between the generation check and the write.
-        _policy_row_ensure(workspace=workspace)
+        memory_policy_row_ensure(workspace=workspace)
         policy = MemoryPolicy.objects.select_for_update().get(pk=workspace.pk)
         proposal = memory_proposal_get(workspace=workspace, proposal_id=proposal_id)
         if proposal.status != Proposal.Status.OPEN:

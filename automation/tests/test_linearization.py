@@ -15,10 +15,11 @@ import pytest
 from django.db import transaction
 
 from automation import capture as capture_module
-from automation.capture import CaptureReceipt
+from automation.capture import CaptureReceipt, capture_propose
 from automation.errors import CaptureRetired
 from automation.models import Admission, CommitFence
 from conftest import postgres_only, run_concurrently, wait_until_a_backend_waits_on_a_lock
+from memory.edits import parse_changes
 from memory.models import MEMORY_PATH, Proposal
 from memory.selectors import memory_current_get, memory_policy_get
 from memory.services import memory_clear, memory_policy_set
@@ -195,4 +196,49 @@ def test_a_transport_retry_overlapping_the_original_waits_and_replays_its_receip
         .values_list("version", "change_kind")
     ) == [(1, "save"), (2, "capture")]
     assert CommitFence.objects.get(admission=admission).revision.version == 2
+    assert not Proposal.objects.exists()
+
+
+READ_ONLY_RETIREMENTS = {
+    "switched_off": lambda assistant: memory_policy_set(
+        workspace=assistant.tenant.workspace,
+        mode="off",
+        expected_revision=0,
+        actor=assistant.tenant.member,
+    ),
+    "new_turn": new_turn,
+}
+
+
+@pytest.mark.parametrize("action_name", sorted(READ_ONLY_RETIREMENTS))
+def test_a_retirement_that_commits_first_leaves_a_read_only_turn_no_proposal(
+    make_assistant, action_name
+):
+    assistant = make_assistant(mode="read_only")
+    admission = Admission.objects.select_related("owner", "workspace").get(pk=assistant.send().pk)
+    holding, release = threading.Event(), threading.Event()
+
+    def act():
+        with transaction.atomic():
+            READ_ONLY_RETIREMENTS[action_name](assistant)
+            holding.set()
+            release.wait(timeout=30)
+
+    def propose():
+        holding.wait(timeout=30)
+        return capture_propose(
+            admission=admission,
+            key_session_id=assistant.key_session.pk,
+            changes=parse_changes([{"op": "add", "line": "- likes green tea"}]),
+        )
+
+    def referee():
+        holding.wait(timeout=30)
+        wait_until_a_backend_waits_on_a_lock()
+        release.set()
+
+    results = run_concurrently(act, propose, referee)
+
+    assert not isinstance(results[0], BaseException), results[0]
+    assert isinstance(results[1], CaptureRetired), results[1]
     assert not Proposal.objects.exists()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from automation.models import Admission
 from automation.tools import TurnContext, remember_in_memory
 from memory.models import Proposal
 from memory.selectors import memory_current_get
-from memory.services import memory_clear, memory_save
+from memory.services import memory_clear, memory_policy_set, memory_save
 
 ADD = [{"op": "add", "line": "- likes green tea"}]
 
@@ -39,6 +41,35 @@ def test_read_only_returns_a_stored_proposal_and_writes_nothing(make_assistant):
         1,
         0,
     )
+    assert memory_current_get(workspace=assistant.tenant.workspace).version == 1
+
+
+READ_ONLY_RETIREMENTS = {
+    "switched off": (
+        lambda a: memory_policy_set(
+            workspace=a.tenant.workspace, mode="off", expected_revision=0, actor=a.tenant.admin
+        ),
+        "policy_revision_unchanged",
+    ),
+    "superseded by a newer turn": (lambda a: a.send("a newer message"), "credential_current"),
+}
+
+
+@pytest.mark.parametrize("retirement", sorted(READ_ONLY_RETIREMENTS))
+def test_a_read_only_turn_stores_no_proposal_once_retired(make_assistant, retirement):
+    assistant = make_assistant(mode="read_only")
+    admission = assistant.send()
+    retire, predicate = READ_ONLY_RETIREMENTS[retirement]
+    retire(assistant)
+
+    result = remember_in_memory(context(assistant, admission), ADD)
+
+    assert (result["status"], result["code"], result["predicate"]) == (
+        "refused",
+        "CAPTURE_RETIRED",
+        predicate,
+    )
+    assert not Proposal.objects.exists()
     assert memory_current_get(workspace=assistant.tenant.workspace).version == 1
 
 
