@@ -338,26 +338,37 @@ def document_write(
 
 
 def document_delete(*, workspace: Workspace, raw_path: str, base_version: int) -> File:
-    """Delete a person's document at `base_version`. The memory namespace is refused: memory
-    is emptied by a Clear, never deleted, and its folder holds nothing else."""
+    """Delete a person's document at `base_version`, the memory document included: a
+    person manages it like any other document, and a deleted memory is withheld from the
+    assistant (recall `deleted`) until it is restored. Nothing is written to it meanwhile
+    (a write never revives a deleted document). The rest of the namespace is refused."""
     path = document_path_require_canonical(raw_path)
-    memory_namespace_refuse(path)
+    _namespace_refuse_but_the_memory_document(path)
     return file_delete(workspace=workspace, path=path, base_version=base_version)
 
 
 def document_restore(*, workspace: Workspace, raw_path: str, base_version: int) -> File:
-    """Restore a person's deleted document at `base_version`; the namespace is refused."""
+    """Restore a person's deleted document at `base_version`, the memory document included,
+    with the text it had; the rest of the namespace is refused."""
     path = document_path_require_canonical(raw_path)
-    memory_namespace_refuse(path)
+    _namespace_refuse_but_the_memory_document(path)
     return file_restore(workspace=workspace, path=path, base_version=base_version)
+
+
+def _namespace_refuse_but_the_memory_document(path: str) -> None:
+    # Deleting or restoring the memory document keeps it where its policy governs it and
+    # writes no text, so it needs no memory rule; nothing else may live in the namespace.
+    if path != MEMORY_PATH:
+        memory_namespace_refuse(path)
 
 
 def document_move(
     *, workspace: Workspace, raw_source: str, raw_destination: str, base_version: int
 ) -> File:
-    """Move a person's document at `base_version`. The namespace is refused as either end:
-    moving a note in would plant text where only the memory routes write, and moving
-    memory out would take it from under its policy."""
+    """Move a person's document at `base_version`. The namespace is refused as either end,
+    the memory document included: moving a note in would plant text where only the memory
+    routes write (bypassing Save, Clear and the recall bound), and moving memory out would
+    take it, and its history, from under its policy into an ordinary note."""
     source = document_path_require_canonical(raw_source)
     destination = document_path_require_canonical(raw_destination)
     memory_namespace_refuse(source, destination)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import pytest
 from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
 
 from automation import runtime
 from automation.models import Admission, Message, Turn
@@ -16,7 +17,7 @@ from automation.services import MemoryState, memory_recall
 from automation.tools import TOOL_SPECS
 from memory.models import MEMORY_PATH
 from memory.services import memory_clear, memory_policy_set, memory_save
-from workspaces.models import File, WorkspaceMembership
+from workspaces.models import WorkspaceMembership
 
 
 def recall(admission):
@@ -46,13 +47,28 @@ def _evict(assistant):
     cache.delete(assistant.key_session.cache_key)
 
 
+def _person_document_route(assistant, operation: str) -> None:
+    """Delete or restore the memory document as a person does, through the document routes."""
+    client = assistant.tenant.client_for(assistant.tenant.member)
+    url = f"/api/v1/workspaces/{assistant.tenant.workspace.pk}/documents"
+    if operation == "delete":
+        response = client.delete(
+            f"{url}?{urlencode({'path': MEMORY_PATH})}", HTTP_X_BASE_VERSION="1"
+        )
+    else:
+        response = client.post(
+            f"{url}/restore", {"path": MEMORY_PATH}, format="json", HTTP_X_BASE_VERSION="1"
+        )
+    assert response.status_code == 200, response.content
+
+
 WITHHELD = {
     "no_access": lambda a: WorkspaceMembership.objects.filter(
         workspace=a.tenant.workspace, user=a.tenant.member
     ).delete(),
     "superseded": lambda a: a.send("a newer turn"),
     "unavailable": _evict,
-    "deleted": lambda a: File.objects.filter(path=MEMORY_PATH).update(deleted_at=timezone.now()),
+    "deleted": lambda a: _person_document_route(a, "delete"),
     "oversized": lambda a: memory_save(
         workspace=a.tenant.workspace, author=a.tenant.member, base_version=1, content="ü" * 4097
     ),
@@ -74,6 +90,18 @@ def test_each_withheld_status_produces_its_note_and_no_text(assistant, status, i
     assert "likes tea" not in message
     assert "ü" not in message
     assert Admission.objects.get(pk=admission.pk).recall_status == status
+
+
+def test_memory_a_person_deleted_is_withheld_until_they_restore_it(assistant):
+    admission = assistant.send()
+    _person_document_route(assistant, "delete")
+
+    deleted = recall(admission)
+    _person_document_route(assistant, "restore")
+    restored = recall(admission)
+
+    assert (deleted.status, deleted.version, deleted.text) == ("deleted", 1, None)
+    assert (restored.status, restored.version, restored.text) == ("provided", 1, "- likes tea\n")
 
 
 @pytest.mark.parametrize(

@@ -267,20 +267,55 @@ def test_other_memory_namespace_paths_are_403_for_a_person(docs, tenant, memory_
     assert stored(tenant) == [(MEMORY_PATH, 1, False)]
 
 
-def test_deleting_moving_or_restoring_in_the_namespace_is_403(docs, tenant, memory_revision):
+def test_moving_into_or_out_of_the_namespace_and_other_paths_in_it_are_403(
+    docs, tenant, memory_revision
+):
     docs.put("notes/a.md", "note", base=0)
 
     responses = [
-        docs.delete(MEMORY_PATH, base=1),
         docs.move(MEMORY_PATH, "notes/memory.md", base=1),
         docs.move("notes/a.md", ".zudotext/memory/a.md", base=1),
-        docs.restore(MEMORY_PATH, base=1),
+        docs.move("notes/a.md", MEMORY_PATH, base=1),
+        docs.delete(".zudotext/memory/other.md", base=1),
+        docs.restore(".zudotext/memory/other.md", base=1),
+        docs.delete(".ZUDOTEXT/memory/memory.md", base=1),
     ]
 
     for response in responses:
         assert_error(response, 403, "MEMORY_NAMESPACE_RESERVED")
     assert stored(tenant) == [(MEMORY_PATH, 1, False), ("notes/a.md", 1, False)]
     assert memory_current_get(workspace=tenant.workspace).content == "- likes tea\n"
+
+
+def test_a_person_deletes_and_restores_the_memory_document_by_compare_and_set(
+    docs, tenant, memory_revision
+):
+    without_base = docs.delete(MEMORY_PATH, base=None)
+    stale = docs.delete(MEMORY_PATH, base=2)
+
+    deleted = docs.delete(MEMORY_PATH, base=1)
+
+    assert_error(without_base, 428, "BASE_VERSION_REQUIRED")
+    assert assert_error(stale, 409, "VERSION_CONFLICT")["detail"] == {
+        "currentVersion": 1,
+        "deleted": False,
+    }
+    assert (deleted.status_code, deleted.json()["path"], deleted.json()["deleted"]) == (
+        200,
+        MEMORY_PATH,
+        True,
+    )
+    assert stored(tenant) == [(MEMORY_PATH, 1, True)]
+    assert memory_current_get(workspace=tenant.workspace).version == 0
+    again = docs.delete(MEMORY_PATH, base=1)
+    assert assert_error(again, 409, "VERSION_CONFLICT")["detail"]["deleted"] is True
+
+    restored = docs.restore(MEMORY_PATH, base=1)
+
+    assert (restored.status_code, restored.json()["deleted"]) == (200, False)
+    assert memory_current_get(workspace=tenant.workspace).content == "- likes tea\n"
+    assert memory_policy_get(workspace=tenant.workspace).clear_generation == 0
+    assert FileVersion.objects.filter(file__path=MEMORY_PATH).count() == 1
 
 
 @pytest.mark.parametrize(
