@@ -12,8 +12,10 @@ JWT it presents, in that credential's team, exactly as an API client does:
   authored `human`, and every spelling of `.zudotext/memory/` is refused
   (MEMORY_NAMESPACE_RESERVED) or left out of listings. External clients get no memory API;
 - `ask_zudo_agent` sends an ordinary assistant turn through `message_admit`, the ingress the
-  HTTP route uses, with no X-Memory-State and no key session: recall is `unavailable` and
-  capture is refused, as for any sender without a key session.
+  HTTP route uses, with no X-Memory-State (recall uses the server's current revision) and
+  the token owner's authority for that one turn: a key session opened for the turn and
+  revoked once the tool stops waiting for it, so recall and capture follow the workspace's
+  policy exactly as for a turn sent from the app.
 
 A domain refusal is an MCP tool error (`isError`) whose structured content has the API's
 error shape `{"error": {"code", "message", "detail"}}`; anything unexpected reaches the
@@ -60,9 +62,9 @@ from automation.documents import (
     assistant_document_write,
     document_actor_for_person,
 )
-from automation.models import Turn
+from automation.models import Admission, Turn
 from automation.selectors import conversation_get_for_owner, turn_answer
-from automation.services import conversation_create, message_admit
+from automation.services import conversation_create, message_admit_from_mcp, turn_key_session_end
 from workspaces.authentication import BearerAuthentication, Credential
 from workspaces.errors import DomainError, NotFound
 from workspaces.models import Workspace
@@ -310,15 +312,14 @@ def _ask(
             )
             if conversation.workspace_id != workspace.pk:
                 raise NotFound("No such conversation.")
-        admitted = message_admit(
-            conversation=conversation,
-            sender=credential.user,
-            text=text,
-            idempotency_key=f"mcp:{uuid.uuid4()}",
-            key_session_id=None,
-            memory_state=None,
+        admitted = message_admit_from_mcp(
+            conversation=conversation, sender=credential.user, text=text
         )
     return _turn_view(credential, admitted.turn.pk)
+
+
+def _turn_authority_end(credential: Credential, turn_id: uuid.UUID) -> None:
+    turn_key_session_end(admission=Admission.objects.get(turn__pk=turn_id, owner=credential.user))
 
 
 def _turn_view(credential: Credential, turn_id: uuid.UUID) -> AgentTurn:
@@ -390,19 +391,24 @@ async def ask_zudo_agent(
 ) -> Annotated[CallToolResult, AgentTurn]:
     """Send a message to the workspace assistant and return its turn: id, state and answer.
 
-    An ordinary assistant turn under the workspace's policy. It is not given saved memory
-    and cannot change it: that needs a key session, which only the app opens.
+    An ordinary assistant turn under the workspace's memory policy, with your authority for
+    this turn: it is given saved memory and may remember, as the policy allows.
     """
     try:
         credential = _caller(ctx)
         turn = await _in_db_thread(_ask)(credential, workspace_id, text, conversation_id)
-        # With a Celery worker the turn runs elsewhere: wait a while for its answer.
-        deadline = anyio.current_time() + ASK_WAIT_SECONDS
-        while turn.state in _UNFINISHED:
-            if anyio.current_time() >= deadline:
-                break
-            await anyio.sleep(ASK_POLL_SECONDS)
-            turn = await _in_db_thread(_turn_view)(credential, turn.turn_id)
+        try:
+            # With a Celery worker the turn runs elsewhere: wait a while for its answer.
+            deadline = anyio.current_time() + ASK_WAIT_SECONDS
+            while turn.state in _UNFINISHED:
+                if anyio.current_time() >= deadline:
+                    break
+                await anyio.sleep(ASK_POLL_SECONDS)
+                turn = await _in_db_thread(_turn_view)(credential, turn.turn_id)
+        finally:
+            # Shielded, so that a client hanging up cannot leave the turn's session open.
+            with anyio.CancelScope(shield=True):
+                await _in_db_thread(_turn_authority_end)(credential, turn.turn_id)
     except DomainError as error:
         return _refusal(error)
     return _result(turn.model_dump(mode="json"))
@@ -410,8 +416,9 @@ async def ask_zudo_agent(
 
 INSTRUCTIONS = (
     "Workspace Memory: read, search and create notes in your workspaces, and ask the "
-    "workspace assistant. Every tool takes the workspace id. The assistant's saved memory "
-    "is not available here; paths under .zudotext/memory/ are refused."
+    "workspace assistant, which uses the workspace's saved memory as its policy allows. "
+    "Every tool takes the workspace id. There is no memory tool; paths under "
+    ".zudotext/memory/ are refused."
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 

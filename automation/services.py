@@ -48,6 +48,8 @@ from workspaces.models import (
 from workspaces.services import (
     key_session_cached_key,
     key_session_idle_restart,
+    key_session_open,
+    key_session_revoke,
     workspace_key_unwrap,
 )
 
@@ -164,6 +166,43 @@ def message_admit(
             raise
         return raced
     return AdmittedTurn(admission=admission, turn=turn, is_new=True)
+
+
+def message_admit_from_mcp(*, conversation: Conversation, sender: User, text: str) -> AdmittedTurn:
+    """Admit a message sent through the MCP server's `ask_zudo_agent` by a client acting as
+    its user with a token, with that user's authority for this one turn.
+
+    Such a client holds no key session, so one is opened for the turn and frozen into its
+    admission: recall and capture then work as for a turn sent from the app, under the
+    same fence and policy. The caller ends it (`turn_key_session_end`) once it stops
+    waiting for the turn. No memory state is reported, so recall uses the server's current
+    revision; a fresh idempotency key makes every call a new turn. A refused admission
+    (workspace AI off, invalid text) leaves no session: its row rolls back with the
+    admission and its cached key is dropped.
+    """
+    with transaction.atomic():
+        session = key_session_open(workspace=conversation.workspace, user=sender)
+        try:
+            return message_admit(
+                conversation=conversation,
+                sender=sender,
+                text=text,
+                idempotency_key=f"mcp:{uuid.uuid4()}",
+                key_session_id=session.pk,
+                memory_state=None,
+            )
+        except BaseException:
+            cache.delete(session.cache_key)
+            raise
+
+
+def turn_key_session_end(*, admission: Admission) -> None:
+    """Revoke the key session opened for one turn by `message_admit_from_mcp`; a
+    turn still running loses its access to memory and notes from here on."""
+    if admission.key_session_id is None:
+        return
+    session = KeySession.objects.get(pk=admission.key_session_id)
+    key_session_revoke(session=session, revoked_by=admission.owner)
 
 
 def _admission_for_key(

@@ -1,5 +1,6 @@
 """The MCP server, over real streamable HTTP: bearer auth, per-object tenancy, notes as the
-caller, no way into memory, and ask_zudo_agent as an ordinary turn without memory.
+caller, no way into memory, and ask_zudo_agent as an ordinary turn with the caller's
+authority over memory for that turn.
 
 The server runs under uvicorn in a background thread (its ORM work in asgiref's thread), so
 the tests commit their data: `transaction=True`.
@@ -18,6 +19,7 @@ import anyio
 import httpx2
 import pytest
 import uvicorn
+from django.core.cache import cache
 from django.utils import timezone
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -25,10 +27,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 
 from automation.mcp_server import mcp_asgi_app
-from automation.models import Admission, Conversation, Turn
+from automation.models import Admission, CommitFence, Conversation, Turn
 from memory.models import MEMORY_PATH
+from memory.selectors import memory_current_get
 from memory.services import memory_policy_set, memory_save
-from workspaces.models import File, FileVersion
+from workspaces.models import File, FileVersion, KeySession, KeySessionRevocation
 from workspaces.services import api_token_create, api_token_revoke, workspace_create
 from workspaces.tokens import jwt_encode
 
@@ -283,7 +286,17 @@ def test_a_workspace_of_another_team_or_without_membership_is_not_found(mcp_url,
     assert not Conversation.objects.exists()
 
 
-def test_ask_zudo_agent_is_an_ordinary_turn_that_is_given_no_memory(mcp_url, tenant):
+def turn_session_ended(admission: Admission) -> bool:
+    """The key session opened for an MCP turn was revoked and its key left the cache."""
+    session = KeySession.objects.get(admissions=admission)
+    return (
+        session.revoked_at is not None
+        and KeySessionRevocation.objects.filter(key_session=session).exists()
+        and cache.get(session.cache_key) is None
+    )
+
+
+def test_ask_zudo_agent_recalls_and_captures_with_the_token_owners_authority(mcp_url, tenant):
     memory_policy_set(
         workspace=tenant.workspace, mode="auto", expected_revision=0, actor=tenant.member
     )
@@ -297,21 +310,21 @@ def test_ask_zudo_agent_is_an_ordinary_turn_that_is_given_no_memory(mcp_url, ten
     )
 
     assert first["state"] == "completed"
-    assert first["answer"].startswith("No memory was given to me:")
-    assert "no live key session" in first["answer"]
-    assert "green tea" not in first["answer"]
     admission = Admission.objects.select_related("conversation").get(pk=first["admission_id"])
+    # Given the server's current revision, as the seed says of a turn without memory state.
+    assert (admission.recall_status, admission.recall_version) == ("provided", 1)
     assert admission.acknowledged_version is None
     assert admission.save_in_flight is None
     assert admission.has_unresolved_conflict is None
-    assert admission.key_session_id is None
-    assert admission.recall_status == "unavailable"
-    assert admission.mode == "auto"  # admitted under the workspace's policy, like any turn
+    assert admission.mode == "auto"
     assert admission.owner_id == admission.conversation.owner_id == tenant.member.pk
+    session = KeySession.objects.get(admissions=admission)
+    assert (session.user_id, session.workspace_id) == (tenant.member.pk, tenant.workspace.pk)
+    assert turn_session_ended(admission)
     assert admission.idempotency_key.startswith("mcp:")
     assert str(Turn.objects.get(admission=admission).pk) == first["turn_id"]
 
-    # The same conversation continues; capture is refused without a key session.
+    # The same conversation continues, and an Auto capture commits through the fence.
     second = ok(
         call(
             mcp_url,
@@ -325,10 +338,35 @@ def test_ask_zudo_agent_is_an_ordinary_turn_that_is_given_no_memory(mcp_url, ten
     assert second["state"] == "completed"
     assert second["conversation_id"] == first["conversation_id"]
     assert Conversation.objects.count() == 1
-    keys = set(Admission.objects.values_list("idempotency_key", flat=True))
-    assert len(keys) == 2
-    assert Admission.objects.get(pk=second["admission_id"]).status == "admitted"
-    assert FileVersion.objects.filter(file__path=MEMORY_PATH).count() == 1
+    captured = Admission.objects.get(pk=second["admission_id"])
+    assert captured.status == "committed"
+    assert captured.key_session_id != admission.key_session_id
+    assert turn_session_ended(captured)
+    fence = CommitFence.objects.select_related("revision").get(admission=captured)
+    assert (fence.ok, fence.revision.version, fence.revision.author_kind) == (1, 2, "automatic")
+    assert memory_current_get(workspace=tenant.workspace).content == (
+        "- green tea\n- likes coffee\n"
+    )
+
+
+def test_an_mcp_turn_withheld_by_a_rule_reads_as_that_rule(mcp_url, tenant):
+    memory_policy_set(
+        workspace=tenant.workspace, mode="off", expected_revision=0, actor=tenant.member
+    )
+    memory_save(
+        workspace=tenant.workspace, author=tenant.member, base_version=0, content="- green tea\n"
+    )
+    token = token_for(tenant, tenant.member)
+
+    answered = ok(
+        call(mcp_url, token, "ask_zudo_agent", workspace_id=tenant.workspace.pk, text="Hi")
+    )
+
+    admission = Admission.objects.get(pk=answered["admission_id"])
+    assert (admission.mode, admission.recall_status) == ("off", "off")
+    assert "not provided because" not in answered["answer"]
+    assert "green tea" not in answered["answer"]
+    assert turn_session_ended(admission)
 
 
 def test_ask_zudo_agent_refuses_others_conversations_and_leaves_nothing_when_refused(
@@ -361,3 +399,4 @@ def test_ask_zudo_agent_refuses_others_conversations_and_leaves_nothing_when_ref
     assert refusal_code(refused) == "WORKSPACE_AI_DISABLED"
     assert Conversation.objects.count() == 1
     assert Admission.objects.count() == 1
+    assert not KeySession.objects.filter(workspace=ai_off.workspace).exists()
