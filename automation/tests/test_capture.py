@@ -13,7 +13,7 @@ from automation.models import Admission, CommitFence, DeliveryCredential
 from memory.errors import MemoryEditInvalid
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
 from memory.selectors import memory_current_get, memory_policy_get
-from memory.services import memory_clear, memory_policy_set, memory_save
+from memory.services import memory_clear, memory_policy_set, memory_save, memory_undo
 from workspaces.models import FileVersion, KeySessionRevocation, Workspace
 from workspaces.services import key_session_open, key_session_revoke, workspace_ai_consent_set
 
@@ -326,14 +326,22 @@ def test_an_edit_that_does_not_match_exactly_once_writes_nothing(assistant):
 
 
 def test_undo_and_clear_never_rewind_generation_after_captures(assistant):
-    admission = assistant.send()
-    assistant.capture(admission)
+    workspace, person = assistant.tenant.workspace, assistant.tenant.member
+    assistant.capture(assistant.send())
+    admitted_before_the_clear = assistant.send()
+    memory_clear(workspace=workspace, author=person, base_version=2)
 
-    memory_clear(
-        workspace=assistant.tenant.workspace, author=assistant.tenant.member, base_version=2
-    )
+    undone = memory_undo(workspace=workspace, author=person, base_version=3, restore_version=2)
 
-    assert memory_policy_get(workspace=assistant.tenant.workspace).clear_generation == 1
+    assert (undone.version, undone.change_kind) == (4, "undo")
+    assert memory_current_get(workspace=workspace).content == "- likes tea\n- likes green tea\n"
+    policy = memory_policy_get(workspace=workspace)
+    assert (policy.clear_generation, policy.policy_revision) == (1, 1)
+    # Undo brought the captured text back, not the authority the Clear retired.
+    with pytest.raises(CaptureRetired) as refused:
+        assistant.capture(admitted_before_the_clear, expected_version=4)
+    assert refused.value.detail["failed"] == ["clear_generation_unchanged"]
+    assert revisions(assistant.tenant) == [(1, "save"), (2, "capture"), (3, "clear"), (4, "undo")]
 
 
 def test_a_refused_capture_leaves_its_reason_on_the_admission(assistant):

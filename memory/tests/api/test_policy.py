@@ -40,10 +40,14 @@ def test_stale_revision_is_409_and_changes_nothing(tenant):
 def test_changing_the_mode_never_enables_ai_or_opens_a_key_session(make_tenant):
     tenant = make_tenant(ai_enabled=False)
 
-    tenant.client_for(tenant.member).put(
+    response = tenant.client_for(tenant.member).put(
         url(tenant), {"mode": "auto", "expectedRevision": 0}, format="json"
     )
 
+    assert response.status_code == 200, response.content
+    assert response.json() == {"mode": "auto", "policyRevision": 1, "clearGeneration": 0}
+    policy = MemoryPolicy.objects.get(workspace=tenant.workspace)
+    assert (policy.mode, policy.policy_revision) == ("auto", 1)
     tenant.workspace.refresh_from_db()
     assert (tenant.workspace.ai_enabled, tenant.workspace.ai_consent_revision) == (False, 0)
     assert not KeySession.objects.exists()
