@@ -10,6 +10,8 @@ the locks impose, not an accident of scheduling.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.db import transaction
@@ -28,6 +30,50 @@ from workspaces.models import FileVersion, KeySession, KeySessionRevocation, Wor
 from workspaces.services import key_session_revoke, workspace_ai_consent_set
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+
+
+class Interleaving:
+    """One side is held at an exact point; the other runs into its lock; the referee
+    releases the held side only once some backend really waits on a lock."""
+
+    def __init__(self) -> None:
+        self.holding, self.release = threading.Event(), threading.Event()
+
+    def _hold(self) -> None:
+        self.holding.set()
+        self.release.wait(timeout=30)
+
+    def held_in_its_transaction(self, action: Callable[[], Any]) -> Callable[[], Any]:
+        """`action`, kept uncommitted (its locks held) until the referee releases it."""
+
+        def run() -> Any:
+            with transaction.atomic():
+                result = action()
+                self._hold()
+            return result
+
+        return run
+
+    def held_inside_the_fence(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Hold the first capture to take all of the fence's locks, right there."""
+
+        def checkpoint(stage: str) -> None:
+            if stage == "locked" and not self.holding.is_set():
+                self._hold()
+
+        monkeypatch.setattr(capture_module, "_checkpoint", checkpoint)
+
+    def once_held(self, work: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            self.holding.wait(timeout=30)
+            return work()
+
+        return run
+
+    def referee(self) -> None:
+        self.holding.wait(timeout=30)
+        wait_until_a_backend_waits_on_a_lock()
+        self.release.set()
 
 
 def mode_change(assistant):
@@ -72,24 +118,13 @@ ACTIONS = {
 def test_action_that_commits_first_retires_the_capture(assistant, action_name):
     action, predicate = ACTIONS[action_name]
     admission = assistant.send()
-    holding, release = threading.Event(), threading.Event()
+    interleaving = Interleaving()
 
-    def act():
-        with transaction.atomic():
-            action(assistant)
-            holding.set()
-            release.wait(timeout=30)
-
-    def capture():
-        holding.wait(timeout=30)
-        return assistant.capture(admission)
-
-    def referee():
-        holding.wait(timeout=30)
-        wait_until_a_backend_waits_on_a_lock()
-        release.set()
-
-    results = run_concurrently(act, capture, referee)
+    results = run_concurrently(
+        interleaving.held_in_its_transaction(lambda: action(assistant)),
+        interleaving.once_held(lambda: assistant.capture(admission)),
+        interleaving.referee,
+    )
 
     assert results[0] is None or not isinstance(results[0], BaseException), results[0]
     assert isinstance(results[1], CaptureRetired), results[1]
@@ -107,28 +142,14 @@ def test_capture_that_commits_first_stands_and_the_action_sees_it(
 ):
     action, _ = ACTIONS[action_name]
     admission = assistant.send()
-    holding, release = threading.Event(), threading.Event()
+    interleaving = Interleaving()
+    interleaving.held_inside_the_fence(monkeypatch)
 
-    def hold_inside_the_fence(stage):
-        if stage == "locked":
-            holding.set()
-            release.wait(timeout=30)
-
-    monkeypatch.setattr(capture_module, "_checkpoint", hold_inside_the_fence)
-
-    def capture():
-        return assistant.capture(admission)
-
-    def act():
-        holding.wait(timeout=30)
-        return action(assistant)
-
-    def referee():
-        holding.wait(timeout=30)
-        wait_until_a_backend_waits_on_a_lock()
-        release.set()
-
-    results = run_concurrently(capture, act, referee)
+    results = run_concurrently(
+        lambda: assistant.capture(admission),
+        interleaving.once_held(lambda: action(assistant)),
+        interleaving.referee,
+    )
 
     assert isinstance(results[0], CaptureReceipt), results[0]
     assert CommitFence.objects.get(admission=admission).ok == 1
@@ -158,29 +179,14 @@ def test_a_transport_retry_overlapping_the_original_waits_and_replays_its_receip
     assistant, monkeypatch
 ):
     admission = assistant.send()
-    holding, release = threading.Event(), threading.Event()
+    interleaving = Interleaving()
+    interleaving.held_inside_the_fence(monkeypatch)
 
-    def hold_the_original_inside_its_fence(stage):
-        # Only the original gets here while `holding` is unset: the retry starts after it.
-        if stage == "locked" and not holding.is_set():
-            holding.set()
-            release.wait(timeout=30)
-
-    monkeypatch.setattr(capture_module, "_checkpoint", hold_the_original_inside_its_fence)
-
-    def original():
-        return assistant.capture(admission)
-
-    def retry():
-        holding.wait(timeout=30)
-        return assistant.capture(admission)
-
-    def referee():
-        holding.wait(timeout=30)
-        wait_until_a_backend_waits_on_a_lock()
-        release.set()
-
-    first, again, _ = run_concurrently(original, retry, referee)
+    first, again, _ = run_concurrently(
+        lambda: assistant.capture(admission),
+        interleaving.once_held(lambda: assistant.capture(admission)),
+        interleaving.referee,
+    )
 
     assert isinstance(first, CaptureReceipt), first
     assert isinstance(again, CaptureReceipt), again
@@ -216,28 +222,19 @@ def test_a_retirement_that_commits_first_leaves_a_read_only_turn_no_proposal(
 ):
     assistant = make_assistant(mode="read_only")
     admission = Admission.objects.select_related("owner", "workspace").get(pk=assistant.send().pk)
-    holding, release = threading.Event(), threading.Event()
+    interleaving = Interleaving()
 
-    def act():
-        with transaction.atomic():
-            READ_ONLY_RETIREMENTS[action_name](assistant)
-            holding.set()
-            release.wait(timeout=30)
-
-    def propose():
-        holding.wait(timeout=30)
-        return capture_propose(
-            admission=admission,
-            key_session_id=assistant.key_session.pk,
-            changes=parse_changes([{"op": "add", "line": "- likes green tea"}]),
-        )
-
-    def referee():
-        holding.wait(timeout=30)
-        wait_until_a_backend_waits_on_a_lock()
-        release.set()
-
-    results = run_concurrently(act, propose, referee)
+    results = run_concurrently(
+        interleaving.held_in_its_transaction(lambda: READ_ONLY_RETIREMENTS[action_name](assistant)),
+        interleaving.once_held(
+            lambda: capture_propose(
+                admission=admission,
+                key_session_id=assistant.key_session.pk,
+                changes=parse_changes([{"op": "add", "line": "- likes green tea"}]),
+            )
+        ),
+        interleaving.referee,
+    )
 
     assert not isinstance(results[0], BaseException), results[0]
     assert isinstance(results[1], CaptureRetired), results[1]

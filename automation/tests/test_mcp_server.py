@@ -286,6 +286,17 @@ def test_a_workspace_of_another_team_or_without_membership_is_not_found(mcp_url,
     assert not Conversation.objects.exists()
 
 
+def saved_memory_in_mode(tenant: Any, mode: str) -> str:
+    """Save "- green tea" as the workspace's memory in `mode`; return a token of the member."""
+    memory_policy_set(
+        workspace=tenant.workspace, mode=mode, expected_revision=0, actor=tenant.member
+    )
+    memory_save(
+        workspace=tenant.workspace, author=tenant.member, base_version=0, content="- green tea\n"
+    )
+    return token_for(tenant, tenant.member)
+
+
 def turn_session_ended(admission: Admission) -> bool:
     """The key session opened for an MCP turn was revoked and its key left the cache."""
     session = KeySession.objects.get(admissions=admission)
@@ -297,13 +308,7 @@ def turn_session_ended(admission: Admission) -> bool:
 
 
 def test_ask_zudo_agent_recalls_and_captures_with_the_token_owners_authority(mcp_url, tenant):
-    memory_policy_set(
-        workspace=tenant.workspace, mode="auto", expected_revision=0, actor=tenant.member
-    )
-    memory_save(
-        workspace=tenant.workspace, author=tenant.member, base_version=0, content="- green tea\n"
-    )
-    token = token_for(tenant, tenant.member)
+    token = saved_memory_in_mode(tenant, "auto")
 
     first = ok(
         call(mcp_url, token, "ask_zudo_agent", workspace_id=tenant.workspace.pk, text="Hi there")
@@ -350,13 +355,7 @@ def test_ask_zudo_agent_recalls_and_captures_with_the_token_owners_authority(mcp
 
 
 def test_an_mcp_turn_withheld_by_a_rule_reads_as_that_rule(mcp_url, tenant):
-    memory_policy_set(
-        workspace=tenant.workspace, mode="off", expected_revision=0, actor=tenant.member
-    )
-    memory_save(
-        workspace=tenant.workspace, author=tenant.member, base_version=0, content="- green tea\n"
-    )
-    token = token_for(tenant, tenant.member)
+    token = saved_memory_in_mode(tenant, "off")
 
     answered = ok(
         call(mcp_url, token, "ask_zudo_agent", workspace_id=tenant.workspace.pk, text="Hi")
