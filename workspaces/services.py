@@ -370,7 +370,9 @@ def _file_version_bump(
             f"UPDATE {table} SET current_version = current_version + 1, updated_at = %s "
             "WHERE workspace_id = %s AND path = %s AND current_version = %s "
             "AND deleted_at IS NULL RETURNING id, current_version",
-            [now, workspace.pk, path, base_version],
+            # Adapted as the ORM adapts it: SQLite keeps datetimes as text, and a raw
+            # aware value would store a second format (with an offset) in the column.
+            [connection.ops.adapt_datetimefield_value(now), workspace.pk, path, base_version],
         )
         row = cursor.fetchone()
     return None if row is None else (row[0], row[1])
