@@ -191,6 +191,19 @@ def wait_until_a_backend_waits_on_a_lock(timeout: float = 30.0) -> None:
     raise AssertionError("no backend started waiting on a lock")
 
 
+def backend_terminate(pid: int) -> None:
+    """Kill PostgreSQL backend `pid` from a second connection, as a server restart or an
+    operator would, and return once it has gone (pg_terminate_backend's wait)."""
+
+    def terminate() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s, 10000)", [pid])
+            return bool(cursor.fetchone()[0])
+
+    (terminated,) = run_concurrently(terminate)
+    assert terminated is True, f"backend {pid} was not terminated: {terminated!r}"
+
+
 postgres_only = pytest.mark.skipif(
     django_settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
     reason="races need real concurrent PostgreSQL connections; CI runs these on PostgreSQL",
