@@ -150,8 +150,11 @@ def message_admit(
                 body={"content": text},
             )
             cache_key = delivery_credential_cache_key(admission.pk)
+            # Robust: with the cache unreachable an out-of-process runtime cannot pick the
+            # credential up, but the turn must still be enqueued and end.
             transaction.on_commit(
-                lambda: cache.set(cache_key, raw_credential, settings.ADMISSION_TTL_SECONDS)
+                lambda: cache.set(cache_key, raw_credential, settings.ADMISSION_TTL_SECONDS),
+                robust=True,
             )
             # After the credential is in the cache: the runtime needs it. Eager in the
             # embedded default, so the turn has run by the time the request answers.
