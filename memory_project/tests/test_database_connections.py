@@ -18,7 +18,12 @@ def wsgi_get(path: str, token: str) -> tuple[str, Any]:
     the connection housekeeping of a request's start and end."""
     environ = RequestFactory().get(path, HTTP_AUTHORIZATION=f"Bearer {token}").environ
     started: list[str] = []
-    body = b"".join(WSGIHandler()(environ, lambda status, headers: started.append(status)))
+
+    def start_response(status: str, headers: Any, exc_info: Any = None) -> Any:
+        started.append(status)
+        return lambda data: None
+
+    body = b"".join(WSGIHandler()(environ, start_response))
     return started[0], body
 
 

@@ -10,8 +10,8 @@ def test_hypothesis_properties_have_no_deadline_so_a_loaded_machine_cannot_fail_
     declared = settings(max_examples=200)
 
     # then: neither it nor an undecorated property is timed, and none is failed for being slow
-    assert settings.default.deadline is None
+    assert settings().deadline is None
     assert declared.deadline is None
     assert HealthCheck.too_slow in declared.suppress_health_check
     assert declared.max_examples == 200
-    assert settings.default.max_examples <= 100
+    assert settings().max_examples <= 100
