@@ -50,26 +50,16 @@ def test_the_reaper_fails_unfinished_turns_past_their_deadline_and_no_other(assi
     assert (states[completed.pk], codes[completed.pk]) == ("completed", "")
 
 
-def send(client, assistant, key: str):
-    return client.post(
-        f"/api/v1/agents/assistant/{assistant.conversation.pk}/messages",
-        {"text": "what do you know?"},
-        format="json",
-        HTTP_IDEMPOTENCY_KEY=key,
-        HTTP_X_KEY_SESSION=str(assistant.key_session.pk),
-    )
-
-
 def test_a_resend_of_a_turn_the_reaper_failed_says_it_failed(assistant):
     # given: a turn whose task was lost (its enqueue never ran), past its deadline
     client = assistant.tenant.client_for(assistant.tenant.member)
-    first = send(client, assistant, "lost-1")
+    first = assistant.post_message(client, idempotency_key="lost-1")
     turn = Turn.objects.select_related("admission").get(pk=first.json()["turn"]["id"])
     assert first.json()["turn"]["state"] == "queued"
     turns_reap(now=after_the_deadline(turn))
 
     # when: the client resends it with the same key
-    again = send(client, assistant, "lost-1")
+    again = assistant.post_message(client, idempotency_key="lost-1")
 
     # then: the replay says the turn failed and why; it is not run again
     assert again.status_code == 202
@@ -93,7 +83,7 @@ def test_a_turn_whose_enqueue_failed_is_sent_again_by_the_reaper_and_runs(
     with monkeypatch.context() as broker_down:
         broker_down.setattr(task, "delay", unreachable)
         with django_capture_on_commit_callbacks(execute=True):
-            response = send(client, assistant, "outage-1")
+            response = assistant.post_message(client, idempotency_key="outage-1")
     assert response.status_code == 202
     turn = Turn.objects.select_related("admission").get(pk=response.json()["turn"]["id"])
     assert turn.state == "queued"

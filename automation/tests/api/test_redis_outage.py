@@ -138,13 +138,7 @@ def test_with_redis_down_a_sent_message_still_runs_its_turn_to_the_end(
     client = assistant.tenant.client_for(assistant.tenant.member)
 
     with redis_down(), django_capture_on_commit_callbacks(execute=True):
-        response = client.post(
-            f"/api/v1/agents/assistant/{assistant.conversation.pk}/messages",
-            {"text": "what do you know?"},
-            format="json",
-            HTTP_IDEMPOTENCY_KEY="outage-1",
-            HTTP_X_KEY_SESSION=str(assistant.key_session.pk),
-        )
+        response = assistant.post_message(client, idempotency_key="outage-1")
 
     assert response.status_code == 202, response.content
     admission = Admission.objects.select_related("turn").get(pk=response.json()["admissionId"])
