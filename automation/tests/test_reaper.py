@@ -17,7 +17,7 @@ from automation.providers import ModelReply
 from automation.reaper import TURN_TIMED_OUT, turns_reap
 from automation.services import TURN_TASK
 from automation.tasks import REAP_TASK
-from conftest import backend_terminate, postgres_only
+from conftest import backend_terminate
 
 
 def after_the_deadline(turn: Turn):
@@ -120,7 +120,10 @@ class KillsItsOwnConnection:
         return ModelReply(text="Noted.", tool_calls=())
 
 
-@postgres_only
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="kills a PostgreSQL backend with pg_terminate_backend; CI runs it on PostgreSQL",
+)
 @pytest.mark.django_db(transaction=True)
 def test_a_turn_whose_database_backend_was_killed_mid_turn_still_ends_failed(
     assistant, monkeypatch
