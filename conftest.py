@@ -15,6 +15,8 @@ from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.db import connection, connections
 from django.test import override_settings
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 from pytest_django.fixtures import Settings
 from rest_framework.test import APIClient
 
@@ -26,6 +28,14 @@ from workspaces.services import api_token_create, workspace_create, workspace_me
 pytest_plugins = ["workspaces.tests.browser"]
 
 _names = itertools.count(1)
+
+# Properties are judged on their examples, never on the machine's speed: on a loaded
+# 2-core runner a deadline or the too-slow health check fails correct code. Example counts
+# stay hypothesis' modest default unless a property asks for more.
+hypothesis_settings.register_profile(
+    "suite", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("suite")
 
 
 @dataclass
@@ -179,6 +189,19 @@ def wait_until_a_backend_waits_on_a_lock(timeout: float = 30.0) -> None:
                 return
             time.sleep(0.01)
     raise AssertionError("no backend started waiting on a lock")
+
+
+def backend_terminate(pid: int) -> None:
+    """Kill PostgreSQL backend `pid` from a second connection, as a server restart or an
+    operator would, and return once it has gone (pg_terminate_backend's wait)."""
+
+    def terminate() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s, 10000)", [pid])
+            return bool(cursor.fetchone()[0])
+
+    (terminated,) = run_concurrently(terminate)
+    assert terminated is True, f"backend {pid} was not terminated: {terminated!r}"
 
 
 postgres_only = pytest.mark.skipif(

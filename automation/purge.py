@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.core.cache import cache
 from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -46,7 +45,7 @@ from workspaces.models import (
     WorkspaceMembership,
     key_session_cache_key,
 )
-from workspaces.services import audit_record
+from workspaces.services import audit_record, cached_secrets_discard
 
 PURGE_BATCH_ROWS = 1000
 # A purge that has not advanced for this long is presumed dead and may be taken over.
@@ -156,6 +155,6 @@ def _purge_step(step: PurgeStep, org_id: int) -> int:
 def _forget_cached_secrets(model: type[models.Model], pks: list[object]) -> None:
     # The cache holds unwrapped keys and delivery credentials by id; they go with the rows.
     if model is KeySession:
-        cache.delete_many([key_session_cache_key(pk) for pk in pks])
+        cached_secrets_discard(cache_keys=[key_session_cache_key(pk) for pk in pks])
     elif model is Admission:
-        cache.delete_many([delivery_credential_cache_key(pk) for pk in pks])
+        cached_secrets_discard(cache_keys=[delivery_credential_cache_key(pk) for pk in pks])

@@ -12,6 +12,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from django.db import InterfaceError, OperationalError, connection
+
 from automation import services, tools
 from automation.models import Message, Turn
 from automation.prompts import system_message
@@ -39,14 +41,27 @@ def turn_run(*, turn_id: uuid.UUID, provider: ModelProvider | None = None) -> No
     try:
         _run(turn, provider or provider_from_settings())
     except ProviderUnavailable:
-        services.turn_finish(turn=turn, failure_code="MODEL_UNAVAILABLE")
+        _turn_fail(turn, "MODEL_UNAVAILABLE")
     except DomainError as refusal:
         # e.g. a transcript or memory revision that fails its integrity check: the turn
         # fails with the refusal's code and the conversation stays usable.
-        services.turn_finish(turn=turn, failure_code=refusal.code)
+        _turn_fail(turn, refusal.code)
     except Exception:
-        services.turn_finish(turn=turn, failure_code="INTERNAL_ERROR")
+        _turn_fail(turn, "INTERNAL_ERROR")
         raise
+
+
+def _turn_fail(turn: Turn, failure_code: str) -> None:
+    """Mark the turn failed, on a new database connection if the turn's own was lost.
+
+    The failure may be that very connection (a killed backend, a database restart):
+    writing the outcome through it would fail too and leave the turn running.
+    """
+    try:
+        services.turn_finish(turn=turn, failure_code=failure_code)
+    except (InterfaceError, OperationalError):
+        connection.close()
+        services.turn_finish(turn=turn, failure_code=failure_code)
 
 
 def _run(turn: Turn, provider: ModelProvider) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -16,6 +17,7 @@ from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Max
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from automation.errors import (
     IdempotencyKeyReused,
@@ -52,6 +54,8 @@ from workspaces.services import (
     key_session_revoke,
     workspace_key_unwrap,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def conversation_create(*, workspace: Workspace, owner: User) -> Conversation:
@@ -153,8 +157,11 @@ def message_admit(
                 body={"content": text},
             )
             cache_key = delivery_credential_cache_key(admission.pk)
+            # Robust: with the cache unreachable an out-of-process runtime cannot pick the
+            # credential up, but the turn must still be enqueued and end.
             transaction.on_commit(
-                lambda: cache.set(cache_key, raw_credential, settings.ADMISSION_TTL_SECONDS)
+                lambda: cache.set(cache_key, raw_credential, settings.ADMISSION_TTL_SECONDS),
+                robust=True,
             )
             # After the credential is in the cache: the runtime needs it. Eager in the
             # embedded default, so the turn has run by the time the request answers.
@@ -224,8 +231,14 @@ TURN_TASK = "automation.turn_run"
 
 
 def turn_enqueue(*, turn_id: uuid.UUID) -> None:
-    """Hand a turn to the runtime: a Celery worker, or this process when eager."""
-    current_app.tasks[TURN_TASK].delay(str(turn_id))
+    """Hand a turn to the runtime: a Celery worker, or this process when eager.
+
+    An unreachable broker leaves the turn queued (logged); the reaper sends it again.
+    """
+    try:
+        current_app.tasks[TURN_TASK].delay(str(turn_id))
+    except OperationalError:
+        logger.warning("turn %s not enqueued: the broker is unreachable", turn_id)
 
 
 def transcript_append(

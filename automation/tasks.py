@@ -8,17 +8,28 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready
 
-from automation import purge, runtime
+from automation import purge, reaper, runtime
 from automation.services import TURN_TASK
 
 PURGE_TASK = "automation.org_purge_sweep"
+REAP_TASK = "automation.turn_reap"
 
 
-@shared_task(name=TURN_TASK, acks_late=True)
+# Acknowledged only once run, and redelivered if the worker process dies holding it, so a
+# turn whose worker was lost before claiming it still runs.
+@shared_task(name=TURN_TASK, acks_late=True, reject_on_worker_lost=True)
 def turn_run(turn_id: str) -> None:
     # Idempotent: the runtime claims the turn with a conditional update first, so a
-    # redelivered task finds it already claimed and does nothing.
+    # redelivered task finds it already claimed and does nothing. A turn whose worker died
+    # after claiming it is ended by the reaper at its deadline.
     runtime.turn_run(turn_id=uuid.UUID(turn_id))
+
+
+@shared_task(name=REAP_TASK, acks_late=True)
+def turn_reap() -> dict[str, int]:
+    """Fail turns past their deadline and resend stalled queued ones (Celery beat, every minute)."""
+    reaped = reaper.turns_reap()
+    return {"failed": reaped.failed, "resent": reaped.resent}
 
 
 @shared_task(name=PURGE_TASK, acks_late=True)

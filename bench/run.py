@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -46,8 +46,10 @@ def database_url() -> str:
     dedicated `memory_bench` database, which each run drops and recreates (so a
     developer's own database is never the one dropped)."""
     url = os.environ.get("DATABASE_URL", "").strip()
-    if url and urlsplit(url).scheme in {"postgres", "postgresql"}:
-        return make_conninfo(url, dbname=BENCH_DATABASE)
+    parts = urlsplit(url)
+    if parts.scheme in {"postgres", "postgresql"}:
+        # Still a URL: it becomes Django's DATABASE_URL, which takes no conninfo string.
+        return urlunsplit(parts._replace(path=f"/{BENCH_DATABASE}"))
     return DEFAULT_DATABASE_URL
 
 

@@ -98,7 +98,12 @@ TEMPLATES = [
 
 def _database(url: str) -> dict[str, object]:
     try:
-        config: dict[str, object] = dict(dj_database_url.parse(url, conn_max_age=60))
+        # Connections persist between requests; the health check at a request's first
+        # query replaces one the server dropped (a restart, a failover) instead of
+        # failing that request with it.
+        config: dict[str, object] = dict(
+            dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+        )
     except ValueError as error:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {error}") from None
     engine = config.get("ENGINE")

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from redis.exceptions import RedisError
+
+# What the cache raises when Redis cannot be reached (the in-process cache raises nothing).
+# Redis holds only what may be lost: key sessions' keys and throttle counters.
+CACHE_ERRORS: tuple[type[Exception], ...] = (RedisError,)
+
 
 class DomainError(Exception):
     code: ClassVar[str]
@@ -105,6 +111,22 @@ class KeySessionUnavailable(DomainError):
     code = "KEY_SESSION_UNAVAILABLE"
     status = 403
     default_message = "No live key session for this workspace; open a new one."
+
+
+class KeySessionStoreUnavailable(DomainError):
+    """The cache that holds key sessions' keys cannot be reached (Redis is down).
+
+    Only operations that need a key session's key are refused; `Retry-After` says when to
+    try again. Nothing was written.
+    """
+
+    code = "KEY_SESSION_STORE_UNAVAILABLE"
+    status = 503
+    default_message = "Key sessions are unavailable for a moment; retry shortly."
+    retry_after_seconds: ClassVar[int] = 10
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message, retryAfterSeconds=self.retry_after_seconds)
 
 
 class InvalidDocumentPath(DomainError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Callable
@@ -10,7 +11,7 @@ from django.core.cache import cache
 from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from workspaces.crypto import CiphertextRejected, revision_associated_data, unseal
-from workspaces.errors import DocumentUnreadable, NotFound, OrgPendingDeletion
+from workspaces.errors import CACHE_ERRORS, DocumentUnreadable, NotFound, OrgPendingDeletion
 from workspaces.models import (
     ApiToken,
     File,
@@ -23,6 +24,8 @@ from workspaces.models import (
     WorkspaceKey,
     WorkspaceMembership,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def org_require_active(*, org: Org) -> None:
@@ -115,11 +118,16 @@ def file_version_plaintext(*, version: FileVersion, workspace: Workspace, data_k
 
 
 def key_session_list_for_user(*, user: User, workspace: Workspace) -> list[tuple[KeySession, bool]]:
-    """The caller's key sessions on a workspace, each with whether its key is still cached."""
+    """The caller's key sessions on a workspace, each with whether its key is still cached
+    (none is while the cache cannot be reached: no key can be used then)."""
     sessions = list(
         KeySession.objects.filter(user=user, workspace=workspace).order_by("-created_at")[:100]
     )
-    cached = cache.get_many([session.cache_key for session in sessions])
+    try:
+        cached = cache.get_many([session.cache_key for session in sessions])
+    except CACHE_ERRORS:
+        logger.warning("key-session cache unreachable; listing key sessions as not live")
+        cached = {}
     return [
         (session, not session.is_revoked and session.cache_key in cached) for session in sessions
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -21,10 +22,12 @@ from workspaces.crypto import (
     seal,
 )
 from workspaces.errors import (
+    CACHE_ERRORS,
     ConsentRevisionConflict,
     DocumentExists,
     DocumentTooLarge,
     InvalidText,
+    KeySessionStoreUnavailable,
     KeySessionUnavailable,
     OrgStateConflict,
     VersionConflict,
@@ -47,6 +50,8 @@ from workspaces.models import (
 )
 from workspaces.selectors import workspace_data_key
 from workspaces.tokens import pat_generate
+
+logger = logging.getLogger(__name__)
 
 
 def workspace_create(*, team: Team, name: str, admin: User, ai_enabled: bool = False) -> Workspace:
@@ -370,7 +375,9 @@ def _file_version_bump(
             f"UPDATE {table} SET current_version = current_version + 1, updated_at = %s "
             "WHERE workspace_id = %s AND path = %s AND current_version = %s "
             "AND deleted_at IS NULL RETURNING id, current_version",
-            [now, workspace.pk, path, base_version],
+            # Adapted as the ORM adapts it: SQLite keeps datetimes as text, and a raw
+            # aware value would store a second format (with an offset) in the column.
+            [connection.ops.adapt_datetimefield_value(now), workspace.pk, path, base_version],
         )
         row = cursor.fetchone()
     return None if row is None else (row[0], row[1])
@@ -394,14 +401,22 @@ def _conflict(*, workspace: Workspace, path: str) -> VersionConflict:
 
 
 def key_session_open(*, workspace: Workspace, user: User) -> KeySession:
-    """Open a key session: the unwrapped data key goes into the cache, never the database."""
+    """Open a key session: the unwrapped data key goes into the cache, never the database.
+
+    The key is cached before the row is stored, so an unreachable cache leaves no session
+    that never held a key (KeySessionStoreUnavailable, nothing written).
+    """
     data_key = workspace_key_unwrap(workspace=workspace)
-    session = KeySession.objects.create(workspace=workspace, user=user)
-    cache.set(
-        session.cache_key,
-        {"workspace_id": workspace.pk, "user_id": user.pk, "key": data_key},
-        timeout=settings.KEY_SESSION_IDLE_SECONDS,
-    )
+    session = KeySession(workspace=workspace, user=user)
+    try:
+        cache.set(
+            session.cache_key,
+            {"workspace_id": workspace.pk, "user_id": user.pk, "key": data_key},
+            timeout=settings.KEY_SESSION_IDLE_SECONDS,
+        )
+    except CACHE_ERRORS:
+        raise KeySessionStoreUnavailable() from None
+    session.save(force_insert=True)
     return session
 
 
@@ -420,7 +435,10 @@ def key_session_resolve(*, session_id: uuid.UUID, workspace: Workspace, user: Us
         raise KeySessionUnavailable(reason="unknown")
     if session.is_revoked or hasattr(session, "revocation"):
         raise KeySessionUnavailable(reason="revoked")
-    data_key = key_session_cached_key(session_id=session.pk, workspace_id=workspace.pk)
+    try:
+        data_key = _key_session_cache_read(session_id=session.pk, workspace_id=workspace.pk)
+    except CACHE_ERRORS:
+        raise KeySessionStoreUnavailable() from None
     if data_key is None:
         raise KeySessionUnavailable(reason="expired")
     return data_key
@@ -430,21 +448,52 @@ def key_session_cached_key(
     *, session_id: uuid.UUID, workspace_id: int, restart_idle: bool = True
 ) -> bytes | None:
     """The cache half of `key_session_resolve`: the session's key if it is still cached
-    (restarting its idle timeout unless `restart_idle` is False), else None. Call only
-    once the session's row has been checked (owner, workspace, no revocation) in the same
-    request."""
+    (restarting its idle timeout unless `restart_idle` is False), else None, also when the
+    cache cannot be reached (the key is unavailable either way). Call only once the
+    session's row has been checked (owner, workspace, no revocation) in the same request."""
+    try:
+        return _key_session_cache_read(
+            session_id=session_id, workspace_id=workspace_id, restart_idle=restart_idle
+        )
+    except CACHE_ERRORS:
+        logger.warning("key-session cache unreachable; key session %s unavailable", session_id)
+        return None
+
+
+def _key_session_cache_read(
+    *, session_id: uuid.UUID, workspace_id: int, restart_idle: bool = True
+) -> bytes | None:
     entry = cache.get(key_session_cache_key(session_id))
     if entry is None or entry["workspace_id"] != workspace_id:
         return None
     if restart_idle:
-        key_session_idle_restart(session_id=session_id)
+        cache.touch(key_session_cache_key(session_id), settings.KEY_SESSION_IDLE_SECONDS)
     return bytes(entry["key"])
 
 
 def key_session_idle_restart(*, session_id: uuid.UUID) -> None:
     """Restart a key session's idle timeout. Only a use that was granted may do this: a
-    refused or withheld one must let an unused session idle out."""
-    cache.touch(key_session_cache_key(session_id), settings.KEY_SESSION_IDLE_SECONDS)
+    refused or withheld one must let an unused session idle out. An unreachable cache
+    is only logged: the key it would keep alive is unreachable too."""
+    try:
+        cache.touch(key_session_cache_key(session_id), settings.KEY_SESSION_IDLE_SECONDS)
+    except CACHE_ERRORS:
+        logger.warning(
+            "key-session cache unreachable; idle timeout of %s not restarted", session_id
+        )
+
+
+def cached_secrets_discard(*, cache_keys: list[str]) -> None:
+    """Drop cached secrets (session keys, delivery credentials) whose rows were revoked or
+    deleted, if the cache can be reached.
+
+    Never raises: the durable revocation (or the missing row) is what every use checks
+    first, so a secret left behind by an outage can no longer be used, and expires.
+    """
+    try:
+        cache.delete_many(cache_keys)
+    except CACHE_ERRORS:
+        logger.warning("cache unreachable; %d cached secret(s) left to expire", len(cache_keys))
 
 
 def key_session_revoke(*, session: KeySession, revoked_by: User) -> KeySession:
@@ -472,7 +521,7 @@ def key_session_revoke(*, session: KeySession, revoked_by: User) -> KeySession:
         KeySession.objects.filter(pk=session.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
         )
-        transaction.on_commit(lambda: cache.delete(session.cache_key))
+        transaction.on_commit(lambda: cached_secrets_discard(cache_keys=[session.cache_key]))
     session.refresh_from_db(fields=["revoked_at"])
     return session
 

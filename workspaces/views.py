@@ -27,7 +27,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from workspaces import selectors, services
 from workspaces.authentication import ACTIVE_TEAM_SESSION_KEY
-from workspaces.errors import ConsentRevisionConflict, KeySessionUnavailable, NotFound
+from workspaces.errors import (
+    ConsentRevisionConflict,
+    KeySessionStoreUnavailable,
+    KeySessionUnavailable,
+    NotFound,
+)
 from workspaces.forms import AiConsentForm
 from workspaces.models import Team, TeamMembership, User, Workspace, WorkspaceMembership
 
@@ -158,7 +163,11 @@ def workspace_ai_set(request: HttpRequest, workspace_id: int) -> HttpResponse:
 def key_session_open(request: HttpRequest, workspace_id: int) -> HttpResponse:
     """Open a fresh key session for this browser (after the member revoked the last one)."""
     page = workspace_page(request, workspace_id)
-    session = services.key_session_open(workspace=page.workspace, user=page.membership.user)
+    try:
+        session = services.key_session_open(workspace=page.workspace, user=page.membership.user)
+    except KeySessionStoreUnavailable as unavailable:
+        messages.error(request, unavailable.message)
+        return redirect("workspaces:settings", workspace_id=workspace_id)
     _key_session_remember(request, page.workspace, session.pk)
     messages.success(request, "Opened a new key session for the assistant in this browser.")
     return redirect("workspaces:settings", workspace_id=workspace_id)
@@ -227,9 +236,15 @@ def _key_session_ensure(request: HttpRequest, membership: WorkspaceMembership) -
         except KeySessionUnavailable as unavailable:
             if unavailable.detail.get("reason") == "revoked":
                 return None
+        except KeySessionStoreUnavailable:
+            # Kept for when the cache is back; the page works without a key session.
+            return session_id
         else:
             return session_id
-    session = services.key_session_open(workspace=workspace, user=membership.user)
+    try:
+        session = services.key_session_open(workspace=workspace, user=membership.user)
+    except KeySessionStoreUnavailable:
+        return None
     _key_session_remember(request, workspace, session.pk)
     return session.pk
 

@@ -46,6 +46,16 @@ class Assistant:
             memory_state=memory_state,
         ).admission
 
+    def post_message(self, client: Any, *, idempotency_key: str, text: str = "hello") -> Any:
+        """Send a message over the API, as the member's browser does, with the key session."""
+        return client.post(
+            f"/api/v1/agents/assistant/{self.conversation.pk}/messages",
+            {"text": text},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY=idempotency_key,
+            HTTP_X_KEY_SESSION=str(self.key_session.pk),
+        )
+
     def capture(
         self,
         admission: Admission,

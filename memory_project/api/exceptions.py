@@ -46,6 +46,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     headers: dict[str, str] = {}
     if isinstance(exc, DomainError):
         code, status, message, detail = exc.code, exc.status, exc.message, exc.detail
+        if "retryAfterSeconds" in detail:
+            headers["Retry-After"] = str(detail["retryAfterSeconds"])
     elif isinstance(exc, Http404):
         code, status, message, detail = "NOT_FOUND", 404, "Not found.", {}
     elif isinstance(exc, DjangoPermissionDenied):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
-from django.db import IntegrityError
+from django.db import IntegrityError, connection
 
 from workspaces import selectors
 from workspaces.errors import DocumentExists, DocumentUnreadable, NotFound, VersionConflict
@@ -294,3 +296,28 @@ def test_search_scans_only_the_first_files_by_path(tenant, monkeypatch):
     )
 
     assert [file.path for file, _ in hits] == ["n1.md"]
+
+
+@pytest.mark.skipif(
+    connection.vendor != "sqlite",
+    reason="SQLite stores datetimes as text, so only there can one column hold two formats",
+)
+def test_a_versioned_write_stores_updated_at_in_the_orms_format_on_sqlite(tenant):
+    # given: a file created through the ORM
+    write(tenant, "notes/a.md", "one")
+
+    # when: the compare-and-set bump (hand-written SQL) moves updated_at
+    write(tenant, "notes/a.md", "two", base=1)
+
+    # then: both columns hold the text the ORM writes (naive UTC), not one with an offset
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT CAST(created_at AS TEXT), CAST(updated_at AS TEXT) FROM {File._meta.db_table} "
+            "WHERE path = %s",
+            ["notes/a.md"],
+        )
+        created_text, updated_text = cursor.fetchone()
+    assert datetime.fromisoformat(created_text).tzinfo is None
+    assert datetime.fromisoformat(updated_text).tzinfo is None
+    file = File.objects.get(workspace=tenant.workspace, path="notes/a.md")
+    assert File.objects.filter(pk=file.pk, updated_at=file.updated_at).exists()

@@ -20,4 +20,7 @@ class Command(BaseCommand):
         host: str = options["host"]
         port: int = options["port"]
         self.stdout.write(f"MCP server on http://{host}:{port}{MCP_PATH}")
-        uvicorn.run(mcp_asgi_app(host=host), host=host, port=port, lifespan="on")
+        # One process, whatever WEB_CONCURRENCY says: that variable sizes the web app's
+        # gunicorn, and uvicorn would read it too and refuse to fork an app built here.
+        # The server is stateless, so more capacity is more of these processes.
+        uvicorn.run(mcp_asgi_app(host=host), host=host, port=port, lifespan="on", workers=1)
