@@ -40,6 +40,7 @@ from workspaces.models import (
     Org,
     Team,
     TeamMembership,
+    TeamStorageUsage,
     User,
     Workspace,
     WorkspaceKey,
@@ -77,6 +78,7 @@ PURGE_PLAN: tuple[PurgeStep, ...] = (
     PurgeStep(WorkspaceMembership, "workspace__team__org"),
     PurgeStep(Workspace, "team__org"),
     PurgeStep(ApiToken, "team__org"),
+    PurgeStep(TeamStorageUsage, "team__org"),
     PurgeStep(TeamMembership, "team__org"),
     PurgeStep(Team, "org"),
 )
