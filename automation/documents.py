@@ -27,15 +27,17 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.utils import timezone
 
 from automation.errors import CredentialSuperseded, WorkspaceAiDisabled
 from automation.models import Admission
 from automation.selectors import credential_slot_get, turn_expiry_refuse
 from memory.namespace import is_memory_namespace, memory_namespace_refuse
-from workspaces.errors import KeySessionUnavailable, NotFound
+from workspaces.errors import KeySessionUnavailable, NotFound, RateLimited
 from workspaces.models import File, FileVersion, User, Workspace
 from workspaces.paths import document_path_require_canonical
+from workspaces.ratelimit import TooManyInProgress, in_progress_slot
 from workspaces.selectors import (
     file_list,
     file_read_text,
@@ -54,6 +56,8 @@ from workspaces.services import (
 
 SEARCH_DEFAULT_LIMIT = 20
 SEARCH_MAX_LIMIT = 50
+# How long a search slot outlives a process that died holding it.
+SEARCH_SLOT_TIMEOUT_SECONDS = 120
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,18 @@ class SearchHit:
     path: str
     version: int
     snippet: str
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    hits: list[SearchHit]
+    # Set when the search stopped at its bound before the last document: pass it back as
+    # `cursor` to continue.
+    next_cursor: str | None
+
+    @property
+    def is_truncated(self) -> bool:
+        return self.next_cursor is not None
 
 
 def document_actor_for_turn(
@@ -165,28 +181,52 @@ def assistant_document_list(
 
 
 def assistant_document_search(
-    *, actor: DocumentActor, query: str, limit: int = SEARCH_DEFAULT_LIMIT
-) -> list[SearchHit]:
-    """Live documents containing `query` (case-insensitive), with a snippet each.
+    *,
+    actor: DocumentActor,
+    query: str,
+    limit: int = SEARCH_DEFAULT_LIMIT,
+    cursor: str | None = None,
+) -> SearchResults:
+    """Live documents containing `query` (case-insensitive), with a snippet each, from the
+    first path after `cursor` (the `next_cursor` of the previous page).
 
     Documents under the memory namespace are skipped before they are decrypted. Documents
-    are sealed at rest, so this decrypts one document at a time and considers at most the
-    first 500 by path (see `workspaces.selectors.file_search`).
+    are sealed at rest, so a search decrypts them one at a time; one call decrypts at most
+    SEARCH_MAX_DECRYPTED_BYTES (see `workspaces.selectors.file_search`) and says where to
+    continue, and one person runs at most SEARCH_CONCURRENCY_PER_USER searches at once
+    (RATE_LIMITED beyond), whichever credentials they use, so no one's searches can hold
+    the server for everyone else.
     """
     data_key = _read_key(actor)
     if data_key is None:
-        return []
-    hits = file_search(
-        workspace=actor.workspace,
-        query=query,
-        data_key=data_key,
-        limit=min(limit, SEARCH_MAX_LIMIT),
-        is_hidden=is_memory_namespace,
+        return SearchResults(hits=[], next_cursor=None)
+    try:
+        with in_progress_slot(
+            key=f"searches-in-progress:user-{actor.user.pk}",
+            limit=settings.SEARCH_CONCURRENCY_PER_USER,
+            timeout=SEARCH_SLOT_TIMEOUT_SECONDS,
+        ):
+            page = file_search(
+                workspace=actor.workspace,
+                query=query,
+                data_key=data_key,
+                limit=min(limit, SEARCH_MAX_LIMIT),
+                byte_budget=settings.SEARCH_MAX_DECRYPTED_BYTES,
+                after=cursor,
+                is_hidden=is_memory_namespace,
+            )
+    except TooManyInProgress:
+        raise RateLimited(
+            "Too many searches of yours are running; retry when one has finished.",
+            retryAfterSeconds=1,
+        ) from None
+    return SearchResults(
+        hits=[
+            SearchHit(path=file.path, version=file.current_version, snippet=snippet)
+            for file, snippet in page.hits
+        ],
+        next_cursor=page.resume_after,
     )
-    return [
-        SearchHit(path=file.path, version=file.current_version, snippet=snippet)
-        for file, snippet in hits
-    ]
 
 
 def assistant_document_write(

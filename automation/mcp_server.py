@@ -1,13 +1,18 @@
 """The MCP server for external clients: notes and the assistant, never memory.
 
-An MCP client (streamable HTTP at `/mcp`) acts as the person whose personal access token or
-JWT it presents, in that credential's team, exactly as an API client does:
+An MCP client (streamable HTTP at `/mcp`) acts as the person whose MCP-scoped personal access
+token it presents, in that token's team:
 
 - every HTTP request carries `Authorization: Bearer <token>`, verified by the API's own
-  `BearerAuthentication` (a PAT is looked up on every request, so a revocation takes effect
-  at once); anything else is 401 before the MCP layer sees the request;
+  bearer authenticator in its MCP form (a PAT is looked up on every request, so a
+  revocation takes effect at once); only a token created with scope `mcp` is taken, and such
+  a token is refused on every `/api/` route, so an MCP client gets no memory API. Anything
+  else is refused before the MCP layer sees the request (401, or 403 for another kind or
+  scope of credential or a closed org);
 - every tool names a workspace, which is looked up through the caller's membership in the
   credential's team, so another team's workspace and a missing one are the same NOT_FOUND;
+- a tool's arguments pass the REST route's own serializers, so they are judged exactly as
+  there (VALIDATION_FAILED, same `detail.fields`);
 - documents go through `automation.documents` as `document_actor_for_person`: revisions are
   authored `human`, and every spelling of `.zudotext/memory/` is refused
   (MEMORY_NAMESPACE_RESERVED) or left out of listings. External clients get no memory API;
@@ -34,6 +39,7 @@ connections when it shuts down.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -47,16 +53,19 @@ from django.http import HttpRequest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, Throttled, ValidationError
 from rest_framework.request import Request
+from rest_framework.serializers import Serializer
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from automation.api.documents import AutomationDocumentApi, AutomationDocumentSearchApi
 from automation.documents import (
     assistant_document_list,
+    assistant_document_path,
     assistant_document_read,
     assistant_document_search,
     assistant_document_write,
@@ -65,8 +74,8 @@ from automation.documents import (
 from automation.models import Admission, Turn
 from automation.selectors import conversation_get_for_owner, turn_answer
 from automation.services import conversation_create, message_admit_from_mcp, turn_key_session_end
-from workspaces.authentication import BearerAuthentication, Credential
-from workspaces.errors import DomainError, NotFound
+from workspaces.authentication import Credential, McpBearerAuthentication
+from workspaces.errors import CredentialKindRefused, DomainError, NotFound
 from workspaces.models import Workspace
 from workspaces.selectors import workspace_membership_get
 
@@ -86,39 +95,67 @@ R = TypeVar("R")
 
 
 class BearerRefused(Exception):
-    """An HTTP request to the MCP app without a valid bearer credential."""
+    """An HTTP request to the MCP app refused before any tool runs, in the API's shape."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(
+        self, code: str, message: str, status: int, detail: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.status = status
+        self.detail = detail or {}
+        self.headers: dict[str, str] = {}
 
 
-def bearer_credential(authorization: str) -> Credential:
+def bearer_credential(authorization: str, client_address: str = "") -> Credential:
     """The Credential an `Authorization` header value stands for, verified by the API's own
-    `BearerAuthentication` (so a PAT and a JWT are judged exactly as on `/api/`).
+    bearer authenticator in its MCP form (`McpBearerAuthentication`): a PAT or JWT is judged
+    exactly as on `/api/`, failed tokens count against the client address as there, and
+    only an MCP-scoped personal access token is taken.
 
-    Raises BearerRefused with the API's code: AUTHENTICATION_REQUIRED without a bearer
-    credential, else the authenticator's own (TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED).
+    Raises BearerRefused with the API's code and status: 401 AUTHENTICATION_REQUIRED without
+    a credential or the authenticator's own 401 (TOKEN_INVALID, TOKEN_EXPIRED,
+    TOKEN_REVOKED); 403 CREDENTIAL_KIND_REFUSED for another kind of credential,
+    TOKEN_SCOPE_REFUSED for a token of the person API (or a JWT), ORG_PENDING_DELETION for
+    a closed org; 429 RATE_LIMITED past the failed-token limit.
     """
     http_request = HttpRequest()
     http_request.META["HTTP_AUTHORIZATION"] = authorization
+    http_request.META["REMOTE_ADDR"] = client_address
     try:
-        authenticated = BearerAuthentication().authenticate(Request(http_request))
+        authenticated = McpBearerAuthentication().authenticate(Request(http_request))
     except AuthenticationFailed as refusal:
         codes = refusal.get_codes()
         code = codes if isinstance(codes, str) and codes.isupper() else "TOKEN_INVALID"
-        raise BearerRefused(code, str(refusal.detail)) from None
-    if authenticated is None:
-        raise BearerRefused(
-            "AUTHENTICATION_REQUIRED", "Send Authorization: Bearer <personal access token or JWT>."
+        raise BearerRefused(code, str(refusal.detail), 401) from None
+    except Throttled as refusal:
+        retry_after = max(1, math.ceil(getattr(refusal, "wait", None) or 1))
+        limited = BearerRefused(
+            "RATE_LIMITED",
+            "Too many requests; retry later.",
+            429,
+            {"retryAfterSeconds": retry_after},
         )
-    return authenticated[1]
+        limited.headers["Retry-After"] = str(retry_after)
+        raise limited from None
+    except DomainError as refusal:
+        raise BearerRefused(refusal.code, refusal.message, refusal.status, refusal.detail) from None
+    if authenticated is not None:
+        return authenticated[1]
+    if authorization.strip():
+        refused = CredentialKindRefused("The MCP server takes only `Bearer` MCP tokens.")
+        raise BearerRefused(refused.code, refused.message, refused.status)
+    raise BearerRefused(
+        "AUTHENTICATION_REQUIRED",
+        "Send Authorization: Bearer <MCP-scoped personal access token>.",
+        401,
+    )
 
 
 class BearerCredentialMiddleware:
-    """Answers 401 to any HTTP request without a valid bearer credential; otherwise puts
-    the Credential on the request's scope for the tools."""
+    """Answers any HTTP request without a credential the MCP server takes, in the API's
+    error shape; otherwise puts the Credential on the request's scope for the tools."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -128,13 +165,17 @@ class BearerCredentialMiddleware:
             await self.app(scope, receive, send)
             return
         authorization = Headers(scope=scope).get("authorization", "")
+        client = scope.get("client") or ("", 0)
         try:
-            credential = await _in_db_thread(bearer_credential)(authorization)
+            credential = await _in_db_thread(bearer_credential)(authorization, client[0])
         except BearerRefused as refusal:
+            headers = dict(refusal.headers)
+            if refusal.status == 401:
+                headers["WWW-Authenticate"] = 'Bearer realm="mcp"'
             response = JSONResponse(
-                _error_body(refusal.code, refusal.message),
-                status_code=401,
-                headers={"WWW-Authenticate": 'Bearer realm="mcp"'},
+                _error_body(refusal.code, refusal.message, _json_safe(refusal.detail)),
+                status_code=refusal.status,
+                headers=headers,
             )
             await response(scope, receive, send)
             return
@@ -186,9 +227,13 @@ def _result(payload: dict[str, Any], *, is_error: bool = False) -> CallToolResul
     )
 
 
+def _json_safe(detail: dict[str, Any]) -> dict[str, Any]:
+    safe: dict[str, Any] = json.loads(json.dumps(detail, default=str))
+    return safe
+
+
 def _refusal(error: DomainError) -> CallToolResult:
-    detail = json.loads(json.dumps(error.detail, default=str))
-    return _result(_error_body(error.code, error.message, detail), is_error=True)
+    return _result(_error_body(error.code, error.message, _json_safe(error.detail)), is_error=True)
 
 
 async def _answer(
@@ -200,6 +245,11 @@ async def _answer(
         result = await _in_db_thread(work)(credential, *args, **kwargs)
     except DomainError as error:
         return _refusal(error)
+    except ValidationError as invalid:
+        # As the API answers it: VALIDATION_FAILED with the problems per argument.
+        detail = _json_safe({"fields": invalid.detail})
+        body = _error_body("VALIDATION_FAILED", "The arguments are not valid.", detail)
+        return _result(body, is_error=True)
     return _result(result.model_dump(mode="json"))
 
 
@@ -230,6 +280,8 @@ class SearchHitOut(BaseModel):
 
 class SearchResults(BaseModel):
     results: list[SearchHitOut]
+    truncated: bool
+    next_cursor: str | None
 
 
 class DocumentOut(BaseModel):
@@ -256,23 +308,39 @@ class AgentTurn(BaseModel):
 # --- The tools' work (in the ORM's thread) -----------------------------------------------------
 
 
+def _validated(serializer: Serializer) -> dict[str, Any]:
+    """The REST route's own validation of a tool's arguments: one rule for both surfaces."""
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
 def _list(credential: Credential, workspace_id: int, prefix: str | None) -> DocumentList:
     actor = document_actor_for_person(
         workspace=_workspace(credential, workspace_id), user=credential.user
     )
-    files = assistant_document_list(actor=actor, prefix=prefix)
+    arguments = {} if prefix is None else {"prefix": prefix}
+    query = _validated(AutomationDocumentApi.ListQuerySerializer(data=arguments))
+    files = assistant_document_list(actor=actor, prefix=query.get("prefix"))
     return DocumentList(
         documents=[DocumentEntry(path=file.path, version=file.current_version) for file in files]
     )
 
 
-def _search(credential: Credential, workspace_id: int, query: str) -> SearchResults:
+def _search(
+    credential: Credential, workspace_id: int, query: str, cursor: str | None
+) -> SearchResults:
     actor = document_actor_for_person(
         workspace=_workspace(credential, workspace_id), user=credential.user
     )
-    hits = assistant_document_search(actor=actor, query=query)
+    arguments = {"q": query} if cursor is None else {"q": query, "cursor": cursor}
+    valid = _validated(AutomationDocumentSearchApi.QuerySerializer(data=arguments))
+    found = assistant_document_search(actor=actor, query=valid["q"], cursor=valid.get("cursor"))
     return SearchResults(
-        results=[SearchHitOut(path=h.path, version=h.version, snippet=h.snippet) for h in hits]
+        results=[
+            SearchHitOut(path=h.path, version=h.version, snippet=h.snippet) for h in found.hits
+        ],
+        truncated=found.is_truncated,
+        next_cursor=found.next_cursor,
     )
 
 
@@ -293,7 +361,12 @@ def _create(credential: Credential, workspace_id: int, path: str, content: str) 
     actor = document_actor_for_person(
         workspace=_workspace(credential, workspace_id), user=credential.user
     )
-    revision = assistant_document_write(actor=actor, raw_path=path, content=content, base_version=0)
+    # In the REST route's order: the path first, then the body.
+    canonical = assistant_document_path(path)
+    body = _validated(AutomationDocumentApi.InputSerializer(data={"content": content}))
+    revision = assistant_document_write(
+        actor=actor, raw_path=canonical, content=body["content"], base_version=0
+    )
     return CreatedNote(path=revision.file.path, version=revision.version)
 
 
@@ -355,9 +428,16 @@ async def search_documents(
     workspace_id: WorkspaceId,
     query: Annotated[str, Field(description="Text to find, case-insensitive.")],
     ctx: Context,
+    cursor: Annotated[
+        str | None,
+        Field(description="The `next_cursor` of a truncated search, to search the rest."),
+    ] = None,
 ) -> Annotated[CallToolResult, SearchResults]:
-    """Search the workspace's notes for text; returns paths with a snippet each."""
-    return await _answer(ctx, _search, workspace_id, query)
+    """Search the workspace's notes for text; returns paths with a snippet each.
+
+    One call searches a bounded amount of text: when `truncated` is true, call again with
+    `cursor` set to `next_cursor` to continue."""
+    return await _answer(ctx, _search, workspace_id, query, cursor)
 
 
 async def read_document(

@@ -39,6 +39,7 @@ from workspaces.models import (
     Org,
     Team,
     TeamMembership,
+    TeamStorageUsage,
     User,
     Workspace,
     WorkspaceKey,
@@ -76,6 +77,7 @@ PURGE_PLAN: tuple[PurgeStep, ...] = (
     PurgeStep(WorkspaceMembership, "workspace__team__org"),
     PurgeStep(Workspace, "team__org"),
     PurgeStep(ApiToken, "team__org"),
+    PurgeStep(TeamStorageUsage, "team__org"),
     PurgeStep(TeamMembership, "team__org"),
     PurgeStep(Team, "org"),
 )

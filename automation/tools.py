@@ -129,17 +129,21 @@ def list_documents(context: TurnContext, prefix: str | None = None) -> dict[str,
     }
 
 
-def search_documents(context: TurnContext, query: str) -> dict[str, Any]:
+def search_documents(context: TurnContext, query: str, cursor: str | None = None) -> dict[str, Any]:
     try:
         actor = document_actor_for_turn(
             admission=context.admission, key_session_id=context.key_session_id
         )
-        hits = assistant_document_search(actor=actor, query=query)
+        found = assistant_document_search(actor=actor, query=query, cursor=cursor)
     except DomainError as error:
         return _refused(error)
     return {
         "status": "ok",
-        "results": [{"path": h.path, "version": h.version, "snippet": h.snippet} for h in hits],
+        "results": [
+            {"path": h.path, "version": h.version, "snippet": h.snippet} for h in found.hits
+        ],
+        "truncated": found.is_truncated,
+        "nextCursor": found.next_cursor,
     }
 
 
@@ -210,10 +214,13 @@ TOOL_SPECS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="search_documents",
-        description="Search the workspace's notes for text.",
+        description=(
+            "Search the workspace's notes for text. When `truncated` is true, call again "
+            "with `cursor` set to `nextCursor` to search the rest."
+        ),
         parameters={
             "type": "object",
-            "properties": {"query": {"type": "string"}},
+            "properties": {"query": {"type": "string"}, "cursor": {"type": "string"}},
             "required": ["query"],
         },
     ),

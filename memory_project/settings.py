@@ -7,6 +7,7 @@ DATA_DIR, the in-process cache, and Celery tasks run eagerly in the web process.
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -57,6 +58,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "axes",
     "workspaces",
     "memory",
     "automation",
@@ -74,6 +76,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: it turns a locked-out sign-in into its response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memory_project.urls"
@@ -139,6 +143,25 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out sign-in before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Sign-in attempts (the web frame and /admin/): after SIGN_IN_FAILURE_LIMIT failures an
+# account, and separately a client address, is locked out for SIGN_IN_LOCKOUT_MINUTES.
+# Attempts are kept in the database, so a cache restart does not reset them.
+AXES_FAILURE_LIMIT = env_int("SIGN_IN_FAILURE_LIMIT", 5, minimum=1, maximum=1000)
+AXES_COOLOFF_TIME = timedelta(
+    minutes=env_int("SIGN_IN_LOCKOUT_MINUTES", 15, minimum=1, maximum=7 * 24 * 60)
+)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "workspaces.ratelimit.client_address"
+AXES_LOCKOUT_TEMPLATE = "workspaces/locked_out.html"
+# Successful and failed sign-ins are recorded in the project's own audit trail.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
 LOGIN_URL = "workspaces:sign-in"
 LOGIN_REDIRECT_URL = "workspaces:list"
 LOGOUT_REDIRECT_URL = "workspaces:sign-in"
@@ -169,6 +192,11 @@ X_FRAME_OPTIONS = "DENY"
 
 API_TOKEN_DEFAULT_TTL_DAYS = env_int("API_TOKEN_DEFAULT_TTL_DAYS", 90, minimum=1, maximum=365)
 JWT_TTL_SECONDS = env_int("JWT_TTL_SECONDS", 900, minimum=30, maximum=86_400)
+# Failed bearer tokens per client address and window, past which the address gets 429.
+BEARER_FAILURE_LIMIT = env_int("BEARER_FAILURE_LIMIT", 30, minimum=1)
+BEARER_FAILURE_WINDOW_SECONDS = env_int(
+    "BEARER_FAILURE_WINDOW_SECONDS", 300, minimum=1, maximum=86_400
+)
 # How long a soft-deleted org waits before the nightly purge removes its data.
 ORG_DELETION_GRACE_DAYS = env_int("ORG_DELETION_GRACE_DAYS", 30, minimum=0, maximum=3650)
 # How long an admitted turn keeps its authority to write memory (the seed's 15 minutes).
@@ -185,6 +213,12 @@ if MEMORY_MAX_DOCUMENT_BYTES * 6 + 1024 > REQUEST_MAX_BODY_BYTES:
         "REQUEST_MAX_BODY_BYTES must leave room for a document at MEMORY_MAX_DOCUMENT_BYTES "
         "written as JSON (up to 6 bytes per byte when every character is escaped)"
     )
+# One document search decrypts at most this many bytes before it answers with a cursor to
+# continue from, and one person runs at most this many searches at once.
+SEARCH_MAX_DECRYPTED_BYTES = env_int(
+    "SEARCH_MAX_DECRYPTED_BYTES", 8 * 1024 * 1024, minimum=MEMORY_MAX_DOCUMENT_BYTES
+)
+SEARCH_CONCURRENCY_PER_USER = env_int("SEARCH_CONCURRENCY_PER_USER", 2, minimum=1, maximum=64)
 # The model behind the assistant: `scripted` (deterministic, offline, the default) or any
 # OpenAI-compatible chat-completions endpoint.
 MODEL_PROVIDER = env_choice("MODEL_PROVIDER", "scripted", {"scripted", "openai"})
@@ -213,6 +247,9 @@ REST_FRAMEWORK = {
         "credential": env_str("THROTTLE_CREDENTIAL_RATE", "1200/min"),
         "write": env_str("THROTTLE_WRITE_RATE", "300/min"),
     },
+    # How many proxies in front of the app append to X-Forwarded-For; 0 trusts none and
+    # uses REMOTE_ADDR, so a client cannot pick its own address for the limits.
+    "NUM_PROXIES": env_int("NUM_PROXIES", 0, minimum=0, maximum=10),
     "EXCEPTION_HANDLER": "memory_project.api.exceptions.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "memory_project.api.schema.QualifiedAutoSchema",
 }

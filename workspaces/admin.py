@@ -107,7 +107,11 @@ class WorkspaceUserAdmin(NoHardDeleteMixin, UserAdmin):
 
 class OrgQuotaForm(forms.Form):
     memory_quota_bytes = forms.IntegerField(
-        min_value=0, help_text="Bytes of memory across the org's teams; 0 means unlimited."
+        min_value=0,
+        help_text=(
+            "The most document bytes each of the org's teams may store (enforced on every "
+            "write); 0 means unlimited."
+        ),
     )
 
 
@@ -253,8 +257,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        actor = acting_user(request)
         for token in queryset:
-            api_token_revoke(token=token)
+            api_token_revoke(token=token, actor=actor)
 
 
 @admin.register(WorkspaceKey)

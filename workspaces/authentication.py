@@ -6,20 +6,23 @@ source of tenancy: no route reads a tenant from the path, the query or the body.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import jwt
+from django.conf import settings
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
 
-from workspaces.errors import NoActiveTeam
+from workspaces.errors import NoActiveTeam, TokenScopeRefused
 from workspaces.models import ApiToken, Team, TeamMembership, User
+from workspaces.ratelimit import client_address, window_count, window_hit
 from workspaces.selectors import org_require_active
-from workspaces.tokens import PAT_PREFIX, jwt_decode, pat_digest
+from workspaces.tokens import PAT_PREFIX, JwtClaims, jwt_decode, pat_digest
 
 ACTIVE_TEAM_SESSION_KEY = "active_team_id"
 
@@ -37,14 +40,38 @@ def _refuse(code: str, message: str) -> AuthenticationFailed:
 
 
 class BearerAuthentication(BaseAuthentication):
-    """`Authorization: Bearer iap_...` (personal access token) or `Bearer <JWT>`."""
+    """`Authorization: Bearer iap_...` (personal access token) or `Bearer <JWT>`.
+
+    It serves the person API: a token of another scope is refused here (403
+    TOKEN_SCOPE_REFUSED) once it is known to be valid. The MCP server uses
+    `McpBearerAuthentication`, which takes only MCP-scoped tokens.
+
+    Failed tokens are limited per client address (`BEARER_FAILURE_LIMIT` in
+    `BEARER_FAILURE_WINDOW_SECONDS`); past the limit every bearer request from that address
+    is 429 until the window ends. Not per account: a wrong token names no account, and a
+    user's old revoked token, replayed by anyone, must not lock the user out.
+    """
+
+    scope: ClassVar[str] = ApiToken.Scope.API
 
     def authenticate(self, request: Request) -> tuple[User, Credential] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
         scheme, _, raw = header.partition(" ")
         if scheme.lower() != "bearer":
             return None
-        raw = raw.strip()
+        # Checked before the token is, so that past the limit even a valid token gets no
+        # verdict from this address: guessing learns nothing.
+        address = client_address(request)
+        failures = window_count(key=_failures_key(address), **_failure_window())
+        if failures.count >= settings.BEARER_FAILURE_LIMIT:
+            raise Throttled(wait=failures.retry_after)
+        try:
+            return self._verify(raw.strip())
+        except AuthenticationFailed:
+            window_hit(key=_failures_key(address), **_failure_window())
+            raise
+
+    def _verify(self, raw: str) -> tuple[User, Credential]:
         if not raw or " " in raw:
             raise _refuse("TOKEN_INVALID", "Malformed bearer credential.")
         if raw.startswith(PAT_PREFIX):
@@ -75,6 +102,7 @@ class BearerAuthentication(BaseAuthentication):
             raise _refuse("TOKEN_EXPIRED", "Token expired.")
         if not token.user.is_active or not token.owner_in_team:
             raise _refuse("TOKEN_INVALID", "Token owner unavailable.")
+        self._scope_require(token.scope)
         org_require_active(org=token.team.org)
         return token.user, Credential(
             kind="pat", user=token.user, team=token.team, token_id=token.pk
@@ -87,6 +115,8 @@ class BearerAuthentication(BaseAuthentication):
             raise _refuse("TOKEN_EXPIRED", "Token expired.") from None
         except jwt.InvalidTokenError:
             raise _refuse("TOKEN_INVALID", "Token invalid.") from None
+        if claims.token_id is not None:
+            _parent_token_require_live(claims, token_id=claims.token_id)
         membership = (
             TeamMembership.objects.select_related("user", "team__org")
             .filter(user_id=claims.user_id, team_id=claims.team_id, user__is_active=True)
@@ -94,8 +124,44 @@ class BearerAuthentication(BaseAuthentication):
         )
         if membership is None:
             raise _refuse("TOKEN_INVALID", "Token owner unavailable.")
+        # Only the person API mints JWTs, and only for its own scope.
+        self._scope_require(ApiToken.Scope.API)
         org_require_active(org=membership.team.org)
         return membership.user, Credential(kind="jwt", user=membership.user, team=membership.team)
+
+    def _scope_require(self, scope: str) -> None:
+        if scope != self.scope:
+            raise TokenScopeRefused(scope=scope, requiredScope=self.scope)
+
+
+class McpBearerAuthentication(BearerAuthentication):
+    """The MCP server's authenticator: MCP-scoped personal access tokens only."""
+
+    scope = ApiToken.Scope.MCP
+
+
+def _failures_key(address: str) -> str:
+    return f"bearer-failures:{address}"
+
+
+def _failure_window() -> dict[str, Any]:
+    return {"window_seconds": settings.BEARER_FAILURE_WINDOW_SECONDS, "now": time.time()}
+
+
+def _parent_token_require_live(claims: JwtClaims, *, token_id: int) -> None:
+    """A JWT minted from a personal access token ends when that token is revoked or
+    expires: looked up on every request, like the token itself."""
+    parent = (
+        ApiToken.objects.filter(pk=token_id, user_id=claims.user_id, team_id=claims.team_id)
+        .values("revoked_at", "expires_at")
+        .first()
+    )
+    if parent is None:
+        raise _refuse("TOKEN_INVALID", "Token invalid.")
+    if parent["revoked_at"] is not None:
+        raise _refuse("TOKEN_REVOKED", "The token this JWT was minted from was revoked.")
+    if parent["expires_at"] <= timezone.now():
+        raise _refuse("TOKEN_EXPIRED", "The token this JWT was minted from expired.")
 
 
 class TeamSessionAuthentication(SessionAuthentication):

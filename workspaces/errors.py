@@ -55,6 +55,15 @@ class CredentialKindRefused(DomainError):
     default_message = "This kind of credential cannot do this."
 
 
+class TokenScopeRefused(DomainError):
+    """A valid personal access token whose scope does not cover this surface: an MCP-only
+    token on the person API, or a person-API token (or a JWT) at the MCP server."""
+
+    code = "TOKEN_SCOPE_REFUSED"
+    status = 403
+    default_message = "This token's scope does not cover this route."
+
+
 class ConsentRevisionConflict(DomainError):
     code = "CONSENT_REVISION_CONFLICT"
     status = 409
@@ -95,6 +104,23 @@ class DocumentTooLarge(DomainError):
     code = "DOCUMENT_TOO_LARGE"
     status = 422
     default_message = "The document is larger than the per-document ceiling; nothing was written."
+
+
+class RateLimited(DomainError):
+    """Too much at once from one caller; `detail.retryAfterSeconds` says when to retry (the
+    API also sends it as `Retry-After`). The request rate limits answer the same code."""
+
+    code = "RATE_LIMITED"
+    status = 429
+    default_message = "Too many requests; retry later."
+
+
+class TenantQuotaExceeded(DomainError):
+    """The write would take the team's stored document bytes past its org's quota."""
+
+    code = "TENANT_QUOTA_EXCEEDED"
+    status = 422
+    default_message = "The team's storage quota would be exceeded; nothing was written."
 
 
 class DocumentUnreadable(DomainError):

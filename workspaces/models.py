@@ -31,7 +31,11 @@ class Org(models.Model):
     status = models.CharField(max_length=32, choices=Status.choices, default=Status.ACTIVE)
     deletion_due_at = models.DateTimeField(null=True, blank=True)
     memory_quota_bytes = models.BigIntegerField(
-        default=0, help_text="Ceiling on memory bytes across the org's teams; 0 means unlimited."
+        default=0,
+        help_text=(
+            "Ceiling on the document bytes each of the org's teams stores (its storage "
+            "usage); 0 means unlimited."
+        ),
     )
     created_at = models.DateTimeField(default=timezone.now)
     # Set when a purge claims the org, so that a purge that died can be taken over later.
@@ -90,6 +94,33 @@ class Team(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class TeamStorageUsage(models.Model):
+    """A team's storage usage: the bytes of the current revision of every live document in
+    its workspaces (notes and memory alike), which the org's quota bounds.
+
+    Kept by conditional updates in the same transaction as each write, delete and restore
+    (`workspaces.services.team_storage_charge`), never recomputed from the documents. Memory
+    spaces add to the same aggregate.
+    """
+
+    team = models.OneToOneField(
+        Team, on_delete=models.CASCADE, primary_key=True, related_name="storage_usage"
+    )
+    used_bytes = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(used_bytes__gte=0),
+                name="workspaces_teamstorageusage_used_non_negative",
+                violation_error_code="USAGE_INVALID",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"storage of team {self.team_id}: {self.used_bytes} bytes"
 
 
 class TeamMembership(models.Model):
@@ -184,11 +215,23 @@ class WorkspaceMembership(models.Model):
 
 
 class ApiToken(models.Model):
-    """A personal access token (iap_...). Only its SHA-256 is stored; the token is shown once."""
+    """A personal access token (iap_...). Only its SHA-256 is stored; the token is shown once.
+
+    Its scope, chosen at creation and never changed, decides where it is accepted: the
+    person API (`/api/`), or only the MCP server, so a token handed to an external MCP
+    client cannot read, Save or Clear memory through the person routes.
+    """
+
+    class Scope(models.TextChoices):
+        API = "api", "Person API"
+        MCP = "mcp", "MCP server only"
 
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100)
+    # Tokens minted before scopes existed were used on the person API, so that is what
+    # the migration gives them; an MCP client needs a new, MCP-only token.
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.API)
     token_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
@@ -205,6 +248,11 @@ class ApiToken(models.Model):
                 condition=Exact(Length("token_hash"), 64),
                 name="workspaces_apitoken_hash_is_sha256",
                 violation_error_code="TOKEN_HASH_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(scope__in=["api", "mcp"]),
+                name="workspaces_apitoken_scope_valid",
+                violation_error_code="TOKEN_SCOPE_INVALID",
             ),
         ]
 
@@ -405,6 +453,10 @@ class AuditEvent(models.Model):
         ORG_DELETION_REQUESTED = "org_deletion_requested", "Org deletion requested"
         ORG_RESTORED = "org_restored", "Org restored"
         ORG_PURGED = "org_purged", "Org purged"
+        TOKEN_CREATED = "token_created", "Personal access token created"
+        TOKEN_REVOKED = "token_revoked", "Personal access token revoked"
+        SIGN_IN_SUCCEEDED = "sign_in_succeeded", "Signed in"
+        SIGN_IN_FAILED = "sign_in_failed", "Sign-in failed"
 
     occurred_at = models.DateTimeField(default=timezone.now)
     actor = models.ForeignKey(
@@ -431,6 +483,10 @@ class AuditEvent(models.Model):
                         "org_deletion_requested",
                         "org_restored",
                         "org_purged",
+                        "token_created",
+                        "token_revoked",
+                        "sign_in_succeeded",
+                        "sign_in_failed",
                     ]
                 ),
                 name="workspaces_auditevent_action_valid",

@@ -6,6 +6,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.core.cache import cache
 from django.db.models import F, OuterRef, QuerySet, Subquery
@@ -195,47 +196,66 @@ def file_read_text(*, workspace: Workspace, path: str, data_key: bytes) -> tuple
     )
 
 
+@dataclass(frozen=True)
+class SearchPage:
+    hits: list[tuple[File, str]]
+    # Where the next page starts (after this path) when the scan stopped before the last
+    # document; None when every document was considered.
+    resume_after: str | None
+
+
 def file_search(
     *,
     workspace: Workspace,
     query: str,
     data_key: bytes,
     limit: int,
+    byte_budget: int,
+    after: str | None = None,
     is_hidden: Callable[[str], bool] | None = None,
-) -> list[tuple[File, str]]:
+) -> SearchPage:
     """Live files whose text contains `query` (case-insensitive), each with a short snippet
-    around its first match, in path order, at most `limit` of them.
+    around its first match, in path order, at most `limit` of them, from the first path
+    after `after`.
 
     Documents are sealed at rest, so there is no plaintext index to query: this opens the
-    current revision of each file in turn. It considers at most FILE_SEARCH_SCAN_LIMIT live
-    files (the first in path order, hidden ones included), so in a larger workspace a match
-    beyond them is not found. Files for which `is_hidden(path)` is true are skipped before
-    they are opened, so their text is never decrypted.
+    current revision of each file in turn. One call stops before it would decrypt more
+    than `byte_budget` bytes (it always opens at least one document) or consider more than
+    FILE_SEARCH_SCAN_LIMIT documents, and says where to resume, so no search holds the
+    server for longer than that bound. Files for which `is_hidden(path)` is true are
+    skipped before they are opened, so their text is never decrypted, and never count
+    towards the bounds or become the resume point.
     A revision that fails its integrity check raises DocumentUnreadable, as a read would.
     """
     pattern = re.compile(re.escape(query), re.IGNORECASE)
-    revisions = (
-        FileVersion.objects.select_related("file")
-        .filter(
-            file__workspace=workspace,
-            file__deleted_at__isnull=True,
-            version=F("file__current_version"),
-        )
-        .order_by("file__path")[:FILE_SEARCH_SCAN_LIMIT]
+    revisions = FileVersion.objects.select_related("file").filter(
+        file__workspace=workspace,
+        file__deleted_at__isnull=True,
+        version=F("file__current_version"),
     )
+    if after is not None:
+        revisions = revisions.filter(file__path__gt=after)
     found: list[tuple[File, str]] = []
+    considered = decrypted = 0
+    last_path: str | None = None
     # iterator(): ciphertexts can each be megabytes; hold one chunk at a time, not all.
-    for revision in revisions.iterator(chunk_size=50):
+    for revision in revisions.order_by("file__path").iterator(chunk_size=50):
         if is_hidden is not None and is_hidden(revision.file.path):
             continue
+        if (
+            len(found) >= limit
+            or considered >= FILE_SEARCH_SCAN_LIMIT
+            or (decrypted and decrypted + revision.size_bytes > byte_budget)
+        ):
+            return SearchPage(hits=found, resume_after=last_path)
+        considered += 1
+        decrypted += revision.size_bytes
+        last_path = revision.file.path
         text = file_version_plaintext(version=revision, workspace=workspace, data_key=data_key)
         match = pattern.search(text)
-        if match is None:
-            continue
-        found.append((revision.file, _snippet(text, match.start(), match.end())))
-        if len(found) >= limit:
-            break
-    return found
+        if match is not None:
+            found.append((revision.file, _snippet(text, match.start(), match.end())))
+    return SearchPage(hits=found, resume_after=None)
 
 
 def _snippet(text: str, start: int, end: int) -> str:

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
+from django.db.models.functions import Greatest
+from django.http import HttpRequest
 from django.utils import timezone
 
 from workspaces.crypto import (
@@ -30,6 +32,7 @@ from workspaces.errors import (
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
     OrgStateConflict,
+    TenantQuotaExceeded,
     VersionConflict,
 )
 from workspaces.models import (
@@ -42,12 +45,14 @@ from workspaces.models import (
     Org,
     Team,
     TeamMembership,
+    TeamStorageUsage,
     User,
     Workspace,
     WorkspaceKey,
     WorkspaceMembership,
     key_session_cache_key,
 )
+from workspaces.ratelimit import client_address
 from workspaces.selectors import workspace_data_key
 from workspaces.tokens import pat_generate
 
@@ -87,32 +92,64 @@ def workspace_membership_ensure(
 
 
 def api_token_create(
-    *, user: User, team: Team, name: str, ttl_days: int | None = None
+    *,
+    user: User,
+    team: Team,
+    name: str,
+    scope: str = ApiToken.Scope.API,
+    ttl_days: int | None = None,
 ) -> tuple[ApiToken, str]:
-    """Mint a personal access token. Returns the row and the token, which is never stored."""
+    """Mint a personal access token of `scope` for `user`, who is also the audited actor:
+    a token is only ever minted by its own owner. Returns the row and the token, which is
+    never stored."""
     raw, digest = pat_generate()
     now = timezone.now()
     days = ttl_days if ttl_days is not None else settings.API_TOKEN_DEFAULT_TTL_DAYS
-    token = ApiToken.objects.create(
-        user=user,
-        team=team,
-        name=name,
-        token_hash=digest,
-        created_at=now,
-        expires_at=now + timedelta(days=days),
-    )
+    with transaction.atomic():
+        token = ApiToken.objects.create(
+            user=user,
+            team=team,
+            name=name,
+            scope=scope,
+            token_hash=digest,
+            created_at=now,
+            expires_at=now + timedelta(days=days),
+        )
+        audit_record(
+            actor=user,
+            action=AuditEvent.Action.TOKEN_CREATED,
+            org_id=team.org_id,
+            target_type="api_token",
+            target_id=token.pk,
+            detail={"scope": scope, "teamId": team.pk, "expiresAt": token.expires_at.isoformat()},
+        )
     return token, raw
 
 
-def api_token_revoke(*, token: ApiToken) -> ApiToken:
-    """Revoke a token; revoking a revoked token keeps its first revocation time."""
-    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+def api_token_revoke(*, token: ApiToken, actor: User) -> ApiToken:
+    """Revoke a token, and with it every JWT minted from it. Revoking a revoked token keeps
+    its first revocation time and records nothing more."""
+    with transaction.atomic():
+        revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        if revoked:
+            audit_record(
+                actor=actor,
+                action=AuditEvent.Action.TOKEN_REVOKED,
+                org_id=Team.objects.filter(pk=token.team_id)
+                .values_list("org_id", flat=True)
+                .first(),
+                target_type="api_token",
+                target_id=token.pk,
+                detail={"ownerId": token.user_id, "teamId": token.team_id},
+            )
     token.refresh_from_db(fields=["revoked_at"])
     return token
 
 
 def workspace_ai_consent_set(
-    *, workspace: Workspace, enabled: bool, expected_revision: int, actor: User | None = None
+    *, workspace: Workspace, enabled: bool, expected_revision: int, actor: User
 ) -> Workspace:
     """Set workspace AI consent by compare-and-set on the consent revision.
 
@@ -157,6 +194,27 @@ def audit_record(
         target_type=target_type,
         target_id=str(target_id),
         detail=detail or {},
+    )
+
+
+def sign_in_audit(
+    *, actor: User | None, is_success: bool, request: HttpRequest | None
+) -> AuditEvent:
+    """Audit one sign-in attempt, to the web frame or the admin. `actor` is the account
+    signed in to or tried; None when the username tried names no account, and that
+    username is not kept (it may be a password typed into the wrong field)."""
+    detail: dict[str, object] = {}
+    if request is not None:
+        detail = {"clientAddress": client_address(request), "path": request.path}
+        if getattr(request, "axes_locked_out", False):
+            detail["lockedOut"] = True
+    return audit_record(
+        actor=actor,
+        action=AuditEvent.Action.SIGN_IN_SUCCEEDED
+        if is_success
+        else AuditEvent.Action.SIGN_IN_FAILED,
+        org_id=None,
+        detail=detail,
     )
 
 
@@ -216,6 +274,7 @@ class DemoCredentials:
     username: str
     password: str
     token: str
+    mcp_token: str
     org_id: int
     team_id: int
     workspace_id: int
@@ -225,8 +284,9 @@ def demo_tenant_seed(*, name: str = "demo") -> DemoCredentials:
     """Create (or find) a demo org, team, AI-enabled workspace and admin user.
 
     Idempotent: a second run creates no new org, team, workspace or user. It sets a
-    fresh password and mints a fresh token, because neither can be read back from
-    what is stored, and the credentials it prints must work.
+    fresh password and mints fresh tokens (one for the person API, one for the MCP
+    server), because none can be read back from what is stored, and the credentials it
+    prints must work.
     """
     password = secrets.token_urlsafe(12)
     with transaction.atomic():
@@ -244,11 +304,17 @@ def demo_tenant_seed(*, name: str = "demo") -> DemoCredentials:
         workspace_membership_ensure(
             workspace=workspace, user=user, role=WorkspaceMembership.Role.ADMIN
         )
-        _, token = api_token_create(user=user, team=team, name=f"{name} (seed_demo)")
+        _, token = api_token_create(
+            user=user, team=team, name=f"{name} (seed_demo)", scope=ApiToken.Scope.API
+        )
+        _, mcp_token = api_token_create(
+            user=user, team=team, name=f"{name} MCP (seed_demo)", scope=ApiToken.Scope.MCP
+        )
     return DemoCredentials(
         username=user.username,
         password=password,
         token=token,
+        mcp_token=mcp_token,
         org_id=org.pk,
         team_id=team.pk,
         workspace_id=workspace.pk,
@@ -320,7 +386,9 @@ def file_write(
     `base_version` 0 creates the file and fails if it exists; otherwise the write
     applies only if the live file is still at `base_version` (a deleted file is never
     revived by a write). On a mismatch nothing is written and VersionConflict carries
-    the version now held. The version bump and the revision commit together.
+    the version now held. The version bump, the revision and the change in the team's
+    storage usage commit together; a write that would take the usage past the org's quota
+    is TenantQuotaExceeded and writes nothing.
     """
     try:
         encoded = plaintext.encode()
@@ -333,13 +401,15 @@ def file_write(
     with transaction.atomic():
         if base_version == 0:
             file_id, version = _file_create(workspace=workspace, path=path, now=now).pk, 1
+            previous_bytes = 0
         else:
             bumped = _file_version_bump(
                 workspace=workspace, path=path, base_version=base_version, now=now
             )
             if bumped is None:
                 raise _conflict(workspace=workspace, path=path)
-            file_id, version = bumped
+            file_id, version, previous_bytes = bumped
+        team_storage_charge(workspace=workspace, delta=len(encoded) - previous_bytes)
         ciphertext = seal(
             data_key=data_key,
             plaintext=encoded,
@@ -362,25 +432,70 @@ def file_write(
 
 def _file_version_bump(
     *, workspace: Workspace, path: str, base_version: int, now: datetime
-) -> tuple[int, int] | None:
-    """The compare-and-set: bump a live file from `base_version`, returning (id, new version).
+) -> tuple[int, int, int] | None:
+    """The compare-and-set: bump a live file from `base_version`, returning (id, new
+    version, size in bytes of the revision it replaces).
 
     One conditional UPDATE. A concurrent writer blocks on the row lock, then re-reads the
     bumped version and matches nothing. Written in SQL because the ORM's update() cannot
     return the row, and a second statement to read it back is measurable on every save.
     """
     table = connection.ops.quote_name(File._meta.db_table)
+    versions = connection.ops.quote_name(FileVersion._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {table} SET current_version = current_version + 1, updated_at = %s "
             "WHERE workspace_id = %s AND path = %s AND current_version = %s "
-            "AND deleted_at IS NULL RETURNING id, current_version",
+            "AND deleted_at IS NULL RETURNING id, current_version, "
+            f"(SELECT size_bytes FROM {versions} WHERE file_id = {table}.id AND version = %s)",
             # Adapted as the ORM adapts it: SQLite keeps datetimes as text, and a raw
             # aware value would store a second format (with an offset) in the column.
-            [connection.ops.adapt_datetimefield_value(now), workspace.pk, path, base_version],
+            [
+                connection.ops.adapt_datetimefield_value(now),
+                workspace.pk,
+                path,
+                base_version,
+                base_version,
+            ],
         )
         row = cursor.fetchone()
-    return None if row is None else (row[0], row[1])
+    return None if row is None else (row[0], row[1], row[2] or 0)
+
+
+def team_storage_charge(*, workspace: Workspace, delta: int) -> None:
+    """Add `delta` bytes to the storage usage of the workspace's team.
+
+    Call inside the transaction of the write, delete or restore it accounts for, after
+    that file's row is locked: the usage row is always the last lock a document change
+    takes. Growth applies only while the usage stays within the org's quota (0:
+    unlimited), as one conditional UPDATE, so concurrent writers cannot pass the quota
+    together; otherwise TenantQuotaExceeded, and the caller's transaction rolls back. A
+    shrink always applies, never below zero.
+    """
+    if delta == 0:
+        return
+    rows = TeamStorageUsage.objects.filter(team_id=workspace.team_id)
+    if delta < 0:
+        rows.update(used_bytes=Greatest(F("used_bytes") + delta, 0))
+        return
+    quota = (
+        Team.objects.filter(pk=workspace.team_id)
+        .values_list("org__memory_quota_bytes", flat=True)
+        .get()
+    )
+    within_quota = rows if quota == 0 else rows.filter(used_bytes__lte=quota - delta)
+    if within_quota.update(used_bytes=F("used_bytes") + delta) == 1:
+        return
+    # Either the team has no row yet or the quota refuses. Make sure the row exists (a
+    # concurrent first write making it too waits on its key, then finds it), and ask
+    # once more: then only the quota can refuse.
+    TeamStorageUsage.objects.bulk_create(
+        [TeamStorageUsage(team_id=workspace.team_id)], ignore_conflicts=True
+    )
+    if within_quota.update(used_bytes=F("used_bytes") + delta) == 1:
+        return
+    used = rows.values_list("used_bytes", flat=True).get()
+    raise TenantQuotaExceeded(usedBytes=used, deltaBytes=delta, quotaBytes=quota)
 
 
 def _file_create(*, workspace: Workspace, path: str, now: datetime) -> File:
@@ -532,6 +647,7 @@ def file_delete(*, workspace: Workspace, path: str, base_version: int) -> File:
     One conditional UPDATE on (path, version, live). The version does not move, since no
     revision is written: restoring names the same version. A file that is already
     deleted, missing, or at another version is a VersionConflict and nothing changes.
+    Its bytes no longer count towards the team's storage usage.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -540,6 +656,9 @@ def file_delete(*, workspace: Workspace, path: str, base_version: int) -> File:
         ).update(deleted_at=now, updated_at=now)
         if updated != 1:
             raise _state_conflict(workspace=workspace, path=path)
+        team_storage_charge(
+            workspace=workspace, delta=-_revision_bytes(workspace, path, base_version)
+        )
     return File.objects.get(workspace=workspace, path=path)
 
 
@@ -547,7 +666,9 @@ def file_restore(*, workspace: Workspace, path: str, base_version: int) -> File:
     """Bring a deleted file at `base_version` back to life, with the text it had.
 
     The mirror of `file_delete`: one conditional UPDATE on (path, version, deleted). A live
-    or missing file, or another version, is a VersionConflict and nothing changes.
+    or missing file, or another version, is a VersionConflict and nothing changes. Its
+    bytes count towards the team's storage usage again, so a restore past the org's quota
+    is TenantQuotaExceeded.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -556,7 +677,18 @@ def file_restore(*, workspace: Workspace, path: str, base_version: int) -> File:
         ).update(deleted_at=None, updated_at=now)
         if updated != 1:
             raise _state_conflict(workspace=workspace, path=path)
+        team_storage_charge(
+            workspace=workspace, delta=_revision_bytes(workspace, path, base_version)
+        )
     return File.objects.get(workspace=workspace, path=path)
+
+
+def _revision_bytes(workspace: Workspace, path: str, version: int) -> int:
+    return (
+        FileVersion.objects.filter(file__workspace=workspace, file__path=path, version=version)
+        .values_list("size_bytes", flat=True)
+        .get()
+    )
 
 
 def file_move(*, workspace: Workspace, source: str, destination: str, base_version: int) -> File:

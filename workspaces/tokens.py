@@ -30,16 +30,24 @@ def pat_digest(raw: str) -> str:
 class JwtClaims:
     user_id: int
     team_id: int
+    # The personal access token it was minted from; None when minted from a browser session.
+    token_id: int | None = None
 
 
-def jwt_encode(*, user_id: int, team_id: int, now: datetime) -> tuple[str, datetime]:
+def jwt_encode(
+    *, user_id: int, team_id: int, now: datetime, token_id: int | None = None
+) -> tuple[str, datetime]:
+    """Sign a JWT. `token_id` names the personal access token it is minted from, so that
+    revoking that token ends the JWT too."""
     expires_at = now + timedelta(seconds=settings.JWT_TTL_SECONDS)
-    payload = {
+    payload: dict[str, object] = {
         "sub": str(user_id),
         "team": team_id,
         "iat": int(now.timestamp()),
         "exp": int(expires_at.timestamp()),
     }
+    if token_id is not None:
+        payload["pat"] = token_id
     return jwt.encode(payload, settings.JWT_SIGNING_KEY, algorithm=JWT_ALGORITHM), expires_at
 
 
@@ -55,9 +63,11 @@ def jwt_decode(raw: str) -> JwtClaims:
         options={"require": ["exp", "iat", "sub", "team"]},
     )
     try:
+        token_id = payload.get("pat")
         return JwtClaims(
             user_id=int(payload["sub"]),
             team_id=int(payload["team"]),
+            token_id=None if token_id is None else int(token_id),
         )
     except (TypeError, ValueError):
         raise jwt.InvalidTokenError("malformed claims") from None

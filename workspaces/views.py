@@ -143,6 +143,7 @@ def workspace_ai_set(request: HttpRequest, workspace_id: int) -> HttpResponse:
             workspace=page.workspace,
             enabled=form.cleaned_data["enabled"],
             expected_revision=form.cleaned_data["expected_revision"],
+            actor=page.membership.user,
         )
     except ConsentRevisionConflict:
         # The service has re-read the workspace: it shows the setting as it is now.

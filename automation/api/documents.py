@@ -203,6 +203,13 @@ class AutomationDocumentRestoreApi(APIView):
         return Response(StateSerializer(file).data)
 
 
+@extend_schema_serializer(component_name="AutomationDocumentSearchHit")
+class SearchHitSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    version = serializers.IntegerField()
+    snippet = serializers.CharField()
+
+
 class AutomationDocumentSearchApi(APIView):
     authentication_classes = AUTHENTICATION
 
@@ -213,26 +220,37 @@ class AutomationDocumentSearchApi(APIView):
             max_value=documents.SEARCH_MAX_LIMIT,
             default=documents.SEARCH_DEFAULT_LIMIT,
         )
+        cursor = serializers.CharField(
+            required=False,
+            trim_whitespace=False,
+            max_length=1024,
+            help_text="The `nextCursor` of the previous page, to continue a truncated search.",
+        )
 
-    @extend_schema_serializer(component_name="AutomationDocumentSearchHit")
+    @extend_schema_serializer(component_name="AutomationDocumentSearchResults")
     class OutputSerializer(serializers.Serializer):
-        path = serializers.CharField()
-        version = serializers.IntegerField()
-        snippet = serializers.CharField()
+        results = SearchHitSerializer(source="hits", many=True)
+        truncated = serializers.BooleanField(source="is_truncated")
+        nextCursor = serializers.CharField(source="next_cursor", allow_null=True)
 
     @extend_schema(
         parameters=[QuerySerializer],
-        responses=OutputSerializer(many=True),
+        responses=OutputSerializer,
         description=(
-            "Live documents containing `q` (case-insensitive). Documents are encrypted at "
-            "rest, so at most the first 500 by path are searched; the memory namespace never is."
+            "Live documents containing `q` (case-insensitive), in path order; the memory "
+            "namespace never is searched. Documents are encrypted at rest, so one request "
+            "decrypts a bounded number of bytes: when it stops early, `truncated` is true and "
+            "`nextCursor` continues the search."
         ),
     )
     def get(self, request: Request, workspace_id: int) -> Response:
         actor = _actor_from(request, workspace_id)
         query = self.QuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        hits = documents.assistant_document_search(
-            actor=actor, query=query.validated_data["q"], limit=query.validated_data["limit"]
+        found = documents.assistant_document_search(
+            actor=actor,
+            query=query.validated_data["q"],
+            limit=query.validated_data["limit"],
+            cursor=query.validated_data.get("cursor"),
         )
-        return Response(self.OutputSerializer(hits, many=True).data)
+        return Response(self.OutputSerializer(found).data)

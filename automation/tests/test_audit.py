@@ -36,6 +36,7 @@ def test_each_security_relevant_action_is_audited_without_content(assistant):
 
     assert events(tenant) == [
         ("policy_changed", tenant.member.username),  # the fixture's switch to Auto
+        ("token_created", tenant.admin.username),  # the admin client's token
         ("ai_consent_changed", tenant.admin.username),
         ("policy_changed", tenant.member.username),
         ("memory_cleared", tenant.member.username),

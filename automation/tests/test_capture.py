@@ -153,7 +153,7 @@ PREDICATE_CASES = {
         ai_enabled=False
     ),
     "consent_revision_unchanged": lambda a, adm: workspace_ai_consent_set(
-        workspace=a.tenant.workspace, enabled=True, expected_revision=0
+        workspace=a.tenant.workspace, enabled=True, expected_revision=0, actor=a.tenant.admin
     ),
     "credential_current": lambda a, adm: DeliveryCredential.objects.filter(
         conversation=a.conversation

@@ -93,7 +93,10 @@ def clear(assistant):
 
 def consent_change(assistant):
     return workspace_ai_consent_set(
-        workspace=assistant.tenant.workspace, enabled=False, expected_revision=0
+        workspace=assistant.tenant.workspace,
+        enabled=False,
+        expected_revision=0,
+        actor=assistant.tenant.admin,
     )
 
 

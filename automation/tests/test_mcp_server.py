@@ -32,7 +32,12 @@ from memory.models import MEMORY_PATH
 from memory.selectors import memory_current_get
 from memory.services import memory_policy_set, memory_save
 from workspaces.models import File, FileVersion, KeySession, KeySessionRevocation
-from workspaces.services import api_token_create, api_token_revoke, workspace_create
+from workspaces.services import (
+    api_token_create,
+    api_token_revoke,
+    org_deletion_request,
+    workspace_create,
+)
 from workspaces.tokens import jwt_encode
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -81,7 +86,8 @@ def mcp_url() -> Iterator[str]:
 
 
 def token_for(tenant: Any, user: Any) -> str:
-    _, raw = api_token_create(user=user, team=tenant.team, name="mcp")
+    """An MCP-scoped personal access token: the only credential the server takes."""
+    _, raw = api_token_create(user=user, team=tenant.team, name="mcp", scope="mcp")
     return raw
 
 
@@ -147,23 +153,32 @@ def create_note_call(workspace_id: int) -> dict[str, Any]:
     }
 
 
-def test_requests_without_a_valid_bearer_credential_are_refused(mcp_url, tenant):
-    revoked, revoked_raw = api_token_create(user=tenant.member, team=tenant.team, name="old")
-    api_token_revoke(token=revoked)
+def test_requests_without_a_credential_the_server_takes_are_refused(mcp_url, tenant):
+    revoked, revoked_raw = api_token_create(
+        user=tenant.member, team=tenant.team, name="old", scope="mcp"
+    )
+    api_token_revoke(token=revoked, actor=tenant.member)
+    _, person_api_raw = api_token_create(user=tenant.member, team=tenant.team, name="api")
+    jwt_raw, _ = jwt_encode(user_id=tenant.member.pk, team_id=tenant.team.pk, now=timezone.now())
     body = create_note_call(tenant.workspace.pk)
 
-    for authorization, code in [
-        (None, "AUTHENTICATION_REQUIRED"),
-        ("Basic dXNlcjpwdw==", "AUTHENTICATION_REQUIRED"),
-        ("Bearer", "TOKEN_INVALID"),
-        ("Bearer iap_not-a-token", "TOKEN_INVALID"),
-        ("Bearer not.a.jwt", "TOKEN_INVALID"),
-        (f"Bearer {revoked_raw}", "TOKEN_REVOKED"),
+    for authorization, status, code in [
+        (None, 401, "AUTHENTICATION_REQUIRED"),
+        ("Bearer", 401, "TOKEN_INVALID"),
+        ("Bearer iap_not-a-token", 401, "TOKEN_INVALID"),
+        ("Bearer not.a.jwt", 401, "TOKEN_INVALID"),
+        (f"Bearer {revoked_raw}", 401, "TOKEN_REVOKED"),
+        ("Basic dXNlcjpwdw==", 403, "CREDENTIAL_KIND_REFUSED"),
+        ("Delivery dlv_anything", 403, "CREDENTIAL_KIND_REFUSED"),
+        # Only an MCP-scoped token: a token of the person API, or a JWT, is refused.
+        (f"Bearer {person_api_raw}", 403, "TOKEN_SCOPE_REFUSED"),
+        (f"Bearer {jwt_raw}", 403, "TOKEN_SCOPE_REFUSED"),
     ]:
         response = raw_post(mcp_url, body, authorization)
-        assert response.status_code == 401, authorization
-        assert response.headers["WWW-Authenticate"].startswith("Bearer")
-        assert response.json()["error"]["code"] == code
+        assert response.status_code == status, authorization
+        assert response.json()["error"]["code"] == code, authorization
+        if status == 401:
+            assert response.headers["WWW-Authenticate"].startswith("Bearer")
 
     # The SDK's client fails the handshake (the error arrives inside its task groups).
     with pytest.raises(ExceptionGroup) as refused:
@@ -174,6 +189,59 @@ def test_requests_without_a_valid_bearer_credential_are_refused(mcp_url, tenant)
     accepted = raw_post(mcp_url, body, f"Bearer {token_for(tenant, tenant.member)}")
     assert accepted.status_code == 200
     assert accepted.json()["result"]["structuredContent"] == {"path": "notes/a.md", "version": 1}
+
+
+def test_a_token_of_an_org_pending_deletion_is_403_in_the_api_shape(mcp_url, tenant):
+    token = token_for(tenant, tenant.member)
+    org_deletion_request(org=tenant.org, actor=tenant.admin)
+
+    response = raw_post(mcp_url, create_note_call(tenant.workspace.pk), f"Bearer {token}")
+
+    assert response.status_code == 403
+    error = response.json()["error"]
+    assert error["code"] == "ORG_PENDING_DELETION"
+    assert error["detail"]["deletionDueAt"]
+    assert not File.objects.exists()
+
+
+def test_tools_validate_their_arguments_exactly_as_the_api_routes_do(mcp_url, tenant):
+    token = token_for(tenant, tenant.member)
+    workspace_id = tenant.workspace.pk
+    rest = tenant.client_for(tenant.member)
+    documents = f"/api/v1/automation/workspaces/{workspace_id}/documents"
+    cases = [
+        (
+            "create_note",
+            {"path": "notes/a.md", "content": "before\x00after"},
+            lambda: rest.put(
+                f"{documents}?path=notes/a.md",
+                {"content": "before\x00after"},
+                format="json",
+                HTTP_X_BASE_VERSION="0",
+            ),
+        ),
+        ("search_documents", {"query": ""}, lambda: rest.get(f"{documents}/search?q=")),
+        (
+            "search_documents",
+            {"query": "x" * 100_000},
+            lambda: rest.get(f"{documents}/search?q={'x' * 100_000}"),
+        ),
+        (
+            "list_documents",
+            {"prefix": "p" * 2000},
+            lambda: rest.get(f"{documents}?prefix={'p' * 2000}"),
+        ),
+    ]
+
+    for name, arguments, over_rest in cases:
+        result = call(mcp_url, token, name, workspace_id=workspace_id, **arguments)
+        answer = over_rest()
+
+        assert refusal_code(result) == "VALIDATION_FAILED", name
+        assert answer.json()["error"]["code"] == "VALIDATION_FAILED", name
+        fields = result.structured_content["error"]["detail"]["fields"]
+        assert fields == answer.json()["error"]["detail"]["fields"], name
+    assert not File.objects.exists()
 
 
 def test_the_server_offers_exactly_five_tools_and_no_memory_tool(mcp_url, tenant):
@@ -225,14 +293,6 @@ def test_create_note_then_read_round_trips_as_the_callers_own_human_revision(mcp
     assert FileVersion.objects.filter(file__path="projects/plan.md").count() == 1
 
 
-def test_a_jwt_works_as_well_as_a_personal_access_token(mcp_url, tenant):
-    raw, _ = jwt_encode(user_id=tenant.member.pk, team_id=tenant.team.pk, now=timezone.now())
-
-    listed = ok(call(mcp_url, raw, "list_documents", workspace_id=tenant.workspace.pk))
-
-    assert listed == {"documents": []}
-
-
 def test_no_tool_reaches_the_memory_namespace(mcp_url, tenant):
     memory_save(
         workspace=tenant.workspace, author=tenant.member, base_version=0, content="- secret tea\n"
@@ -258,7 +318,7 @@ def test_no_tool_reaches_the_memory_namespace(mcp_url, tenant):
         )
         assert listed == {"documents": []}
     found = ok(call(mcp_url, token, "search_documents", workspace_id=workspace_id, query="secret"))
-    assert found == {"results": []}
+    assert found == {"results": [], "truncated": False, "next_cursor": None}
     assert FileVersion.objects.filter(file__path=MEMORY_PATH).count() == 1
     assert File.objects.count() == 1
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from django.contrib.auth import SESSION_KEY
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions as drf
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from workspaces.errors import DomainError
+from workspaces.errors import CredentialKindRefused, DomainError
 
 # DRF's own exceptions, by class, with the code and status this API gives them.
 # AuthenticationFailed carries its own specific code (TOKEN_EXPIRED, ...).
@@ -44,6 +46,11 @@ def error_response(
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     headers: dict[str, str] = {}
+    if isinstance(exc, drf.NotAuthenticated) and _presents_a_credential(context.get("request")):
+        # No authenticator of this route took what the caller presented: a credential of
+        # another kind (a delivery credential on a person route, a token on a route for
+        # turns only), which is not the same as presenting none.
+        exc = CredentialKindRefused()
     if isinstance(exc, DomainError):
         code, status, message, detail = exc.code, exc.status, exc.message, exc.detail
         if "retryAfterSeconds" in detail:
@@ -58,6 +65,19 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return None
     set_rollback()
     return Response(error_body(code, message, detail), status=status, headers=headers)
+
+
+def _presents_a_credential(request: Any) -> bool:
+    if request is None:
+        return False
+    if request.META.get("HTTP_AUTHORIZATION", "").strip():
+        return True
+    if any(isinstance(each, SessionAuthentication) for each in request.authenticators):
+        return False  # the session was this route's to judge, and it found none
+    # The signed-in browser session, read from the session itself: by now DRF has replaced
+    # the request's user with an anonymous one.
+    session = getattr(request._request, "session", None)
+    return bool(session is not None and session.get(SESSION_KEY))
 
 
 def _from_drf(

@@ -2,6 +2,11 @@
 
 Rates are read at request time (not at import, as DRF's SimpleRateThrottle does), so a
 changed setting takes effect without re-importing the class.
+
+Each limit is a fixed window counted by one atomic cache increment
+(`workspaces.ratelimit.window_hit`), not DRF's read-modify-write request history, which
+let concurrent requests all read the same history and pass together: of N concurrent
+requests exactly the rate passes.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from workspaces.errors import CACHE_ERRORS
+from workspaces.ratelimit import window_hit
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -40,6 +46,23 @@ class FailOpen:
 
 
 class _ScopedThrottle(SimpleRateThrottle):
+    num_requests: int
+    duration: int
+    retry_after: float | None = None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        if self.rate is None:
+            return True
+        key = self.get_cache_key(request, view)
+        if key is None:
+            return True
+        hit = window_hit(key=key, window_seconds=self.duration, now=self.timer())
+        self.retry_after = hit.retry_after
+        return hit.count <= self.num_requests
+
+    def wait(self) -> float | None:
+        return self.retry_after
+
     def get_rate(self) -> str | None:
         rates: dict[str, Any] = api_settings.DEFAULT_THROTTLE_RATES
         return rates.get(str(self.scope))

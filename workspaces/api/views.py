@@ -16,6 +16,7 @@ from workspaces import selectors, services
 from workspaces.api.access import caller_membership
 from workspaces.authentication import request_credential
 from workspaces.errors import CredentialKindRefused, WorkspaceAdminRequired
+from workspaces.models import ApiToken
 from workspaces.tokens import jwt_encode
 
 
@@ -65,6 +66,7 @@ class WorkspaceAiConsentApi(APIView):
 class TokenOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
+    scope = serializers.CharField()
     createdAt = serializers.DateTimeField(source="created_at")
     expiresAt = serializers.DateTimeField(source="expires_at")
     revokedAt = serializers.DateTimeField(source="revoked_at", allow_null=True)
@@ -73,6 +75,11 @@ class TokenOutputSerializer(serializers.Serializer):
 class TokenListCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=100)
+        scope = serializers.ChoiceField(
+            choices=ApiToken.Scope.choices,
+            default=ApiToken.Scope.API,
+            help_text="`api`: the person API. `mcp`: only the MCP server, refused on /api/.",
+        )
         expiresInDays = serializers.IntegerField(min_value=1, max_value=365, required=False)
 
     class CreatedSerializer(TokenOutputSerializer):
@@ -99,6 +106,7 @@ class TokenListCreateApi(APIView):
             user=credential.user,
             team=credential.team,
             name=data.validated_data["name"],
+            scope=data.validated_data["scope"],
             ttl_days=data.validated_data.get("expiresInDays"),
         )
         body = dict(TokenOutputSerializer(token).data, token=raw)
@@ -112,7 +120,7 @@ class TokenRevokeApi(APIView):
         token = selectors.api_token_get_for_user(
             user=credential.user, team=credential.team, token_id=token_id
         )
-        services.api_token_revoke(token=token)
+        services.api_token_revoke(token=token, actor=credential.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -130,7 +138,10 @@ class JwtIssueApi(APIView):
         if credential.kind == "jwt":
             raise CredentialKindRefused("A JWT cannot be exchanged for another JWT.")
         token, expires_at = jwt_encode(
-            user_id=credential.user.pk, team_id=credential.team.pk, now=timezone.now()
+            user_id=credential.user.pk,
+            team_id=credential.team.pk,
+            now=timezone.now(),
+            token_id=credential.token_id,
         )
         body = {
             "token": token,

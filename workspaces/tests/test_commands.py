@@ -6,8 +6,17 @@ from io import StringIO
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from workspaces.models import Org, Team, User, Workspace, WorkspaceKey, WorkspaceMembership
+from workspaces.models import (
+    ApiToken,
+    Org,
+    Team,
+    User,
+    Workspace,
+    WorkspaceKey,
+    WorkspaceMembership,
+)
 from workspaces.services import workspace_key_unwrap
+from workspaces.tokens import pat_digest
 
 
 def seed(*args: str) -> dict:
@@ -40,7 +49,10 @@ def test_seed_demo_twice_creates_nothing_new_and_both_credentials_work(db):
     listed = client.get("/api/v1/workspaces").json()
     assert [row["id"] for row in listed] == [second["workspace_id"]]
     assert listed[0]["aiEnabled"] is True
-    assert client.login(username=second["username"], password=second["password"])
+    signed_in = client.post(
+        "/accounts/login/", {"username": second["username"], "password": second["password"]}
+    )
+    assert signed_in.status_code == 302
     assert client.get("/admin/automation/admission/").status_code == 200
     assert WorkspaceMembership.objects.get(workspace_id=second["workspace_id"]).is_admin
 
@@ -66,7 +78,13 @@ def test_seed_demo_prints_readable_credentials(db):
     user = User.objects.get(username="demo")
     password = text.split("password:")[1].split()[0]
     assert user.check_password(password)
-    assert "iap_" in text
+    api_token = text.split("token (PAT):")[1].split()[0]
+    mcp_token = text.split("MCP token:")[1].split()[0]
+    scopes = {
+        token: ApiToken.objects.get(token_hash=pat_digest(token)).scope
+        for token in (api_token, mcp_token)
+    }
+    assert scopes == {api_token: "api", mcp_token: "mcp"}
 
 
 def test_rewrap_command_rewraps_under_the_new_key(tenant, settings):

@@ -208,33 +208,34 @@ def test_read_of_a_deleted_or_missing_file_is_not_found(tenant):
         file_read_text(workspace=tenant.workspace, path="none.md", data_key=key)
 
 
+def search(tenant, query: str, **options) -> selectors.SearchPage:
+    options = {"limit": 10, "byte_budget": 10**9, **options}
+    return file_search(
+        workspace=tenant.workspace,
+        query=query,
+        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        **options,
+    )
+
+
 def test_search_finds_live_files_case_insensitively_with_a_snippet(tenant):
     write(tenant, "a.md", "Shopping list:\n- Green TEA\n- milk")
     write(tenant, "b.md", "nothing here")
     write(tenant, "c.md", "green tea, deleted")
     file_delete(workspace=tenant.workspace, path="c.md", base_version=1)
 
-    hits = file_search(
-        workspace=tenant.workspace,
-        query="green tea",
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
-        limit=10,
-    )
+    page = search(tenant, "green tea")
 
-    assert [(file.path, snippet) for file, snippet in hits] == [
+    assert [(file.path, snippet) for file, snippet in page.hits] == [
         ("a.md", "Shopping list: - Green TEA - milk")
     ]
+    assert page.resume_after is None
 
 
 def test_search_snippet_is_cut_around_the_match(tenant):
     write(tenant, "a.md", "x" * 500 + "needle" + "y" * 500)
 
-    [(_, snippet)] = file_search(
-        workspace=tenant.workspace,
-        query="NEEDLE",
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
-        limit=10,
-    )
+    [(_, snippet)] = search(tenant, "NEEDLE").hits
 
     assert snippet == "…" + "x" * 60 + "needle" + "y" * 60 + "…"
 
@@ -245,15 +246,9 @@ def test_search_never_opens_a_hidden_file(tenant):
     # A hidden revision that is opened would fail its integrity check and raise.
     FileVersion.objects.filter(file__path="hidden/a.md").update(ciphertext=b"\x00" * 64)
 
-    hits = file_search(
-        workspace=tenant.workspace,
-        query="secret",
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
-        limit=10,
-        is_hidden=lambda path: path.startswith("hidden/"),
-    )
+    page = search(tenant, "secret", is_hidden=lambda path: path.startswith("hidden/"))
 
-    assert [file.path for file, _ in hits] == ["open/a.md"]
+    assert [file.path for file, _ in page.hits] == ["open/a.md"]
 
 
 def test_search_of_a_tampered_file_is_unreadable_not_partial(tenant):
@@ -261,41 +256,66 @@ def test_search_of_a_tampered_file_is_unreadable_not_partial(tenant):
     FileVersion.objects.filter(file__path="a.md").update(ciphertext=b"\x00" * 64)
 
     with pytest.raises(DocumentUnreadable):
-        file_search(
-            workspace=tenant.workspace,
-            query="secret",
-            data_key=workspace_key_unwrap(workspace=tenant.workspace),
-            limit=10,
-        )
+        search(tenant, "secret")
 
 
-def test_search_stops_at_the_limit(tenant):
+def test_search_stops_at_the_limit_and_says_where_to_go_on(tenant):
     for n in range(5):
         write(tenant, f"n{n}.md", "match")
 
-    hits = file_search(
-        workspace=tenant.workspace,
-        query="match",
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
-        limit=2,
-    )
+    first = search(tenant, "match", limit=2)
+    rest = search(tenant, "match", limit=10, after=first.resume_after)
 
-    assert [file.path for file, _ in hits] == ["n0.md", "n1.md"]
+    assert [file.path for file, _ in first.hits] == ["n0.md", "n1.md"]
+    assert first.resume_after == "n1.md"
+    assert [file.path for file, _ in rest.hits] == ["n2.md", "n3.md", "n4.md"]
+    assert rest.resume_after is None
 
 
-def test_search_scans_only_the_first_files_by_path(tenant, monkeypatch):
+def test_search_scans_a_bounded_number_of_files_and_continues_after_them(tenant, monkeypatch):
     monkeypatch.setattr(selectors, "FILE_SEARCH_SCAN_LIMIT", 3)
     for n in range(4):
         write(tenant, f"n{n}.md", "match" if n in {1, 3} else "other")
 
-    hits = file_search(
-        workspace=tenant.workspace,
-        query="match",
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
-        limit=10,
-    )
+    first = search(tenant, "match")
+    rest = search(tenant, "match", after=first.resume_after)
 
-    assert [file.path for file, _ in hits] == ["n1.md"]
+    assert [file.path for file, _ in first.hits] == ["n1.md"]
+    assert first.resume_after == "n2.md"
+    assert [file.path for file, _ in rest.hits] == ["n3.md"]
+    assert rest.resume_after is None
+
+
+def test_search_decrypts_no_more_than_its_byte_budget(tenant, monkeypatch):
+    for n in range(4):
+        write(tenant, f"n{n}.md", f"match {n} " + "x" * 992)  # 1000 bytes each
+    opened: list[str] = []
+    real = selectors.file_version_plaintext
+
+    def spy(*, version, workspace, data_key):
+        opened.append(version.file.path)
+        return real(version=version, workspace=workspace, data_key=data_key)
+
+    monkeypatch.setattr(selectors, "file_version_plaintext", spy)
+
+    first = search(tenant, "match", byte_budget=2500)
+    rest = search(tenant, "match", byte_budget=2500, after=first.resume_after)
+
+    assert [file.path for file, _ in first.hits] == ["n0.md", "n1.md"]
+    assert first.resume_after == "n1.md"
+    assert [file.path for file, _ in rest.hits] == ["n2.md", "n3.md"]
+    assert rest.resume_after is None
+    assert opened == ["n0.md", "n1.md", "n2.md", "n3.md"]
+
+
+def test_search_always_opens_one_document_even_over_the_budget(tenant):
+    write(tenant, "big.md", "match " + "x" * 5000)
+    write(tenant, "next.md", "match")
+
+    page = search(tenant, "match", byte_budget=100)
+
+    assert [file.path for file, _ in page.hits] == ["big.md"]
+    assert page.resume_after == "big.md"
 
 
 @pytest.mark.skipif(

@@ -16,6 +16,7 @@ from workspaces.models import (
     FileVersion,
     Org,
     TeamMembership,
+    TeamStorageUsage,
     Workspace,
     WorkspaceKey,
     WorkspaceMembership,
@@ -97,6 +98,23 @@ def test_token_hash_is_a_sha256_hex_digest(tenant):
     violates(
         "workspaces_apitoken_hash_is_sha256",
         lambda: ApiToken.objects.filter(pk=token.pk).update(token_hash="short"),
+    )
+
+
+def test_token_scope_must_be_a_known_choice(tenant):
+    token, _ = api_token_create(user=tenant.member, team=tenant.team, name="t")
+    violates(
+        "workspaces_apitoken_scope_valid",
+        lambda: ApiToken.objects.filter(pk=token.pk).update(scope="admin"),
+    )
+
+
+def test_team_storage_usage_is_not_negative(memory_revision):
+    violates(
+        "workspaces_teamstorageusage_used_non_negative",
+        lambda: TeamStorageUsage.objects.filter(team=memory_revision.file.workspace.team).update(
+            used_bytes=-1
+        ),
     )
 
 
@@ -207,6 +225,8 @@ TESTED_HERE = {
     "workspaces_workspace_consent_revision_non_negative",
     "workspaces_apitoken_expires_after_created",
     "workspaces_apitoken_hash_is_sha256",
+    "workspaces_apitoken_scope_valid",
+    "workspaces_teamstorageusage_used_non_negative",
 }
 
 

@@ -205,9 +205,13 @@ def test_list_and_search_hide_the_namespace(runtime, external, assistant):
 
         assert [row["path"] for row in listed] == ["notes/drinks.md"]
         assert namespace_prefix == []
-        assert found == [
-            {"path": "notes/drinks.md", "version": 1, "snippet": "green tea in the morning"}
-        ]
+        assert found == {
+            "results": [
+                {"path": "notes/drinks.md", "version": 1, "snippet": "green tea in the morning"}
+            ],
+            "truncated": False,
+            "nextCursor": None,
+        }
 
 
 def test_the_runtime_writes_notes_as_automatic_and_a_token_as_human(runtime, external, assistant):
@@ -348,7 +352,9 @@ def test_a_superseded_turns_credential_can_no_longer_act(runtime, assistant):
 
 def test_workspace_ai_switched_off_stops_the_runtime(runtime, assistant):
     workspace = assistant.tenant.workspace
-    workspace_ai_consent_set(workspace=workspace, enabled=False, expected_revision=0)
+    workspace_ai_consent_set(
+        workspace=workspace, enabled=False, expected_revision=0, actor=assistant.tenant.admin
+    )
 
     response = runtime.put("notes/a.md", "x", base=0)
 

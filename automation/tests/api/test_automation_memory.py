@@ -227,7 +227,8 @@ def test_a_personal_access_token_cannot_use_the_automatic_writer(assistant):
         format="json",
     )
 
-    assert response.status_code == 401
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "CREDENTIAL_KIND_REFUSED"
     assert memory_current_get(workspace=assistant.tenant.workspace).version == 1
 
 

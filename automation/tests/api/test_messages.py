@@ -111,7 +111,9 @@ def test_send_without_idempotency_key_is_428(client, conversation_id):
 
 
 def test_send_when_workspace_ai_is_off_is_refused(client, tenant, conversation_id):
-    workspace_ai_consent_set(workspace=tenant.workspace, enabled=False, expected_revision=0)
+    workspace_ai_consent_set(
+        workspace=tenant.workspace, enabled=False, expected_revision=0, actor=tenant.admin
+    )
 
     response = send(client, conversation_id)
 

@@ -29,6 +29,7 @@ class Command(BaseCommand):
                     f"  username:     {credentials.username}",
                     f"  password:     {credentials.password}",
                     f"  token (PAT):  {credentials.token}",
+                    f"  MCP token:    {credentials.mcp_token}",
                     f"  org id:       {credentials.org_id}",
                     f"  team id:      {credentials.team_id}",
                     f"  workspace id: {credentials.workspace_id}",

@@ -8,7 +8,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from workspaces.models import ApiToken
-from workspaces.services import api_token_create, workspace_membership_ensure
+from workspaces.services import api_token_create, api_token_revoke, workspace_membership_ensure
 from workspaces.tokens import jwt_encode
 
 WORKSPACES_URL = "/api/v1/workspaces"
@@ -210,3 +210,93 @@ def test_ping_answers_only_with_a_credential(tenant):
     response = tenant.client_for(tenant.member).get("/api/v1/ping")
 
     assert response.json() == {"ok": True, "teamId": tenant.team.pk}
+
+
+@pytest.mark.parametrize("method", ["get", "put"])
+def test_revoking_a_token_ends_the_jwts_minted_from_it_at_once(tenant, method):
+    token, raw = api_token_create(user=tenant.admin, team=tenant.team, name="cli")
+    minted = bearer(bearer(raw).post("/api/v1/auth/jwt").json()["token"])
+    url = f"/api/v1/workspaces/{tenant.workspace.pk}/ai"
+    assert minted.get(url).status_code == 200
+
+    bearer(raw).delete(f"/api/v1/tokens/{token.pk}")
+    response = getattr(minted, method)(
+        url, {"enabled": False, "expectedRevision": 0}, format="json"
+    )
+
+    assert_error(response, 401, "TOKEN_REVOKED")
+    tenant.workspace.refresh_from_db()
+    assert (tenant.workspace.ai_enabled, tenant.workspace.ai_consent_revision) == (True, 0)
+
+
+def test_a_jwt_ends_with_the_expiry_of_the_token_it_was_minted_from(tenant):
+    token, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    minted = bearer(bearer(raw).post("/api/v1/auth/jwt").json()["token"])
+
+    ApiToken.objects.filter(pk=token.pk).update(
+        created_at=timezone.now() - timedelta(days=2), expires_at=timezone.now() - timedelta(days=1)
+    )
+
+    assert_error(minted.get(WORKSPACES_URL), 401, "TOKEN_EXPIRED")
+
+
+def test_a_jwt_minted_from_the_browser_session_is_not_tied_to_any_token(tenant):
+    client = APIClient()
+    client.force_login(tenant.member)
+    minted = bearer(client.post("/api/v1/auth/jwt").json()["token"])
+    token, _ = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+
+    api_token_revoke(token=token, actor=tenant.member)
+
+    assert minted.get(WORKSPACES_URL).status_code == 200
+
+
+def test_a_token_is_created_with_the_scope_chosen_and_an_mcp_token_gets_no_person_api(tenant):
+    client = APIClient()
+    client.force_login(tenant.member)
+
+    mcp = client.post("/api/v1/tokens", {"name": "claude", "scope": "mcp"}, format="json")
+    default = client.post("/api/v1/tokens", {"name": "cli"}, format="json")
+    unknown = client.post("/api/v1/tokens", {"name": "x", "scope": "root"}, format="json")
+
+    assert (mcp.json()["scope"], default.json()["scope"]) == ("mcp", "api")
+    assert ApiToken.objects.get(pk=mcp.json()["id"]).scope == "mcp"
+    assert_error(unknown, 400, "VALIDATION_FAILED")
+    assert not ApiToken.objects.filter(name="x").exists()
+    memory = f"/api/v1/workspaces/{tenant.workspace.pk}/memory"
+    refused = bearer(mcp.json()["token"]).get(memory)
+    assert_error(refused, 403, "TOKEN_SCOPE_REFUSED")
+    assert refused.json()["error"]["detail"] == {"scope": "mcp", "requiredScope": "api"}
+    assert bearer(default.json()["token"]).get(memory).status_code == 200
+
+
+def test_failed_bearer_tokens_are_limited_per_client_address(tenant, settings):
+    settings.BEARER_FAILURE_LIMIT = 3
+    _, valid = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+
+    def from_address(address: str, raw: str):
+        return bearer(raw).get(WORKSPACES_URL, REMOTE_ADDR=address)
+
+    failures = [from_address("192.0.2.1", f"iap_guess-{n}") for n in range(3)]
+    past_the_limit = from_address("192.0.2.1", "iap_guess-4")
+    valid_from_there = from_address("192.0.2.1", valid)
+
+    assert [r.json()["error"]["code"] for r in failures] == ["TOKEN_INVALID"] * 3
+    assert_error(past_the_limit, 429, "RATE_LIMITED")
+    # Past the limit the address learns nothing, not even that a token is valid.
+    assert_error(valid_from_there, 429, "RATE_LIMITED")
+    assert int(valid_from_there["Retry-After"]) >= 1
+    # Another address is not affected.
+    assert from_address("192.0.2.2", valid).status_code == 200
+    assert_error(from_address("192.0.2.2", "iap_guess-5"), 401, "TOKEN_INVALID")
+
+
+def test_a_forwarded_for_header_does_not_change_the_address_that_is_limited(tenant, settings):
+    settings.BEARER_FAILURE_LIMIT = 2
+    client = bearer("iap_guess")
+
+    for n in range(2):
+        client.get(WORKSPACES_URL, HTTP_X_FORWARDED_FOR=f"198.51.100.{n}")
+    response = client.get(WORKSPACES_URL, HTTP_X_FORWARDED_FOR="198.51.100.9")
+
+    assert_error(response, 429, "RATE_LIMITED")

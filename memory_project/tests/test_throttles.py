@@ -1,0 +1,93 @@
+"""The rate limits count atomically: of many concurrent requests exactly the rate passes."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+from django.conf import settings as django_settings
+from django.core.cache import cache
+from django.test import override_settings
+from rest_framework.request import Request
+from rest_framework.test import APIRequestFactory
+
+from memory_project.api.throttles import WriteRateThrottle
+from workspaces.models import User
+
+REDIS = django_settings.CACHES["default"]["BACKEND"].endswith("RedisCache")
+CACHES = {
+    "locmem": {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}},
+    "redis": django_settings.CACHES,
+}
+
+
+@pytest.fixture(params=["locmem", "redis"])
+def cache_backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    if request.param == "redis" and not REDIS:
+        pytest.skip("needs REDIS_URL: the race is against a real Redis (CI sets it)")
+    with override_settings(CACHES=CACHES[request.param]):
+        cache.clear()
+        yield request.param
+        cache.clear()
+
+
+@pytest.fixture
+def frequent_thread_switches() -> Iterator[None]:
+    # Switch threads as often as possible, so that a read-then-write count would be
+    # interleaved between its read and its write instead of running each one whole.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(interval)
+
+
+def a_write_by(user_id: int) -> Request:
+    request = Request(APIRequestFactory().put("/api/v1/anything"))
+    request.user = User(pk=user_id)  # never saved: the throttle needs only its id
+    return request
+
+
+def test_concurrent_writes_of_one_user_pass_exactly_the_write_rate(
+    cache_backend, frequent_thread_switches, settings, monkeypatch
+):
+    rates = dict(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], write="30/min")
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
+    # One instant for every request: the whole burst falls in one window by construction.
+    monkeypatch.setattr(WriteRateThrottle, "timer", staticmethod(lambda: 1_000_000.0))
+    writers, writes_each = 32, 4
+    barrier = threading.Barrier(writers)
+    allowed: list[bool] = []
+    lock = threading.Lock()
+
+    def write() -> None:
+        barrier.wait(timeout=30)
+        for _ in range(writes_each):
+            verdict = WriteRateThrottle().allow_request(a_write_by(7), view=None)
+            with lock:
+                allowed.append(verdict)
+
+    threads = [threading.Thread(target=write) for _ in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert len(allowed) == writers * writes_each
+    assert allowed.count(True) == 30
+    # Another user has a budget of their own.
+    assert WriteRateThrottle().allow_request(a_write_by(8), view=None)
+
+
+def test_a_refused_write_says_when_its_window_ends(cache_backend, settings, monkeypatch):
+    rates = dict(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], write="1/min")
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
+    monkeypatch.setattr(WriteRateThrottle, "timer", staticmethod(lambda: 1_000_000.0))
+    first, second = WriteRateThrottle(), WriteRateThrottle()
+
+    assert first.allow_request(a_write_by(7), view=None)
+    assert not second.allow_request(a_write_by(7), view=None)
+
+    # Windows start at multiples of 60 s: the next one after 1_000_000 is 1_000_020.
+    assert second.wait() == pytest.approx(20.0)

@@ -1,0 +1,166 @@
+"""The org's memory quota bounds each team's storage usage, counted in the transaction of
+every write, delete and restore, so that concurrent writers cannot pass it together."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from django.apps import apps
+from django.db import transaction
+
+from conftest import postgres_only, run_concurrently
+from memory.services import memory_clear, memory_save
+from workspaces.errors import TenantQuotaExceeded
+from workspaces.models import File, FileVersion, Org, Team, TeamStorageUsage
+from workspaces.services import (
+    file_delete,
+    file_restore,
+    file_write,
+    org_quota_set,
+    workspace_create,
+    workspace_key_unwrap,
+)
+
+
+def write(workspace, path: str, text: str, base: int = 0, author=None) -> FileVersion:
+    return file_write(
+        workspace=workspace,
+        path=path,
+        plaintext=text,
+        base_version=base,
+        data_key=workspace_key_unwrap(workspace=workspace),
+        author=author,
+        author_kind=FileVersion.AuthorKind.HUMAN,
+        change_kind=FileVersion.ChangeKind.SAVE,
+    )
+
+
+def used(team: Team) -> int:
+    return TeamStorageUsage.objects.get(team=team).used_bytes
+
+
+def quota(org: Org, value: int, actor) -> None:
+    org_quota_set(org=org, memory_quota_bytes=value, actor=actor)
+
+
+def test_usage_follows_writes_deletes_and_restores_across_the_teams_workspaces(tenant):
+    second = workspace_create(team=tenant.team, name="second", admin=tenant.admin)
+
+    write(tenant.workspace, "a.md", "x" * 100)
+    write(second, "b.md", "y" * 50)
+    write(tenant.workspace, "a.md", "x" * 30, base=1)
+    memory_save(workspace=second, author=tenant.admin, base_version=0, content="é" * 10)
+
+    assert used(tenant.team) == 30 + 50 + 20  # UTF-8 bytes of the current revisions
+    file_delete(workspace=second, path="b.md", base_version=1)
+    assert used(tenant.team) == 30 + 20
+    file_restore(workspace=second, path="b.md", base_version=1)
+    assert used(tenant.team) == 30 + 50 + 20
+    memory_clear(workspace=second, author=tenant.admin, base_version=1)
+    assert used(tenant.team) == 30 + 50
+
+
+def test_a_write_past_the_quota_is_refused_and_changes_nothing(tenant):
+    quota(tenant.org, 100, tenant.admin)
+    write(tenant.workspace, "a.md", "x" * 60)
+
+    with pytest.raises(TenantQuotaExceeded) as refused:
+        write(tenant.workspace, "a.md", "x" * 101, base=1)
+    with pytest.raises(TenantQuotaExceeded):
+        write(tenant.workspace, "b.md", "y" * 41)
+
+    assert refused.value.detail == {"usedBytes": 60, "deltaBytes": 41, "quotaBytes": 100}
+    assert used(tenant.team) == 60
+    assert File.objects.get(path="a.md").current_version == 1
+    assert not File.objects.filter(path="b.md").exists()
+    # Exactly up to the quota is allowed, and shrinking always is.
+    write(tenant.workspace, "b.md", "y" * 40)
+    assert used(tenant.team) == 100
+    quota(tenant.org, 10, tenant.admin)
+    write(tenant.workspace, "a.md", "x", base=1)
+    assert used(tenant.team) == 41
+
+
+def test_a_restore_past_the_quota_is_refused_and_the_document_stays_deleted(tenant):
+    write(tenant.workspace, "a.md", "x" * 60)
+    file_delete(workspace=tenant.workspace, path="a.md", base_version=1)
+    quota(tenant.org, 100, tenant.admin)
+    write(tenant.workspace, "b.md", "y" * 50)
+
+    with pytest.raises(TenantQuotaExceeded):
+        file_restore(workspace=tenant.workspace, path="a.md", base_version=1)
+
+    assert File.objects.get(path="a.md").is_deleted
+    assert used(tenant.team) == 50
+
+
+def test_each_team_of_an_org_has_its_own_usage_under_the_orgs_quota(make_tenant):
+    tenant = make_tenant()
+    other_team = Team.objects.create(org=tenant.org, name="other team")
+    other = workspace_create(team=other_team, name="other", admin=tenant.admin)
+    quota(tenant.org, 100, tenant.admin)
+
+    write(tenant.workspace, "a.md", "x" * 100)
+    write(other, "a.md", "x" * 100)
+
+    assert (used(tenant.team), used(other_team)) == (100, 100)
+
+
+def test_the_api_refuses_a_note_past_the_quota_with_the_numbers(tenant):
+    quota(tenant.org, 10, tenant.admin)
+    client = tenant.client_for(tenant.member)
+    url = f"/api/v1/workspaces/{tenant.workspace.pk}/documents?path=notes/a.md"
+
+    response = client.put(url, {"content": "x" * 11}, format="json", HTTP_X_BASE_VERSION="0")
+
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["code"] == "TENANT_QUOTA_EXCEEDED"
+    assert error["detail"] == {"usedBytes": 0, "deltaBytes": 11, "quotaBytes": 10}
+    assert not File.objects.filter(workspace=tenant.workspace).exists()
+
+
+def test_the_migration_counts_what_teams_already_store(tenant):
+    write(tenant.workspace, "a.md", "x" * 70)
+    write(tenant.workspace, "gone.md", "y" * 5)
+    file_delete(workspace=tenant.workspace, path="gone.md", base_version=1)
+    TeamStorageUsage.objects.all().delete()
+    migration = importlib.import_module("workspaces.migrations.0006_team_storage_usage")
+
+    migration.count_existing_documents(apps, None)
+
+    assert used(tenant.team) == 70
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_writers_cannot_pass_the_quota_together(tenant):
+    quota(tenant.org, 500, tenant.admin)
+    write(tenant.workspace, "first.md", "x" * 100)  # the usage row exists before the race
+
+    def create(n: int):
+        def work():
+            with transaction.atomic():
+                return write(tenant.workspace, f"n{n}.md", "y" * 100)
+
+        return work
+
+    results = run_concurrently(*(create(n) for n in range(12)))
+
+    refused = [r for r in results if isinstance(r, TenantQuotaExceeded)]
+    assert len(refused) == 8
+    assert len([r for r in results if isinstance(r, FileVersion)]) == 4
+    assert used(tenant.team) == 500
+    assert File.objects.filter(workspace=tenant.workspace).count() == 5
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_first_writes_of_a_team_count_every_byte(tenant):
+    results = run_concurrently(
+        *(lambda n=n: write(tenant.workspace, f"n{n}.md", "y" * 10) for n in range(8))
+    )
+
+    assert all(isinstance(r, FileVersion) for r in results), results
+    assert used(tenant.team) == 80
