@@ -4,10 +4,15 @@ a per-key bound on work in progress.
 Every count is one atomic cache increment (Redis INCR; the in-process cache increments
 under its lock), never a read followed by a write, so of N concurrent hits each sees a
 different count and exactly the allowed number pass.
+
+Every limit fails open: the counters live in Redis, which may be lost, and an outage of it
+must not take down routes that do not need it (reads, Saves), a worse outage than the abuse
+a limit bounds. An unreachable counter counts nothing and is logged as a warning.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -16,6 +21,10 @@ from django.core.cache import cache
 from django.http import HttpRequest
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
+
+from workspaces.errors import CACHE_ERRORS
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -39,14 +48,22 @@ def window_hit(*, key: str, window_seconds: int, now: float) -> WindowCount:
     counter without an expiry).
     """
     cache_key, retry_after = _window_key(key, window_seconds, now)
-    cache.add(cache_key, 0, timeout=window_seconds * 2)
-    return WindowCount(count=cache.incr(cache_key), retry_after=retry_after)
+    try:
+        cache.add(cache_key, 0, timeout=window_seconds * 2)
+        return WindowCount(count=cache.incr(cache_key), retry_after=retry_after)
+    except CACHE_ERRORS:
+        _warn_unreachable(key)
+        return WindowCount(count=0, retry_after=retry_after)
 
 
 def window_count(*, key: str, window_seconds: int, now: float) -> WindowCount:
     """The hits counted against `key` in the current window, without adding one."""
     cache_key, retry_after = _window_key(key, window_seconds, now)
-    return WindowCount(count=int(cache.get(cache_key, 0)), retry_after=retry_after)
+    try:
+        return WindowCount(count=int(cache.get(cache_key, 0)), retry_after=retry_after)
+    except CACHE_ERRORS:
+        _warn_unreachable(key)
+        return WindowCount(count=0, retry_after=retry_after)
 
 
 class TooManyInProgress(Exception):
@@ -61,6 +78,23 @@ def in_progress_slot(*, key: str, limit: int, timeout: int) -> Iterator[None]:
     `timeout` bounds how long a slot outlives a process that died holding it: the counter
     expires `timeout` seconds after its last use.
     """
+    try:
+        holders = _slot_take(key=key, timeout=timeout)
+    except CACHE_ERRORS:
+        _warn_unreachable(key)
+        yield
+        return
+    try:
+        if holders > limit:
+            raise TooManyInProgress()
+        yield
+    finally:
+        # ValueError: expired meanwhile, and the count started again without this holder.
+        with suppress(ValueError, *CACHE_ERRORS):
+            cache.decr(key)
+
+
+def _slot_take(*, key: str, timeout: int) -> int:
     cache.add(key, 0, timeout=timeout)
     try:
         holders = cache.incr(key)
@@ -71,14 +105,11 @@ def in_progress_slot(*, key: str, limit: int, timeout: int) -> Iterator[None]:
     # An increment keeps the key's expiry; restarting it here also gives one to a key that
     # Redis recreated without any in that same race.
     cache.touch(key, timeout)
-    try:
-        if holders > limit:
-            raise TooManyInProgress()
-        yield
-    finally:
-        # ValueError: expired meanwhile, and the count started again without this holder.
-        with suppress(ValueError):
-            cache.decr(key)
+    return holders
+
+
+def _warn_unreachable(key: str) -> None:
+    logger.warning("limit %s not applied: its counter is unreachable", key.partition(":")[0])
 
 
 def client_address(request: HttpRequest | Request) -> str:

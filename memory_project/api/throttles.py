@@ -6,43 +6,20 @@ changed setting takes effect without re-importing the class.
 Each limit is a fixed window counted by one atomic cache increment
 (`workspaces.ratelimit.window_hit`), not DRF's read-modify-write request history, which
 let concurrent requests all read the same history and pass together: of N concurrent
-requests exactly the rate passes.
+requests exactly the rate passes. Like every limit there, they fail open when Redis is down.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
-from workspaces.errors import CACHE_ERRORS
 from workspaces.ratelimit import window_hit
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-
-logger = logging.getLogger(__name__)
-
-
-class FailOpen:
-    """A throttle whose counters cannot be reached lets the request through, with a warning.
-
-    Throttle counters live in Redis, which may be lost; an outage of it must not take down
-    routes that do not need it (reads, Saves), which would be a worse outage than the abuse
-    a throttle limits.
-    """
-
-    scope: str | None
-
-    def allow_request(self, request: Request, view: Any) -> bool:
-        try:
-            allowed: bool = super().allow_request(request, view)  # type: ignore[misc]
-        except CACHE_ERRORS:
-            logger.warning("throttle %s not applied: its counters are unreachable", self.scope)
-            return True
-        return allowed
 
 
 class _ScopedThrottle(SimpleRateThrottle):
@@ -73,11 +50,11 @@ class _ScopedThrottle(SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": f"user-{request.user.pk}"}
 
 
-class CredentialRateThrottle(FailOpen, _ScopedThrottle):
+class CredentialRateThrottle(_ScopedThrottle):
     scope = "credential"
 
 
-class WriteRateThrottle(FailOpen, _ScopedThrottle):
+class WriteRateThrottle(_ScopedThrottle):
     scope = "write"
 
     def allow_request(self, request: Request, view: Any) -> bool:

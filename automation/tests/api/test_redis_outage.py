@@ -42,7 +42,7 @@ def unavailable(response) -> None:
 def test_with_redis_down_reads_and_saves_are_served_and_the_throttles_warn(
     memory_api, memory_revision, caplog
 ):
-    with redis_down(), caplog.at_level(logging.WARNING, logger="memory_project.api.throttles"):
+    with redis_down(), caplog.at_level(logging.WARNING, logger="workspaces.ratelimit"):
         read = memory_api.get()
         saved = memory_api.save("- likes tea\n- and cake\n", base=1)
 
@@ -51,6 +51,32 @@ def test_with_redis_down_reads_and_saves_are_served_and_the_throttles_warn(
     current = memory_current_get(workspace=memory_revision.file.workspace)
     assert (current.version, current.content) == (2, "- likes tea\n- and cake\n")
     assert any("throttle" in record.getMessage() for record in caplog.records)
+
+
+def test_with_redis_down_a_search_and_a_wrong_token_get_their_usual_answers(tenant, caplog):
+    client = tenant.client_for(tenant.member)
+    stranger = APIClient()
+    stranger.credentials(HTTP_AUTHORIZATION="Bearer iap_not-a-token")
+    url = f"/api/v1/automation/workspaces/{tenant.workspace.pk}/documents/search"
+    note = client.put(
+        f"/api/v1/workspaces/{tenant.workspace.pk}/documents?path=tea.md",
+        {"content": "green tea"},
+        format="json",
+        HTTP_X_BASE_VERSION="0",
+    )
+    assert note.status_code == 200, note.content
+
+    with redis_down(), caplog.at_level(logging.WARNING, logger="workspaces.ratelimit"):
+        searched = client.get(url, {"q": "tea"})
+        refused = stranger.get(url, {"q": "tea"})
+
+    assert searched.status_code == 200, searched.content
+    assert [hit["path"] for hit in searched.json()["results"]] == ["tea.md"]
+    assert refused.status_code == 401
+    assert refused.json()["error"]["code"] == "TOKEN_INVALID"
+    warned = {record.getMessage() for record in caplog.records}
+    assert any("searches-in-progress" in message for message in warned)
+    assert any("bearer" in message for message in warned), warned
 
 
 def test_with_redis_down_opening_a_key_session_is_503_and_stores_no_session(tenant):
