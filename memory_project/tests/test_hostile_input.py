@@ -1,0 +1,97 @@
+"""Hostile request input, as a table of cases: each gets its documented code, and nothing
+is written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from automation.models import Admission, Conversation
+from automation.services import conversation_create
+from memory_project.api.parsers import MAX_JSON_DEPTH, nesting_exceeds
+from memory_project.tests.test_error_shape import assert_shape
+from workspaces.models import AuditEvent, File, FileVersion, Workspace
+
+
+def nested(depth: int) -> str:
+    """A JSON array nested `depth` levels deep, as text (json.dumps would recurse)."""
+    return "[" * depth + "]" * depth
+
+
+def deep_body(field: str, depth: int) -> str:
+    return f'{{"{field}": {nested(depth)}}}'
+
+
+# (route under the workspace or conversation, method, the field that carries the nesting,
+# extra headers): every kind of JSON body a person's client sends.
+JSON_ROUTES = [
+    ("/api/v1/workspaces/{ws}/memory", "put", "content", {"HTTP_X_BASE_VERSION": "0"}),
+    ("/api/v1/workspaces/{ws}/memory/policy", "put", "mode", {}),
+    ("/api/v1/workspaces/{ws}/ai", "put", "enabled", {}),
+    ("/api/v1/workspaces/{ws}/documents?path=a.md", "put", "content", {"HTTP_X_BASE_VERSION": "0"}),
+    ("/api/v1/workspaces/{ws}/documents/move", "post", "from", {"HTTP_X_BASE_VERSION": "1"}),
+    ("/api/v1/agents/assistant/conversations", "post", "workspaceId", {}),
+    ("/api/v1/agents/assistant/{conv}/messages", "post", "text", {"HTTP_IDEMPOTENCY_KEY": "k"}),
+]
+
+
+def _written_rows() -> tuple[int, ...]:
+    return (
+        File.objects.count(),
+        FileVersion.objects.count(),
+        Conversation.objects.count(),
+        Admission.objects.count(),
+        AuditEvent.objects.count(),
+    )
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 1_000, 100_000])
+@pytest.mark.parametrize(("route", "method", "field", "headers"), JSON_ROUTES)
+def test_json_nested_too_deep_is_400_on_every_json_route(
+    tenant, depth, route, method, field, headers
+):
+    client = tenant.client_for(tenant.admin)
+    conversation = conversation_create(workspace=tenant.workspace, owner=tenant.admin)
+    url = route.format(ws=tenant.workspace.pk, conv=conversation.pk)
+    before = _written_rows()
+
+    response = getattr(client, method)(
+        url, data=deep_body(field, depth), content_type="application/json", **headers
+    )
+
+    error = assert_shape(response, 400, "MALFORMED_REQUEST")
+    assert str(MAX_JSON_DEPTH) in error["message"]
+    assert _written_rows() == before
+    workspace = Workspace.objects.get(pk=tenant.workspace.pk)
+    assert (workspace.ai_enabled, workspace.ai_consent_revision) == (True, 0)
+
+
+def test_json_nested_to_the_bound_is_parsed(tenant):
+    client = tenant.client_for(tenant.member)
+
+    response = client.put(
+        f"/api/v1/workspaces/{tenant.workspace.pk}/memory",
+        data=deep_body("content", MAX_JSON_DEPTH - 1),
+        content_type="application/json",
+        HTTP_X_BASE_VERSION="0",
+    )
+
+    # Parsed, then refused by the field's own rule: a list is not text.
+    error = assert_shape(response, 400, "VALIDATION_FAILED")
+    assert set(error["detail"]["fields"]) == {"content"}
+
+
+@pytest.mark.parametrize(
+    ("text", "exceeds"),
+    [
+        ("1", False),
+        ("{}", False),
+        (nested(MAX_JSON_DEPTH), False),
+        (nested(MAX_JSON_DEPTH + 1), True),
+        ('{"a": ' * MAX_JSON_DEPTH + "{}" + "}" * MAX_JSON_DEPTH, True),
+        ("[" + ", ".join(["[]"] * 1000) + "]", False),
+    ],
+)
+def test_nesting_is_measured_on_objects_and_arrays(text, exceeds):
+    assert nesting_exceeds(json.loads(text), MAX_JSON_DEPTH) is exceeds
