@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
+from django.core.handlers.wsgi import get_bytes_from_wsgi
 from django.http import HttpRequest, HttpResponse
 
 from memory_project.api.exceptions import error_response, is_api_path
+from workspaces.errors import InvalidDocumentPath
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
@@ -75,3 +78,63 @@ class OriginGateMiddleware:
         except DisallowedHost:
             return False
         return origin == own_origin
+
+
+# Query parameters that name a document: refused as a document path would be.
+PATH_PARAMETERS = frozenset({"path"})
+
+
+class QueryEncodingMiddleware:
+    """Refuse an /api/ query string that is not UTF-8 once percent-decoded.
+
+    Django decodes the query string with errors="replace", so `?path=%FF%FE.md` would reach
+    a view as U+FFFD U+FFFD: another text than the one sent, which every rule after it
+    would judge instead. So the raw query string is judged here, once, for every route: a
+    path parameter gets the path's own refusal (`invalid_encoding`), any other parameter
+    the validation refusal its serializer would give, with the same reason.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if is_api_path(request.path):
+            raw = get_bytes_from_wsgi(request.META, "QUERY_STRING", "")
+            name = first_undecodable_parameter(raw)
+            if name in PATH_PARAMETERS:
+                error = InvalidDocumentPath(reason="invalid_encoding")
+                return error_response(error.code, error.message, error.status, error.detail)
+            if name is not None:
+                return error_response(
+                    "VALIDATION_FAILED",
+                    "The query string is not valid.",
+                    400,
+                    {
+                        "reason": "invalid_encoding",
+                        "fields": {name: ["Not UTF-8 once percent-decoded."]},
+                    },
+                )
+        return self.get_response(request)
+
+
+def first_undecodable_parameter(query: bytes) -> str | None:
+    """The name of the first parameter whose name or value is not UTF-8 once
+    percent-decoded (a name that is not UTF-8 is given as sent), or None.
+
+    Fields are split on `&` as Django's QueryDict splits them.
+    """
+    for field in query.split(b"&"):
+        raw_name, _, raw_value = field.partition(b"=")
+        try:
+            name = _decode(raw_name)
+        except UnicodeDecodeError:
+            return raw_name.decode("latin-1")
+        try:
+            _decode(raw_value)
+        except UnicodeDecodeError:
+            return name
+    return None
+
+
+def _decode(component: bytes) -> str:
+    return unquote_to_bytes(component.replace(b"+", b" ")).decode("utf-8")

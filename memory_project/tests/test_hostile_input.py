@@ -95,3 +95,76 @@ def test_json_nested_to_the_bound_is_parsed(tenant):
 )
 def test_nesting_is_measured_on_objects_and_arrays(text, exceeds):
     assert nesting_exceeds(json.loads(text), MAX_JSON_DEPTH) is exceeds
+
+
+# Every route that takes a text query parameter, with that parameter percent-encoded as
+# bytes that are not UTF-8: judged on the raw query string, never on Django's U+FFFD.
+UNDECODABLE = ["%FF%FE.md", "notes/%C0%AF.md", "%ED%A0%80.md", "a%E2%82.md"]
+QUERY_ROUTES = [
+    ("get", "/api/v1/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
+    ("put", "/api/v1/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
+    ("delete", "/api/v1/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
+    ("get", "/api/v1/workspaces/{ws}/documents", "prefix", "VALIDATION_FAILED"),
+    ("get", "/api/v1/automation/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
+    ("put", "/api/v1/automation/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
+    ("delete", "/api/v1/automation/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
+    ("get", "/api/v1/automation/workspaces/{ws}/documents", "prefix", "VALIDATION_FAILED"),
+    ("get", "/api/v1/automation/workspaces/{ws}/documents/search", "q", "VALIDATION_FAILED"),
+    ("get", "/api/v1/automation/workspaces/{ws}/memory", "purpose", "VALIDATION_FAILED"),
+    ("get", "/api/v1/workspaces/{ws}/memory/versions", "before", "VALIDATION_FAILED"),
+]
+
+
+@pytest.mark.parametrize("value", UNDECODABLE)
+@pytest.mark.parametrize(("method", "route", "parameter", "code"), QUERY_ROUTES)
+def test_a_query_parameter_that_is_not_utf8_is_refused_on_the_raw_query_string(
+    tenant, method, route, parameter, code, value
+):
+    client = tenant.client_for(tenant.member)
+    url = route.format(ws=tenant.workspace.pk)
+    before = _written_rows()
+    body = {"data": json.dumps({"content": "planted"})} if method == "put" else {}
+
+    response = getattr(client, method)(
+        f"{url}?{parameter}={value}",
+        content_type="application/json",
+        HTTP_X_BASE_VERSION="0",
+        **body,
+    )
+
+    error = assert_shape(response, 400, code)
+    if code == "INVALID_DOCUMENT_PATH":
+        assert error["detail"] == {"reason": "invalid_encoding"}
+    else:
+        assert error["detail"]["reason"] == "invalid_encoding"
+        assert set(error["detail"]["fields"]) == {parameter}
+    assert _written_rows() == before
+
+
+def test_a_parameter_name_that_is_not_utf8_is_refused(tenant):
+    client = tenant.client_for(tenant.member)
+
+    response = client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/documents?%FF=1")
+
+    error = assert_shape(response, 400, "VALIDATION_FAILED")
+    assert error["detail"] == {
+        "reason": "invalid_encoding",
+        "fields": {"%FF": ["Not UTF-8 once percent-decoded."]},
+    }
+
+
+def test_a_percent_encoded_utf8_path_still_reads(tenant):
+    client = tenant.client_for(tenant.member)
+    path = "notes/caf\u00e9.md"
+    client.put(
+        f"/api/v1/workspaces/{tenant.workspace.pk}/documents?path=notes/caf%C3%A9.md",
+        {"content": "menu"},
+        format="json",
+        HTTP_X_BASE_VERSION="0",
+    )
+
+    response = client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/documents?path={path}")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["content"] == "menu"
+    assert File.objects.get(workspace=tenant.workspace).path == path
