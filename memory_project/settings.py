@@ -243,6 +243,16 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"no_query_strings": {"()": "memory_project.log_filters.RedactQueryStrings"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # runserver's request lines, which carry the query string (gunicorn's access log:
+    # memory_project/gunicorn_conf.py).
+    "loggers": {
+        "django.server": {
+            "handlers": ["console"],
+            "filters": ["no_query_strings"],
+            "propagate": False,
+        }
+    },
 }
