@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from rest_framework.test import APIClient
 
 from automation.authentication import DeliveryCredentialAuthentication
@@ -82,3 +84,17 @@ def _world(tenant: Tenant, capture_on_commit: Callable[..., Any]) -> TenantWorld
 @pytest.fixture
 def make_world(make_tenant, django_capture_on_commit_callbacks) -> Callable[[], TenantWorld]:
     return lambda: _world(make_tenant(), django_capture_on_commit_callbacks)
+
+
+@pytest.fixture
+def wsgi_keeps_the_test_connection() -> Iterator[None]:
+    """Let a test call a WSGI application in-process on its own database connection.
+
+    Django closes a connection outside autocommit at each request's start and end, and the
+    test's transaction is one; Django's test client disconnects the same signal handler.
+    """
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)

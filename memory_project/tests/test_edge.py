@@ -23,8 +23,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
-from django.core.signals import request_finished, request_started
-from django.db import close_old_connections, connection
+from django.db import connection
 
 from memory.selectors import memory_current_get
 from memory_project.log_filters import RedactQueryStrings
@@ -186,20 +185,10 @@ def test_a_chunked_body_over_the_limit_through_gunicorn_is_413(gunicorn):
 
 
 def _wsgi_call(environ: dict[str, Any]) -> tuple[str, bytes]:
-    """Call the WSGI application as a server would, on the test's own connection (as
-    Django's test client does, the request's start and end do not close it)."""
     started: list[str] = []
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    try:
-        response = application(
-            environ, lambda status, headers, exc_info=None: started.append(status)
-        )
-        body = b"".join(response)
-        response.close()
-    finally:
-        request_started.connect(close_old_connections)
-        request_finished.connect(close_old_connections)
+    response = application(environ, lambda status, headers, exc_info=None: started.append(status))
+    body = b"".join(response)
+    response.close()
     return started[0], body
 
 
@@ -227,6 +216,7 @@ def _wsgi_environ(tenant, body: io.BytesIO, **extra: Any) -> dict[str, Any]:
     }
 
 
+@pytest.mark.usefixtures("wsgi_keeps_the_test_connection")
 def test_a_chunked_body_over_the_limit_is_read_no_further_than_the_limit(tenant, settings):
     settings.REQUEST_MAX_BODY_BYTES = SERVER_BODY_LIMIT
     stream = io.BytesIO(b'{"content": "' + b"x" * (20 * 1024 * 1024) + b'"}')
@@ -239,6 +229,7 @@ def test_a_chunked_body_over_the_limit_is_read_no_further_than_the_limit(tenant,
     assert not File.objects.filter(workspace=tenant.workspace).exists()
 
 
+@pytest.mark.usefixtures("wsgi_keeps_the_test_connection")
 def test_a_chunked_body_a_server_did_not_unframe_is_411_not_empty(tenant):
     # Without wsgi.input_terminated the end of the stream is unknown (runserver): refused.
     stream = io.BytesIO(b'{"content": "kept"}')
