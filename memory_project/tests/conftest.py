@@ -31,6 +31,8 @@ class TenantWorld:
     tenant: Tenant
     ids: dict[str, Any]
     clients: dict[type, APIClient]
+    # The member's personal access token, as an Authorization header.
+    bearer: str
 
 
 def _world(tenant: Tenant, capture_on_commit: Callable[..., Any]) -> TenantWorld:
@@ -48,6 +50,9 @@ def _world(tenant: Tenant, capture_on_commit: Callable[..., Any]) -> TenantWorld
         data_key=workspace_key_unwrap(workspace=workspace),
     )
     token, _ = api_token_create(user=member, team=tenant.team, name="listed")
+    _, raw_token = api_token_create(user=member, team=tenant.team, name="caller")
+    bearer = APIClient()
+    bearer.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_token}")
     with capture_on_commit(execute=True):
         admission = message_admit(
             conversation=conversation_create(workspace=workspace, owner=member),
@@ -74,10 +79,11 @@ def _world(tenant: Tenant, capture_on_commit: Callable[..., Any]) -> TenantWorld
             "token_id": token.pk,
         },
         clients={
-            BearerAuthentication: tenant.client_for(member),
+            BearerAuthentication: bearer,
             TeamSessionAuthentication: signed_in,
             DeliveryCredentialAuthentication: delivery,
         },
+        bearer=f"Bearer {raw_token}",
     )
 
 

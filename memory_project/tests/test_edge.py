@@ -31,6 +31,7 @@ from memory_project.middleware import MAX_HEADER_BYTES, MAX_URI_BYTES
 from memory_project.tests.test_error_shape import assert_shape
 from memory_project.wsgi import application
 from workspaces.models import File, FileVersion
+from workspaces.services import api_token_create
 
 # The server's body limit, small so an over-size chunked body stays cheap to send. The
 # document ceiling must fit it (settings.py checks the two against each other).
@@ -140,15 +141,14 @@ def chunked(body: bytes, size: int = 4096) -> bytes:
 @pytest.mark.django_db(transaction=True)
 def test_a_chunked_save_through_gunicorn_saves_the_body(gunicorn, make_tenant):
     tenant = make_tenant()
-    client = tenant.client_for(tenant.member)
-    token = client._credentials["HTTP_AUTHORIZATION"]
+    _, token = api_token_create(user=tenant.member, team=tenant.team, name="edge")
     body = json.dumps({"content": "- prefers chunked\n"}).encode()
 
     reply = gunicorn.send(
         request_head(
             "PUT",
             f"/api/v1/workspaces/{tenant.workspace.pk}/memory",
-            f"Authorization: {token}",
+            f"Authorization: Bearer {token}",
             "Content-Type: application/json",
             "X-Base-Version: 0",
             "Transfer-Encoding: chunked",
@@ -193,7 +193,7 @@ def _wsgi_call(environ: dict[str, Any]) -> tuple[str, bytes]:
 
 
 def _wsgi_environ(tenant, body: io.BytesIO, **extra: Any) -> dict[str, Any]:
-    _, token = tenant.client_for(tenant.member)._credentials["HTTP_AUTHORIZATION"].split()
+    _, token = api_token_create(user=tenant.member, team=tenant.team, name="edge")
     return {
         "REQUEST_METHOD": "PUT",
         "PATH_INFO": f"/api/v1/workspaces/{tenant.workspace.pk}/memory",
