@@ -3,43 +3,89 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
+from django.core.handlers.wsgi import WSGIRequest, get_bytes_from_wsgi
 from django.http import HttpRequest, HttpResponse
 
-from memory_project.api.exceptions import error_response, is_api_path
+from memory_project.api.exceptions import edge_error_response, error_response, is_api_path
+from workspaces.errors import InvalidDocumentPath
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 
+# Django's bounds on what precedes the body. gunicorn's own limits sit above them
+# (memory_project/gunicorn_conf.py), so that these refusals are answered here, in the
+# API's shape; gunicorn's old defaults were about the same size.
+MAX_URI_BYTES = 4096
+MAX_HEADER_FIELDS = 100
+MAX_HEADER_BYTES = 16 * 1024
+MAX_CONTENT_LENGTH_DIGITS = 18
+
+
 class RequestSizeLimitMiddleware:
-    """Refuse an /api/ body over REQUEST_MAX_BODY_BYTES with 413 before it is read.
+    """Refuse a request over the transport bounds before its body is read: the path and
+    query (414), the headers (431), a body that is not framed by Content-Length (411) and
+    a body over REQUEST_MAX_BODY_BYTES (413).
 
     Django would turn an over-size body into a 400, and DRF's JSON parser reads the
-    stream without Django's check, so the bound is enforced here, once, from
-    Content-Length (a WSGI request without one carries no readable body).
+    stream without Django's check, so the body bound is enforced here, once, from
+    Content-Length. Django reads exactly Content-Length bytes of a WSGI body, so a
+    chunked body still chunked here (the server did not hand it over whole, see
+    memory_project/wsgi.py) would be read as empty: it is refused instead.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if is_api_path(request.path):
-            raw_length = request.META.get("CONTENT_LENGTH") or "0"
-            try:
-                length = int(raw_length)
-            except ValueError:
-                return error_response("MALFORMED_REQUEST", "Content-Length is not a number.", 400)
-            limit = settings.REQUEST_MAX_BODY_BYTES
-            if length > limit:
-                return error_response(
-                    "REQUEST_TOO_LARGE",
-                    "The request body is larger than this server accepts.",
-                    413,
-                    {"limitBytes": limit, "receivedBytes": length},
-                )
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return edge_error_response(request, *refusal)
         return self.get_response(request)
+
+    @staticmethod
+    def _refusal(request: HttpRequest) -> tuple[str, str, int, dict[str, Any]] | None:
+        meta = request.META
+        uri_bytes = len(get_bytes_from_wsgi(meta, "PATH_INFO", "")) + len(
+            get_bytes_from_wsgi(meta, "QUERY_STRING", "")
+        )
+        if uri_bytes > MAX_URI_BYTES:
+            return ("URI_TOO_LONG", "The URL is too long.", 414, {"limitBytes": MAX_URI_BYTES})
+        headers = [(key, value) for key, value in meta.items() if _is_header(key)]
+        header_bytes = sum(len(key) + len(str(value)) for key, value in headers)
+        if len(headers) > MAX_HEADER_FIELDS or header_bytes > MAX_HEADER_BYTES:
+            return (
+                "HEADERS_TOO_LARGE",
+                "The request headers are too large.",
+                431,
+                {"limitFields": MAX_HEADER_FIELDS, "limitBytes": MAX_HEADER_BYTES},
+            )
+        if "HTTP_TRANSFER_ENCODING" in meta and isinstance(request, WSGIRequest):
+            return ("LENGTH_REQUIRED", "Send the body with a Content-Length.", 411, {})
+        raw_length = meta.get("CONTENT_LENGTH") or "0"
+        if (
+            not raw_length.isascii()
+            or not raw_length.isdigit()
+            or len(raw_length) > MAX_CONTENT_LENGTH_DIGITS
+        ):
+            return ("MALFORMED_REQUEST", "Content-Length is not a number.", 400, {})
+        length, limit = int(raw_length), settings.REQUEST_MAX_BODY_BYTES
+        if length > limit:
+            return (
+                "REQUEST_TOO_LARGE",
+                "The request body is larger than this server accepts.",
+                413,
+                {"limitBytes": limit, "receivedBytes": length},
+            )
+        return None
+
+
+def _is_header(key: str) -> bool:
+    return key.startswith("HTTP_") or key in {"CONTENT_TYPE", "CONTENT_LENGTH"}
 
 
 class OriginGateMiddleware:
@@ -75,3 +121,63 @@ class OriginGateMiddleware:
         except DisallowedHost:
             return False
         return origin == own_origin
+
+
+# Query parameters that name a document: refused as a document path would be.
+PATH_PARAMETERS = frozenset({"path"})
+
+
+class QueryEncodingMiddleware:
+    """Refuse an /api/ query string that is not UTF-8 once percent-decoded.
+
+    Django decodes the query string with errors="replace", so `?path=%FF%FE.md` would reach
+    a view as U+FFFD U+FFFD: another text than the one sent, which every rule after it
+    would judge instead. So the raw query string is judged here, once, for every route: a
+    path parameter gets the path's own refusal (`invalid_encoding`), any other parameter
+    the validation refusal its serializer would give, with the same reason.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if is_api_path(request.path):
+            raw = get_bytes_from_wsgi(request.META, "QUERY_STRING", "")
+            name = first_undecodable_parameter(raw)
+            if name in PATH_PARAMETERS:
+                error = InvalidDocumentPath(reason="invalid_encoding")
+                return error_response(error.code, error.message, error.status, error.detail)
+            if name is not None:
+                return error_response(
+                    "VALIDATION_FAILED",
+                    "The query string is not valid.",
+                    400,
+                    {
+                        "reason": "invalid_encoding",
+                        "fields": {name: ["Not UTF-8 once percent-decoded."]},
+                    },
+                )
+        return self.get_response(request)
+
+
+def first_undecodable_parameter(query: bytes) -> str | None:
+    """The name of the first parameter whose name or value is not UTF-8 once
+    percent-decoded (a name that is not UTF-8 is given as sent), or None.
+
+    Fields are split on `&` as Django's QueryDict splits them.
+    """
+    for field in query.split(b"&"):
+        raw_name, _, raw_value = field.partition(b"=")
+        try:
+            name = _decode(raw_name)
+        except UnicodeDecodeError:
+            return raw_name.decode("latin-1")
+        try:
+            _decode(raw_value)
+        except UnicodeDecodeError:
+            return name
+    return None
+
+
+def _decode(component: bytes) -> str:
+    return unquote_to_bytes(component.replace(b"+", b" ")).decode("utf-8")

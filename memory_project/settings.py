@@ -70,6 +70,7 @@ MIDDLEWARE = [
     # Both gates answer before any session or credential is read.
     "memory_project.middleware.RequestSizeLimitMiddleware",
     "memory_project.middleware.OriginGateMiddleware",
+    "memory_project.middleware.QueryEncodingMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -237,7 +238,7 @@ REST_FRAMEWORK = {
         "workspaces.authentication.TeamSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memory_project.api.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_THROTTLE_CLASSES": [
         "memory_project.api.throttles.CredentialRateThrottle",
@@ -267,6 +268,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memory_project.api.schema.declare_error_responses",
+    ],
 }
 
 # Without a broker, tasks run in the calling process: the embedded default needs no
@@ -284,6 +289,16 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"no_query_strings": {"()": "memory_project.log_filters.RedactQueryStrings"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # runserver's request lines, which carry the query string (gunicorn's access log:
+    # memory_project/gunicorn_conf.py).
+    "loggers": {
+        "django.server": {
+            "handlers": ["console"],
+            "filters": ["no_query_strings"],
+            "propagate": False,
+        }
+    },
 }

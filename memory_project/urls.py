@@ -3,6 +3,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+handler400 = "memory_project.api.exceptions.bad_request_view"
 handler404 = "memory_project.api.exceptions.not_found_view"
 handler500 = "memory_project.api.exceptions.server_error_view"
 

@@ -9,7 +9,12 @@ of the memory namespace is 403 MEMORY_NAMESPACE_RESERVED, then a non-canonical s
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
@@ -102,10 +107,15 @@ class AutomationDocumentApi(APIView):
 
     @extend_schema(
         parameters=[PATH_PARAMETER, ListQuerySerializer],
-        responses=OutputSerializer,
+        responses=PolymorphicProxySerializer(
+            component_name="AutomationDocumentReadOrList",
+            serializers=[OutputSerializer, ListItemSerializer(many=True)],
+            resource_type_field_name=None,
+            many=False,
+        ),
         description=(
-            "With `path`: read that document. Without: list documents by path (`prefix`, "
-            "`includeDeleted`), never any under the memory namespace."
+            "With `path`: read that document (one object). Without: list documents by path "
+            "(`prefix`, `includeDeleted`) as an array, never any under the memory namespace."
         ),
     )
     def get(self, request: Request, workspace_id: int) -> Response:
@@ -142,7 +152,9 @@ class AutomationDocumentApi(APIView):
         )
         return Response(self.WrittenSerializer(revision).data)
 
-    @extend_schema(parameters=[PATH_REQUIRED, BASE_VERSION_HEADER], responses=StateSerializer)
+    @extend_schema(
+        parameters=[PATH_REQUIRED, BASE_VERSION_HEADER], responses={200: StateSerializer}
+    )
     def delete(self, request: Request, workspace_id: int) -> Response:
         actor = _actor_from(request, workspace_id)
         path = documents.assistant_document_path(request.query_params.get("path", ""))

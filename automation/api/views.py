@@ -17,6 +17,7 @@ from automation.errors import IdempotencyKeyRequired
 from automation.models import Admission, Turn
 from memory.edits import parse_changes
 from workspaces.api.access import caller_membership
+from workspaces.api.headers import whole_number
 from workspaces.authentication import request_credential
 from workspaces.errors import InvalidHeader, KeySessionUnavailable, NotFound
 
@@ -56,21 +57,18 @@ def _memory_state_from(request: Request) -> services.MemoryState | None:
     raw = request.headers.get("X-Memory-State")
     if raw is None:
         return None
+    message = "X-Memory-State must look like `version=12; saving=0; conflict=0`."
     fields = dict(part.strip().partition("=")[::2] for part in raw.split(";") if part.strip())
-    version = fields.get("version", "")
     saving, conflict = fields.get("saving", "0"), fields.get("conflict", "0")
     if (
         set(fields) - {"version", "saving", "conflict"}
-        or not (version.isascii() and version.isdigit())
         or saving not in {"0", "1"}
         or conflict not in {"0", "1"}
     ):
-        raise InvalidHeader(
-            "X-Memory-State must look like `version=12; saving=0; conflict=0`.",
-            header="X-Memory-State",
-        )
+        raise InvalidHeader(message, header="X-Memory-State")
+    version = whole_number(fields.get("version", ""), header="X-Memory-State", message=message)
     return services.MemoryState(
-        acknowledged_version=int(version),
+        acknowledged_version=version,
         save_in_flight=saving == "1",
         has_unresolved_conflict=conflict == "1",
     )

@@ -9,7 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -121,10 +126,15 @@ class DocumentApi(APIView):
 
     @extend_schema(
         parameters=[PATH_PARAMETER, ListQuerySerializer],
-        responses=OutputSerializer,
+        responses=PolymorphicProxySerializer(
+            component_name="DocumentReadOrList",
+            serializers=[OutputSerializer, DocumentListItemSerializer(many=True)],
+            resource_type_field_name=None,
+            many=False,
+        ),
         description=(
-            "With `path`: read that document. Without: list documents by path "
-            "(`prefix`, `includeDeleted`), as DocumentListItem rows."
+            "With `path`: read that document (one object). Without: list documents by path "
+            "(`prefix`, `includeDeleted`), as an array of DocumentListItem rows."
         ),
     )
     def get(self, request: Request, workspace_id: int) -> Response:
@@ -165,7 +175,7 @@ class DocumentApi(APIView):
         return Response(self.WrittenSerializer(revision).data)
 
     @extend_schema(
-        parameters=[PATH_REQUIRED, BASE_VERSION_HEADER], responses=DocumentStateSerializer
+        parameters=[PATH_REQUIRED, BASE_VERSION_HEADER], responses={200: DocumentStateSerializer}
     )
     def delete(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from django.contrib.auth import SESSION_KEY
+from django.core.exceptions import DisallowedHost
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
@@ -42,6 +43,15 @@ def error_response(
 ) -> JsonResponse:
     """Render an error outside DRF (middleware, URL resolution) in the API's shape."""
     return JsonResponse(error_body(code, message, detail), status=status)
+
+
+def edge_error_response(
+    request: HttpRequest, code: str, message: str, status: int, detail: dict[str, Any]
+) -> HttpResponse:
+    """A refusal made before any view: in the API's shape on /api/, plain text elsewhere."""
+    if is_api_path(request.path):
+        return error_response(code, message, status, detail)
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -111,6 +121,17 @@ def _from_drf(
 
 def is_api_path(path: str) -> bool:
     return path.startswith("/api/")
+
+
+def bad_request_view(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """Django's 400 for a suspicious request, chiefly a Host outside ALLOWED_HOSTS."""
+    if isinstance(exception, DisallowedHost):
+        return edge_error_response(
+            request, "HOST_NOT_ALLOWED", "This server does not answer for that host.", 400, {}
+        )
+    if is_api_path(request.path):
+        return error_response("MALFORMED_REQUEST", "The request is malformed.", 400)
+    return defaults.bad_request(request, exception)
 
 
 def not_found_view(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from memory_project.api.exceptions import DRF_ERROR_CODES
 from memory_project.api.throttles import WriteRateThrottle
+from memory_project.gunicorn_conf import EDGE_ERROR_CODES
 from workspaces.errors import DomainError
 
 ERRORS_DOC = Path(django_settings.BASE_DIR) / "docs" / "errors.md"
@@ -158,5 +159,10 @@ def test_every_framework_error_code_is_documented_with_its_one_status():
         ("REQUEST_TOO_LARGE", 413),
         ("CROSS_ORIGIN_REJECTED", 403),
         ("INTERNAL_ERROR", 500),
+        ("HOST_NOT_ALLOWED", 400),
+        ("LENGTH_REQUIRED", 411),
+        ("URI_TOO_LONG", 414),
+        ("HEADERS_TOO_LARGE", 431),
+        *((code, status) for status, code in EDGE_ERROR_CODES.items()),
     ]:
         assert documented.get(code) == status, f"{code} missing from errors.md"

@@ -26,3 +26,43 @@ def test_schema_generates_without_warnings_and_validates(db, tmp_path):
     )
 
     assert "MemoryDocumentApiInput" in (tmp_path / "schema.yml").read_text()
+
+
+def _served_schema(client) -> dict:
+    return client.get("/api/schema/", {"format": "json"}).json()
+
+
+def _component(schema: dict, reference: dict) -> dict:
+    return schema["components"]["schemas"][reference["$ref"].rpartition("/")[2]]
+
+
+def test_document_listings_are_declared_as_arrays_and_reads_as_objects(db, client):
+    schema = _served_schema(client)
+
+    for route in (
+        "/api/v1/workspaces/{workspace_id}/documents",
+        "/api/v1/automation/workspaces/{workspace_id}/documents",
+    ):
+        ok = schema["paths"][route]["get"]["responses"]["200"]
+        shapes = _component(schema, ok["content"]["application/json"]["schema"])["oneOf"]
+        kinds = sorted(shape.get("type", "object") for shape in shapes)
+        assert kinds == ["array", "object"], route
+        listing = next(shape for shape in shapes if shape.get("type") == "array")
+        assert "bytes" in _component(schema, listing["items"])["properties"]
+        deleted = schema["paths"][route]["delete"]["responses"]
+        assert set(
+            _component(schema, deleted["200"]["content"]["application/json"]["schema"])[
+                "properties"
+            ]
+        ) >= {"path", "version", "deleted"}
+
+
+def test_every_operation_declares_the_error_shape(db, client):
+    schema = _served_schema(client)
+
+    for route, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            default = operation["responses"]["default"]["content"]["application/json"]
+            assert default["schema"] == {"$ref": "#/components/schemas/Error"}, (method, route)
+    error = schema["components"]["schemas"]["Error"]["properties"]["error"]
+    assert error["required"] == ["code", "message", "detail"]

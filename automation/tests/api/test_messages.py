@@ -146,12 +146,23 @@ def test_mcp_style_turn_without_memory_state_records_none(client, conversation_i
 
 
 @pytest.mark.parametrize(
-    "state", ["3", "version=abc", "version=3; saving=2", "version=3; draft=1", "saving=1"]
+    "state",
+    [
+        "3",
+        "version=abc",
+        "version=3; saving=2",
+        "version=3; draft=1",
+        "saving=1",
+        # Past a 64-bit column, and past int()'s digit limit: both were a 500.
+        f"version={2**63}",
+        f"version={'9' * 5000}",
+    ],
 )
 def test_malformed_memory_state_is_400(client, conversation_id, state):
     response = send(client, conversation_id, HTTP_X_MEMORY_STATE=state)
 
     assert response.status_code == 400
+    assert response.json()["error"]["code"] == "INVALID_HEADER"
     assert response.json()["error"]["detail"] == {"header": "X-Memory-State"}
     assert not Admission.objects.exists()
 

@@ -1,0 +1,55 @@
+"""The one JSON parser of every /api/ route."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+# No request body of this API nests more than a few levels; the bound is generous.
+MAX_JSON_DEPTH = 32
+TOO_DEEP = f"The JSON body is nested more than {MAX_JSON_DEPTH} levels deep."
+
+
+class BoundedJSONParser(JSONParser):
+    """DRF's JSON parser, refusing a body nested deeper than MAX_JSON_DEPTH.
+
+    The json module raises RecursionError, not ValueError, for nesting near the interpreter's
+    recursion limit, which DRF's parser lets through as a 500. Nesting just below that limit
+    parses, but would exhaust the stack of whatever walks the data next (validation, an
+    error detail that echoes it), so the bound is far below it.
+    """
+
+    def parse(
+        self,
+        stream: Any,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError(TOO_DEEP) from None
+        if nesting_exceeds(data, MAX_JSON_DEPTH):
+            raise ParseError(TOO_DEEP)
+        return data
+
+
+def nesting_exceeds(data: Any, limit: int) -> bool:
+    """True if `data` has more than `limit` levels of objects and arrays (walked without
+    recursion, so any depth can be measured)."""
+    pending: list[tuple[Any, int]] = [(data, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False

@@ -1,0 +1,69 @@
+"""gunicorn's settings, for `make run` and production alike:
+
+    gunicorn -c python:memory_project.gunicorn_conf memory_project.wsgi --bind HOST:PORT
+
+Set WEB_CONCURRENCY for more worker processes (with REDIS_URL; see the README).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from gunicorn import util
+
+from memory_project.log_filters import RedactQueryStrings
+
+worker_class = "gthread"
+threads = 8
+accesslog = "-"
+# The request's path, never its query string: a search's terms and document paths travel
+# there. No Referer either, which carries another page's query string.
+access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s" %(M)sms'
+
+# Above Django's own bounds (memory_project/middleware.py: a 4 KiB path and query, 100
+# header fields, 16 KiB of headers), so that Django answers those refusals in the API's
+# shape; gunicorn keeps only what it alone can judge (a request line past its 8190-byte
+# maximum, broken framing such as a bad Content-Length).
+limit_request_line = 8190
+limit_request_fields = 200
+limit_request_field_size = 20 * 1024
+
+# The code of each refusal gunicorn answers itself, as docs/errors.md lists it.
+EDGE_ERROR_CODES = {
+    400: "MALFORMED_REQUEST",
+    403: "PERMISSION_DENIED",
+    414: "URI_TOO_LONG",
+    417: "EXPECTATION_FAILED",
+    431: "HEADERS_TOO_LARGE",
+    500: "INTERNAL_ERROR",
+    501: "TRANSFER_ENCODING_UNSUPPORTED",
+}
+
+
+def write_json_error(sock: object, status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn's refusal in the API's error shape, instead of its HTML page.
+
+    `mesg` is left out: it can quote the request line, and so its query string.
+    """
+    body = json.dumps(
+        {
+            "error": {
+                "code": EDGE_ERROR_CODES.get(status_int, "MALFORMED_REQUEST"),
+                "message": f"{reason}.",
+                "detail": {},
+            }
+        }
+    ).encode()
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    util.write_nonblock(sock, head.encode("latin-1") + body)
+
+
+# gunicorn has no setting for the body of its own refusals; its workers write them through
+# util.write_error, so that one function is replaced (memory_project/tests/test_edge.py
+# runs a real gunicorn).
+util.write_error = write_json_error
+logging.getLogger("gunicorn.error").addFilter(RedactQueryStrings())

@@ -1,0 +1,170 @@
+"""Hostile request input, as a table of cases: each gets its documented code, and nothing
+is written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from automation.models import Admission, Conversation
+from automation.services import conversation_create
+from memory_project.api.parsers import MAX_JSON_DEPTH, nesting_exceeds
+from memory_project.tests.test_error_shape import assert_shape
+from workspaces.models import AuditEvent, File, FileVersion, Workspace
+
+
+def nested(depth: int) -> str:
+    """A JSON array nested `depth` levels deep, as text (json.dumps would recurse)."""
+    return "[" * depth + "]" * depth
+
+
+def deep_body(field: str, depth: int) -> str:
+    return f'{{"{field}": {nested(depth)}}}'
+
+
+# (route under the workspace or conversation, method, the field that carries the nesting,
+# extra headers): every kind of JSON body a person's client sends.
+JSON_ROUTES = [
+    ("/api/v1/workspaces/{ws}/memory", "put", "content", {"HTTP_X_BASE_VERSION": "0"}),
+    ("/api/v1/workspaces/{ws}/memory/policy", "put", "mode", {}),
+    ("/api/v1/workspaces/{ws}/ai", "put", "enabled", {}),
+    ("/api/v1/workspaces/{ws}/documents?path=a.md", "put", "content", {"HTTP_X_BASE_VERSION": "0"}),
+    ("/api/v1/workspaces/{ws}/documents/move", "post", "from", {"HTTP_X_BASE_VERSION": "1"}),
+    ("/api/v1/agents/assistant/conversations", "post", "workspaceId", {}),
+    ("/api/v1/agents/assistant/{conv}/messages", "post", "text", {"HTTP_IDEMPOTENCY_KEY": "k"}),
+]
+
+
+def _written_rows() -> tuple[int, ...]:
+    return (
+        File.objects.count(),
+        FileVersion.objects.count(),
+        Conversation.objects.count(),
+        Admission.objects.count(),
+        AuditEvent.objects.count(),
+    )
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 1_000, 100_000])
+@pytest.mark.parametrize(("route", "method", "field", "headers"), JSON_ROUTES)
+def test_json_nested_too_deep_is_400_on_every_json_route(
+    tenant, depth, route, method, field, headers
+):
+    client = tenant.client_for(tenant.admin)
+    conversation = conversation_create(workspace=tenant.workspace, owner=tenant.admin)
+    url = route.format(ws=tenant.workspace.pk, conv=conversation.pk)
+    before = _written_rows()
+
+    response = getattr(client, method)(
+        url, data=deep_body(field, depth), content_type="application/json", **headers
+    )
+
+    error = assert_shape(response, 400, "MALFORMED_REQUEST")
+    assert str(MAX_JSON_DEPTH) in error["message"]
+    assert _written_rows() == before
+    workspace = Workspace.objects.get(pk=tenant.workspace.pk)
+    assert (workspace.ai_enabled, workspace.ai_consent_revision) == (True, 0)
+
+
+def test_json_nested_to_the_bound_is_parsed(tenant):
+    client = tenant.client_for(tenant.member)
+
+    response = client.put(
+        f"/api/v1/workspaces/{tenant.workspace.pk}/memory",
+        data=deep_body("content", MAX_JSON_DEPTH - 1),
+        content_type="application/json",
+        HTTP_X_BASE_VERSION="0",
+    )
+
+    # Parsed, then refused by the field's own rule: a list is not text.
+    error = assert_shape(response, 400, "VALIDATION_FAILED")
+    assert set(error["detail"]["fields"]) == {"content"}
+
+
+@pytest.mark.parametrize(
+    ("text", "exceeds"),
+    [
+        ("1", False),
+        ("{}", False),
+        (nested(MAX_JSON_DEPTH), False),
+        (nested(MAX_JSON_DEPTH + 1), True),
+        ('{"a": ' * MAX_JSON_DEPTH + "{}" + "}" * MAX_JSON_DEPTH, True),
+        ("[" + ", ".join(["[]"] * 1000) + "]", False),
+    ],
+)
+def test_nesting_is_measured_on_objects_and_arrays(text, exceeds):
+    assert nesting_exceeds(json.loads(text), MAX_JSON_DEPTH) is exceeds
+
+
+# Every route that takes a text query parameter, with that parameter percent-encoded as
+# bytes that are not UTF-8: judged on the raw query string, never on Django's U+FFFD.
+UNDECODABLE = ["%FF%FE.md", "notes/%C0%AF.md", "%ED%A0%80.md", "a%E2%82.md"]
+QUERY_ROUTES = [
+    ("get", "/api/v1/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
+    ("put", "/api/v1/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
+    ("delete", "/api/v1/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
+    ("get", "/api/v1/workspaces/{ws}/documents", "prefix", "VALIDATION_FAILED"),
+    ("get", "/api/v1/automation/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
+    ("put", "/api/v1/automation/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
+    ("delete", "/api/v1/automation/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
+    ("get", "/api/v1/automation/workspaces/{ws}/documents", "prefix", "VALIDATION_FAILED"),
+    ("get", "/api/v1/automation/workspaces/{ws}/documents/search", "q", "VALIDATION_FAILED"),
+    ("get", "/api/v1/automation/workspaces/{ws}/memory", "purpose", "VALIDATION_FAILED"),
+    ("get", "/api/v1/workspaces/{ws}/memory/versions", "before", "VALIDATION_FAILED"),
+]
+
+
+@pytest.mark.parametrize("value", UNDECODABLE)
+@pytest.mark.parametrize(("method", "route", "parameter", "code"), QUERY_ROUTES)
+def test_a_query_parameter_that_is_not_utf8_is_refused_on_the_raw_query_string(
+    tenant, method, route, parameter, code, value
+):
+    client = tenant.client_for(tenant.member)
+    url = route.format(ws=tenant.workspace.pk)
+    before = _written_rows()
+    body = {"data": json.dumps({"content": "planted"})} if method == "put" else {}
+
+    response = getattr(client, method)(
+        f"{url}?{parameter}={value}",
+        content_type="application/json",
+        HTTP_X_BASE_VERSION="0",
+        **body,
+    )
+
+    error = assert_shape(response, 400, code)
+    if code == "INVALID_DOCUMENT_PATH":
+        assert error["detail"] == {"reason": "invalid_encoding"}
+    else:
+        assert error["detail"]["reason"] == "invalid_encoding"
+        assert set(error["detail"]["fields"]) == {parameter}
+    assert _written_rows() == before
+
+
+def test_a_parameter_name_that_is_not_utf8_is_refused(tenant):
+    client = tenant.client_for(tenant.member)
+
+    response = client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/documents?%FF=1")
+
+    error = assert_shape(response, 400, "VALIDATION_FAILED")
+    assert error["detail"] == {
+        "reason": "invalid_encoding",
+        "fields": {"%FF": ["Not UTF-8 once percent-decoded."]},
+    }
+
+
+def test_a_percent_encoded_utf8_path_still_reads(tenant):
+    client = tenant.client_for(tenant.member)
+    path = "notes/caf\u00e9.md"
+    client.put(
+        f"/api/v1/workspaces/{tenant.workspace.pk}/documents?path=notes/caf%C3%A9.md",
+        {"content": "menu"},
+        format="json",
+        HTTP_X_BASE_VERSION="0",
+    )
+
+    response = client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/documents?path={path}")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["content"] == "menu"
+    assert File.objects.get(workspace=tenant.workspace).path == path
