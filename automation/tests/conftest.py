@@ -3,13 +3,15 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pytest
 
+from automation import runtime
 from automation.capture import CaptureReceipt, capture_commit
 from automation.models import Admission, Conversation
+from automation.providers import ChatMessage, ModelReply, ScriptedProvider, ToolSpec
 from automation.services import MemoryState, conversation_create, message_admit
 from memory.edits import parse_changes
 from memory.services import memory_policy_set, memory_save
@@ -87,3 +89,24 @@ def make_assistant(tenant) -> Callable[..., Assistant]:
 @pytest.fixture
 def assistant(make_assistant) -> Assistant:
     return make_assistant()
+
+
+class RecordingScriptedProvider(ScriptedProvider):
+    """The default scripted model, keeping every call it is given (system and messages)."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def complete(
+        self, *, system: str, messages: list[ChatMessage], tools: list[ToolSpec]
+    ) -> ModelReply:
+        self.calls.append({"system": system, "messages": [asdict(m) for m in messages]})
+        return super().complete(system=system, messages=messages, tools=tools)
+
+
+@pytest.fixture
+def model_calls(monkeypatch) -> list[dict[str, Any]]:
+    """Every model call the turns of this test make, in order (the scripted model answers)."""
+    provider = RecordingScriptedProvider()
+    monkeypatch.setattr(runtime, "provider_from_settings", lambda: provider)
+    return provider.calls

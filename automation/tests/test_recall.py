@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.cache import cache
 from django.db import connection
@@ -12,6 +14,7 @@ from automation import runtime
 from automation.models import Admission, Message, Turn
 from automation.prompts import BASE_INSTRUCTIONS, MEMORY_CLOSE, system_message
 from automation.providers import ModelReply, ToolCall
+from automation.selectors import transcript_for_conversation
 from automation.services import MemoryState, memory_recall
 from automation.tools import TOOL_SPECS
 from memory.models import MEMORY_PATH
@@ -219,15 +222,29 @@ def test_a_change_between_two_model_calls_reaches_the_second_call(assistant, cha
     assert Turn.objects.get(pk=admission.turn.pk).state == "completed"
 
 
-def test_the_transcript_never_stores_the_memory_block(assistant):
-    admission = assistant.send("what do you remember?")
+def test_the_transcript_never_stores_the_memory_block(assistant, model_calls):
+    memory_save(
+        workspace=assistant.tenant.workspace,
+        author=assistant.tenant.member,
+        base_version=1,
+        content="- likes tea\n- parks on level 3\n",
+    )
+    admission = assistant.send("how do you take your tea?")
 
     runtime.turn_run(turn_id=admission.turn.pk)
 
+    [call] = model_calls
+    stored = json.dumps(
+        [entry.body for entry in transcript_for_conversation(conversation=assistant.conversation)],
+        ensure_ascii=False,
+    )
+    # The answer may say the one line the question is about; nothing else the model was
+    # given (instructions, markers, preamble, the other line) may be kept.
+    kept = [line for line in call["system"].splitlines() if line.strip() and line in stored]
+    assert kept == ["- likes tea"]
     roles = list(Message.objects.filter(turn=admission.turn).values_list("role", flat=True))
     assert roles == ["user", "assistant"]
-    turn = Turn.objects.get(pk=admission.turn.pk)
-    assert turn.state == "completed"
+    assert Turn.objects.get(pk=admission.turn.pk).state == "completed"
 
 
 def test_a_recall_reads_everything_it_decides_on_in_one_query(assistant):
