@@ -15,7 +15,7 @@ from automation.providers import ChatMessage, ModelReply, ScriptedProvider, Tool
 from automation.services import MemoryState, conversation_create, message_admit
 from memory.edits import parse_changes
 from memory.services import memory_policy_set, memory_save
-from workspaces.models import KeySession
+from workspaces.models import FileVersion, KeySession
 from workspaces.services import key_session_open
 
 _keys = itertools.count(1)
@@ -46,6 +46,15 @@ class Assistant:
             key_session_id=session.pk if session else None,
             memory_state=memory_state,
         ).admission
+
+    def save_memory(self, content: str, *, base_version: int = 1) -> FileVersion:
+        """A Save by the member, as the Memory frame makes it."""
+        return memory_save(
+            workspace=self.tenant.workspace,
+            author=self.tenant.member,
+            base_version=base_version,
+            content=content,
+        )
 
     def capture(
         self,

@@ -223,12 +223,7 @@ def test_a_change_between_two_model_calls_reaches_the_second_call(assistant, cha
 
 
 def test_the_transcript_never_stores_the_memory_block(assistant, model_calls):
-    memory_save(
-        workspace=assistant.tenant.workspace,
-        author=assistant.tenant.member,
-        base_version=1,
-        content="- likes tea\n- parks on level 3\n",
-    )
+    assistant.save_memory("- likes tea\n- parks on level 3\n")
     admission = assistant.send("how do you take your tea?")
 
     runtime.turn_run(turn_id=admission.turn.pk)

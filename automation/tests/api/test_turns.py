@@ -15,7 +15,7 @@ from automation.prompts import BASE_INSTRUCTIONS, MEMORY_PREAMBLE
 from automation.providers import OpenAICompatibleProvider
 from automation.tokens import delivery_credential_generate
 from memory.selectors import memory_current_get
-from memory.services import memory_clear, memory_policy_set, memory_save
+from memory.services import memory_clear, memory_policy_set
 from workspaces.models import FileVersion
 from workspaces.tests.leaks import holds, tables_holding
 
@@ -103,12 +103,7 @@ def test_in_read_only_remember_becomes_a_proposal(chat, assistant):
 
 
 def test_an_answer_says_only_the_memory_lines_it_is_about_and_never_the_block(chat, assistant):
-    memory_save(
-        workspace=assistant.tenant.workspace,
-        author=assistant.tenant.member,
-        base_version=1,
-        content="- likes tea\n- parks on level 3\n",
-    )
+    assistant.save_memory("- likes tea\n- parks on level 3\n")
 
     chat("what do you know about tea?")
 
@@ -126,12 +121,7 @@ def test_after_clear_no_table_and_no_model_call_holds_the_cleared_text(
     chat, assistant, model_calls
 ):
     workspace = assistant.tenant.workspace
-    memory_save(
-        workspace=workspace,
-        author=assistant.tenant.member,
-        base_version=1,
-        content=f"- likes tea\n- door code {SECRET}\n",
-    )
+    assistant.save_memory(f"- likes tea\n- door code {SECRET}\n")
     chat(f"remember {MARKER}")
     chat("what about tea?")
     memory_clear(workspace=workspace, author=assistant.tenant.member, base_version=3)
