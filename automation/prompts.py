@@ -1,14 +1,18 @@
 """What a model call is given: the fixed instructions and the memory block.
 
 Memory is background context, never instructions. The block says so, and text inside
-it cannot close the block early: any spelling of the block's own markers is defused.
+it cannot close the block early: any spelling of the block's own markers is defused,
+judged on the text as it looks (invisible characters, combining marks, compatibility forms,
+case and confusables folded), since a model reads the marker in full-width forms (U+FF1C
+for `<`), or with a zero-width space inside, as the marker itself.
 """
 
 from __future__ import annotations
 
-import re
+import unicodedata
 
 from automation.models import RecallStatus
+from workspaces.lookalikes import alphabet, alternatives, fold
 
 BASE_INSTRUCTIONS = (
     "You are the workspace assistant. Answer the person's current message. You may use "
@@ -44,13 +48,59 @@ WITHHELD_REASONS = {
     RecallStatus.SUPERSEDED: "a newer message in this conversation took over",
 }
 
-# Any spelling of our own markers inside memory text: case, spaces, a slash anywhere.
-_MARKER = re.compile(r"<\s*/?\s*workspace-memory", re.IGNORECASE)
+# Any spelling of our own markers: `<`, then spaces and at most one `/` in any order that
+# keeps the slash once, then the name; matched on what the text may read as.
+_MARKER_NAME = "workspace-memory"
+_ALPHABET = alphabet("</ ", _MARKER_NAME)
+_NAME = fold(_MARKER_NAME, _ALPHABET)
+_OPENED, _SLASHED = -2, -1  # after `<`; after `<` and `/`; 0..len(_NAME): name read so far
+# A combining mark on a letter of the marker leaves it readable as the marker.
+_MARK_CATEGORIES = frozenset({"Mn", "Me"})
+
+
+def _advance(state: int, char: str) -> int | None:
+    if state in (_OPENED, _SLASHED) and char.isspace():
+        return state
+    if state == _OPENED and char == "/":
+        return _SLASHED
+    position = 0 if state in (_OPENED, _SLASHED) else state
+    if position < len(_NAME) and char == _NAME[position]:
+        return position + 1
+    return None
+
+
+def _marker_openings(text: str) -> set[int]:
+    """The index of each character of `text` that may read as the `<` of a marker."""
+    openings: set[int] = set()
+    # (state, index of the `<` the partial marker started at)
+    active: set[tuple[int, int]] = set()
+    for index, char in enumerate(text):
+        if unicodedata.category(char) in _MARK_CATEGORIES:
+            continue
+        reached: set[tuple[int, int]] = set()
+        for reading in alternatives(char, _ALPHABET):
+            states = set(active)
+            for piece in reading:
+                if unicodedata.category(piece) in _MARK_CATEGORIES:
+                    continue
+                states = {
+                    (after, origin)
+                    for state, origin in states
+                    if (after := _advance(state, piece)) is not None
+                }
+                if piece == "<":
+                    states.add((_OPENED, index))
+            reached |= states
+        openings |= {origin for state, origin in reached if state == len(_NAME)}
+        active = {(state, origin) for state, origin in reached if state != len(_NAME)}
+    return openings
 
 
 def neutralize_markers(text: str) -> str:
-    """Defuse anything in memory text that could read as the start or end of the block."""
-    return _MARKER.sub(lambda match: match.group(0).replace("<", "&lt;"), text)
+    """Defuse anything in memory text that could read as the start or end of the block:
+    the character that reads as its `<` becomes `&lt;`."""
+    openings = _marker_openings(text)
+    return "".join("&lt;" if index in openings else char for index, char in enumerate(text))
 
 
 def memory_block(*, status: str, version: int | None, text: str | None) -> str:

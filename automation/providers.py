@@ -56,15 +56,25 @@ class ModelProvider(Protocol):
 _BLOCK = re.compile(
     r"<workspace-memory version=\"\d+\">\n.*?\n\n(?P<text>.*)\n" + re.escape(MEMORY_CLOSE), re.S
 )
-_WITHHELD = re.compile(r"<workspace-memory-status>.*?</workspace-memory-status>", re.S)
+_WITHHELD = re.compile(r"<workspace-memory-status>(?P<note>.*?)</workspace-memory-status>", re.S)
+_WORD = re.compile(r"\w+")
+# Words any question has; a memory line is not about the question for sharing one of them.
+_QUESTION_WORDS = frozenset(
+    "a about an and any anything are can did do does else for how i in is it know me my "  # noqa: SIM905
+    "now of on remember tell that the there this to was what when where which who why you "
+    "your".split()
+)
 
 
 class ScriptedProvider:
     """Deterministic stand-in for a model.
 
     "remember <text>" adds the line "- <text>"; "forget <text>" removes the one memory
-    line containing <text>; anything else is answered by quoting the memory block (or the
-    withheld note) this call received, so what the model saw is visible.
+    line containing <text>. Anything else is answered as a model would: with the memory
+    lines that share a word with the message, or the reason memory was withheld, never
+    the block itself. Its framing (markers, preamble) and the lines the message is not
+    about stay out of the answer, and so out of the transcript that is replayed to every
+    later model call of the conversation, after a Clear too.
     """
 
     def complete(
@@ -74,26 +84,33 @@ class ScriptedProvider:
         if last.role == "tool":
             return ModelReply(text=_describe_tool_result(last.content))
         text = last.content.strip()
+        block = _BLOCK.search(system)
+        lines = block.group("text").splitlines() if block else []
         if text.lower().startswith("remember "):
             line = "- " + text[len("remember ") :].strip()
             return _call("remember_in_memory", {"changes": [{"op": "add", "line": line}]})
         if text.lower().startswith("forget "):
             wanted = text[len("forget ") :].strip()
-            block = _BLOCK.search(system)
-            lines = block.group("text").splitlines() if block else []
             matches = [line for line in lines if wanted and wanted in line]
             if len(matches) != 1:
                 return ModelReply(text=f"I found {len(matches)} memory lines with that text.")
             return _call(
                 "remember_in_memory", {"changes": [{"op": "remove", "target": matches[0]}]}
             )
-        block = _BLOCK.search(system)
         if block:
-            return ModelReply(text=f"Memory I was given:\n{block.group(0)}")
+            asked = _words(text) - _QUESTION_WORDS
+            relevant = [line for line in lines if asked & _words(line)]
+            if not relevant:
+                return ModelReply(text="Nothing in my memory is about that.")
+            return ModelReply(text="From memory:\n" + "\n".join(relevant))
         withheld = _WITHHELD.search(system)
         if withheld:
-            return ModelReply(text=f"No memory was given to me: {withheld.group(0)}")
+            return ModelReply(text=f"No memory was given to me: {withheld.group('note')}")
         return ModelReply(text="No memory was given to me.")
+
+
+def _words(text: str) -> set[str]:
+    return {word.casefold() for word in _WORD.findall(text)}
 
 
 def _call(name: str, arguments: dict[str, Any]) -> ModelReply:

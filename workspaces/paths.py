@@ -12,7 +12,9 @@ The steps, in order:
    `DECODE_ROUNDS` times (a path still changing after that is refused, not decoded
    further, so a canonical path never decodes to something else later);
 2. turn backslashes into `/`;
-3. refuse control and format characters (NUL, zero-width space, soft hyphen, ...);
+3. refuse control and format characters (NUL, zero-width space, soft hyphen, ...) and
+   every other default-ignorable code point (U+034F, variation selectors, Hangul fillers,
+   ...): each displays as nothing, so a path holding one looks like another path;
 4. split on `/`, dropping empty and `.` segments (and so a leading `/`);
 5. refuse a `..` segment, an empty path, an over-long segment or path, and anything that
    is not a Markdown document.
@@ -24,6 +26,7 @@ import unicodedata
 from urllib.parse import unquote
 
 from workspaces.errors import InvalidDocumentPath
+from workspaces.lookalikes import INVISIBLE_CATEGORIES, is_default_ignorable
 
 DECODE_ROUNDS = 3
 MAX_SEGMENT_BYTES = 255
@@ -32,11 +35,6 @@ MAX_PATH_BYTES = 1024
 # a maximal path percent-encoded three times over.
 MAX_RAW_CHARS = 16 * 1024
 DOCUMENT_SUFFIX = ".md"
-
-# Control (Cc), format (Cf, zero-width and bidi marks, soft hyphen), surrogate (Cs) and the
-# line and paragraph separators (Zl, Zp). None of them is visible in a path, so each would
-# let two different-looking-alike documents exist.
-REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 def unfold(text: str, *, strict: bool) -> str:
@@ -52,10 +50,6 @@ def unfold(text: str, *, strict: bool) -> str:
 def path_segments(text: str) -> list[str]:
     """Split a decoded path on `/` and `\\`, dropping empty and `.` segments. `..` is kept."""
     return [part for part in text.replace("\\", "/").split("/") if part not in {"", "."}]
-
-
-def has_refused_character(text: str) -> bool:
-    return any(unicodedata.category(char) in REFUSED_CATEGORIES for char in text)
 
 
 def canonical_document_path(raw: str) -> str:
@@ -79,8 +73,10 @@ def canonical_document_path(raw: str) -> str:
                 raise InvalidDocumentPath(reason="too_deeply_encoded")
     except UnicodeDecodeError:
         raise InvalidDocumentPath(reason="invalid_encoding") from None
-    if has_refused_character(text):
+    if any(unicodedata.category(char) in INVISIBLE_CATEGORIES for char in text):
         raise InvalidDocumentPath(reason="control_character")
+    if any(is_default_ignorable(char) for char in text):
+        raise InvalidDocumentPath(reason="invisible_character")
     segments = path_segments(text)
     if not segments:
         raise InvalidDocumentPath(reason="empty")

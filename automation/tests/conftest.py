@@ -3,18 +3,20 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pytest
 from django.core.cache import cache
 
+from automation import runtime
 from automation.capture import CaptureReceipt, capture_commit
 from automation.models import Admission, Conversation
+from automation.providers import ChatMessage, ModelReply, ScriptedProvider, ToolSpec
 from automation.services import MemoryState, conversation_create, message_admit
 from memory.edits import parse_changes
 from memory.services import memory_policy_set, memory_save
-from workspaces.models import KeySession
+from workspaces.models import FileVersion, KeySession
 from workspaces.services import key_session_open
 
 _keys = itertools.count(1)
@@ -54,6 +56,15 @@ class Assistant:
             format="json",
             HTTP_IDEMPOTENCY_KEY=idempotency_key,
             HTTP_X_KEY_SESSION=str(self.key_session.pk),
+        )
+
+    def save_memory(self, content: str, *, base_version: int = 1) -> FileVersion:
+        """A Save by the member, as the Memory frame makes it."""
+        return memory_save(
+            workspace=self.tenant.workspace,
+            author=self.tenant.member,
+            base_version=base_version,
+            content=content,
         )
 
     def capture(
@@ -112,3 +123,24 @@ def idle_restarts(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(cache, "touch", spy)
     return restarted
+
+
+class RecordingScriptedProvider(ScriptedProvider):
+    """The default scripted model, keeping every call it is given (system and messages)."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def complete(
+        self, *, system: str, messages: list[ChatMessage], tools: list[ToolSpec]
+    ) -> ModelReply:
+        self.calls.append({"system": system, "messages": [asdict(m) for m in messages]})
+        return super().complete(system=system, messages=messages, tools=tools)
+
+
+@pytest.fixture
+def model_calls(monkeypatch) -> list[dict[str, Any]]:
+    """Every model call the turns of this test make, in order (the scripted model answers)."""
+    provider = RecordingScriptedProvider()
+    monkeypatch.setattr(runtime, "provider_from_settings", lambda: provider)
+    return provider.calls

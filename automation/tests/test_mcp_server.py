@@ -56,6 +56,9 @@ MEMORY_SPELLINGS = [
     "%2Ezudotext%2Fmemory%2Fmemory.md",
     "\uff0ezudotext/memory/memory.md",  # full-width dot
     ".zudotext\\memory\\memory.md",
+    ".zudotext/memory\u034f/memory.md",  # an invisible character
+    ".zud\u043etext/memory/memory.md",  # Cyrillic o
+    ".zudotext\u2215memory\u2215memory.md",  # division slash
 ]
 
 

@@ -63,6 +63,25 @@ RESERVED_SPELLINGS: list[str] = [
     ".zudotext/memory /x.md",
 ]
 
+# Spellings that display as the memory document: an invisible (default-ignorable) character
+# inside a segment, or a lookalike (TR39 confusable) for a letter or the separator. The
+# unit tests generate them from the whole classes; these are the routes' examples.
+INVISIBLE_SPELLINGS: list[str] = [
+    ".zudotext/memory\u034f/memory.md",  # combining grapheme joiner
+    ".zudotext/memory\ufe0f/memory.md",  # variation selector
+    ".zudotext/memory\U000e0100/memory.md",  # variation selector supplement
+    ".zudotext/mem\u115fory/memory.md",  # Hangul choseong filler
+    ".zudotext/memory%CD%8F/memory.md",  # U+034F percent-encoded
+]
+LOOKALIKE_SPELLINGS: list[str] = [
+    ".zud\u043etext/memory/memory.md",  # Cyrillic o
+    ".zudotext\u2215memory\u2215memory.md",  # division slash
+    ".zudotext/rnemory/memory.md",  # rn for m
+    ".zud0text/\u039cEMORY/memory.md",  # digit zero, Greek capital mu
+    ".zudotext/memor\u03a5/memory.md",  # Greek capital upsilon
+]
+RESERVED_SPELLINGS += INVISIBLE_SPELLINGS + LOOKALIKE_SPELLINGS
+
 # Close to the namespace, but not in it.
 ORDINARY_SPELLINGS: list[str] = [
     ".zudotext/memoryx/a.md",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
@@ -12,6 +14,7 @@ from workspaces.paths import (
     document_path_require_canonical,
     is_canonical,
 )
+from workspaces.tests.unicode_classes import DEFAULT_IGNORABLE
 
 CANONICALISED = [
     ("notes/a.md", "notes/a.md"),
@@ -61,6 +64,12 @@ REFUSED = [
     ("notes/a\ufeff.md", "control_character"),
     ("notes/a\u2028.md", "control_character"),
     ("notes/a\ud800.md", "control_character"),
+    ("notes/a\u034f.md", "invisible_character"),
+    ("notes/a%CD%8F.md", "invisible_character"),
+    ("notes/a\ufe0f.md", "invisible_character"),
+    ("notes/a\U000e0100.md", "invisible_character"),
+    ("notes/\u115fa.md", "invisible_character"),
+    ("notes/a\uffa0.md", "invisible_character"),
     ("notes/%FF.md", "invalid_encoding"),
     ("notes/%ED%A0%80.md", "invalid_encoding"),
     ("notes%2525252Fa.md", "too_deeply_encoded"),
@@ -135,3 +144,58 @@ def test_canonicalisation_is_idempotent(raw):
 
     assert canonical_document_path(once) == once
     assert is_canonical(once)
+
+
+def _spelled(char: str, encoding: int) -> str:
+    """`char` as sent: raw, percent-encoded once, or twice."""
+    for _ in range(encoding):
+        char = quote(char, safe="")
+    return char
+
+
+@pytest.mark.parametrize("encoding", [0, 1, 2])
+def test_every_default_ignorable_code_point_is_refused_anywhere_in_a_path(encoding):
+    """The whole Default_Ignorable_Code_Point class, each member at a different place."""
+    accepted = []
+    for index, char in enumerate(DEFAULT_IGNORABLE):
+        text = "notes/plan.md"
+        at = index % len(text.removesuffix(".md"))
+        raw = text[:at] + _spelled(char, encoding) + text[at:]
+        try:
+            canonical_document_path(raw)
+        except InvalidDocumentPath as refused:
+            if refused.detail["reason"] not in {"control_character", "invisible_character"}:
+                accepted.append((hex(ord(char)), refused.detail["reason"]))
+        else:
+            accepted.append((hex(ord(char)), "accepted"))
+
+    assert accepted == []
+
+
+valid_path = st.lists(
+    st.text(
+        alphabet=st.characters(categories=["L", "N", "P", "S", "Zs"], exclude_characters="/\\%."),
+        min_size=1,
+        max_size=8,
+    ),
+    min_size=1,
+    max_size=3,
+).map(lambda segments: "/".join(segments) + ".md")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    raw=valid_path,
+    invisible=st.sampled_from(DEFAULT_IGNORABLE),
+    at=st.integers(min_value=0),
+    encoding=st.integers(0, 2),
+)
+def test_a_default_ignorable_code_point_makes_any_valid_path_invalid(raw, invisible, at, encoding):
+    assume(is_canonical(raw))
+    at %= len(raw) - len(".md") + 1
+    spelled = raw[:at] + _spelled(invisible, encoding) + raw[at:]
+
+    with pytest.raises(InvalidDocumentPath) as refused:
+        canonical_document_path(spelled)
+
+    assert refused.value.detail["reason"] in {"control_character", "invisible_character"}

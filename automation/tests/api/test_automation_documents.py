@@ -214,6 +214,33 @@ def test_list_and_search_hide_the_namespace(runtime, external, assistant):
         }
 
 
+def test_lookalike_memory_notes_stored_earlier_stay_hidden_with_memory_off(
+    runtime, external, assistant
+):
+    # Notes planted before lookalike paths were refused: the store holds them as written.
+    tenant = assistant.tenant
+    planted = [".zud\u043etext/memory/memory.md", ".zudotext/memory\u034f/memory.md"]
+    for path in planted:
+        note(tenant, path, "- likes tea (planted)")
+    note(tenant, "notes/drinks.md", "green tea")
+    memory_policy_set(
+        workspace=tenant.workspace,
+        mode="off",
+        expected_revision=memory_policy_get(workspace=tenant.workspace).policy_revision,
+        actor=tenant.member,
+    )
+
+    for api in (runtime, external):
+        listed = [row["path"] for row in api.list().json()]
+        found = [row["path"] for row in api.search("tea").json()]
+        reads = [api.read(path) for path in planted]
+
+        assert listed == ["notes/drinks.md"]
+        assert found == ["notes/drinks.md"]
+        for response in reads:
+            assert_error(response, 403, "MEMORY_NAMESPACE_RESERVED")
+
+
 def test_the_runtime_writes_notes_as_automatic_and_a_token_as_human(runtime, external, assistant):
     tenant = assistant.tenant
 

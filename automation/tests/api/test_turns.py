@@ -7,16 +7,17 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
-from django.db import connection
 from rest_framework.test import APIClient
 
 from automation import runtime, selectors
 from automation.models import Admission, DeliveryCredential, Message
+from automation.prompts import BASE_INSTRUCTIONS, MEMORY_PREAMBLE
 from automation.providers import OpenAICompatibleProvider
 from automation.tokens import delivery_credential_generate
 from memory.selectors import memory_current_get
 from memory.services import memory_clear, memory_policy_set
 from workspaces.models import FileVersion
+from workspaces.tests.leaks import holds, tables_holding
 
 MARKER = "OKAPI-5c1e-marker"
 
@@ -101,31 +102,45 @@ def test_in_read_only_remember_becomes_a_proposal(chat, assistant):
     assert receipts(chat, assistant)[0]["captureStatus"] == "admitted"
 
 
-def test_an_answer_quotes_the_memory_the_call_was_given(chat, assistant):
-    chat("what do you know?")
+def test_an_answer_says_only_the_memory_lines_it_is_about_and_never_the_block(chat, assistant):
+    assistant.save_memory("- likes tea\n- parks on level 3\n")
+
+    chat("what do you know about tea?")
 
     answer = transcript(chat, assistant)[-1]["content"]
-    assert '<workspace-memory version="1">' in answer
-    assert "- likes tea" in answer
+    assert answer == "From memory:\n- likes tea"
+    for framing in ["workspace-memory", MEMORY_PREAMBLE, BASE_INSTRUCTIONS, "level 3"]:
+        assert framing not in answer
 
 
-def test_after_clear_no_table_holds_memory_text_and_the_next_call_gets_none(chat, assistant):
+# Saved by a person and never said in the conversation.
+SECRET = "QUAGGA-9d2b-ü-secret"
+
+
+def test_after_clear_no_table_and_no_model_call_holds_the_cleared_text(
+    chat, assistant, model_calls
+):
+    workspace = assistant.tenant.workspace
+    assistant.save_memory(f"- likes tea\n- door code {SECRET}\n")
     chat(f"remember {MARKER}")
-    chat("what do you know?")
-    memory_clear(
-        workspace=assistant.tenant.workspace, author=assistant.tenant.member, base_version=2
-    )
+    chat("what about tea?")
+    memory_clear(workspace=workspace, author=assistant.tenant.member, base_version=3)
+    calls_before_clear = len(model_calls)
 
     chat("and now?")
 
     assert transcript(chat, assistant)[-1]["content"] == "No memory was given to me."
-    with connection.cursor() as cursor:
-        for table in connection.introspection.table_names(cursor):
-            cursor.execute(f'SELECT * FROM "{table}"')
-            for row in cursor.fetchall():
-                for cell in row:
-                    raw = bytes(cell) if isinstance(cell, (bytes, memoryview)) else str(cell)
-                    assert MARKER not in str(raw), table
+    after_clear = model_calls[calls_before_clear:]
+    assert [call["system"] for call in after_clear] == [BASE_INSTRUCTIONS]
+    sent = json.dumps(after_clear)
+    # What the conversation itself said stays in it: the remembered text, the answer.
+    assert MARKER in sent
+    assert "- likes tea" in sent
+    # Nothing else of the cleared memory, nor its framing, in any encoding.
+    for cleared in [SECRET, "door code", "workspace-memory", MEMORY_PREAMBLE]:
+        assert not holds(sent, cleared), cleared
+    for text in [SECRET, MARKER, "likes tea"]:
+        assert tables_holding(text) == [], text
     roles = {entry["role"] for entry in transcript(chat, assistant)}
     assert roles <= {"user", "assistant", "tool"}
 
@@ -135,11 +150,11 @@ def test_the_eager_answer_comes_back_in_the_send_response(assistant):
 
     # Outside a test transaction the commit hooks run at once; emulate that ordering:
     # the turn runs, then the response is rendered.
-    admission = assistant.send("what do you know?")
+    admission = assistant.send("what do you know about tea?")
     runtime.turn_run(turn_id=admission.turn.pk)
     response = client.post(
         f"/api/v1/agents/assistant/{assistant.conversation.pk}/messages",
-        {"text": "what do you know?"},
+        {"text": "what do you know about tea?"},
         format="json",
         HTTP_IDEMPOTENCY_KEY=admission.idempotency_key,
     )

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from memory.models import MEMORY_PATH
 from memory.selectors import memory_current_get, memory_policy_get
 from memory.services import memory_policy_set
+from memory.tests.spellings import INVISIBLE_SPELLINGS, LOOKALIKE_SPELLINGS
 from workspaces.models import File, FileVersion
 
 
@@ -255,6 +256,20 @@ def test_x_memory_clear_on_a_note_is_refused(docs, tenant):
 
     assert assert_error(response, 400, "INVALID_HEADER")["detail"] == {"header": "X-Memory-Clear"}
     assert docs.read("notes/a.md").json()["content"] == "text"
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "code"),
+    [(path, 400, "INVALID_DOCUMENT_PATH") for path in INVISIBLE_SPELLINGS]
+    + [(path, 403, "MEMORY_NAMESPACE_RESERVED") for path in LOOKALIKE_SPELLINGS],
+)
+def test_a_path_that_displays_as_the_memory_document_is_refused_for_a_person(
+    docs, tenant, memory_revision, path, status, code
+):
+    response = docs.put(path, "planted", base=0)
+
+    assert_error(response, status, code)
+    assert stored(tenant) == [(MEMORY_PATH, 1, False)]
 
 
 @pytest.mark.parametrize(
