@@ -7,9 +7,10 @@ itself: an invisible character (U+034F, a variation selector, a Hangul filler) l
 display unchanged, and a lookalike (Cyrillic `o` U+043E, the division slash U+2215, U+2039
 for `<`) changes the string but not what a person or a model reads.
 
-Both properties come from the Unicode data that ICU ships, through PyICU, not from a list
-of our own: `Default_Ignorable_Code_Point` (the code points a renderer shows as nothing)
-and the confusable skeleton of Unicode TR39 (each character mapped to the prototype it is
+Both properties come from the Unicode data that ICU ships (PyICU's API, from the
+pyicu-wheels package that bundles ICU), not from a list of our own:
+`Default_Ignorable_Code_Point` (the code points a renderer shows as nothing) and the
+confusable skeleton of Unicode TR39 (each character mapped to the prototype it is
 confusable with, `rn` for `m` included).
 
 Each check asks one question: could this text read as that one (the namespace, the
