@@ -51,7 +51,8 @@ def _authentication_classes(view: type) -> list[type]:
     declared = view.__dict__.get("authentication_classes")
     if declared is not None:
         return list(declared)
-    names = django_settings.REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]
+    rest_framework: dict[str, Any] = django_settings.REST_FRAMEWORK
+    names: list[str] = rest_framework["DEFAULT_AUTHENTICATION_CLASSES"]
     return [import_string(name) for name in names]
 
 
