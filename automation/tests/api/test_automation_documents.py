@@ -232,7 +232,7 @@ def test_lookalike_memory_notes_stored_earlier_stay_hidden_with_memory_off(
 
     for api in (runtime, external):
         listed = [row["path"] for row in api.list().json()]
-        found = [row["path"] for row in api.search("tea").json()]
+        found = [row["path"] for row in api.search("tea").json()["results"]]
         reads = [api.read(path) for path in planted]
 
         assert listed == ["notes/drinks.md"]
