@@ -34,6 +34,7 @@ from workspaces.errors import (
     OrgStateConflict,
     TenantQuotaExceeded,
     VersionConflict,
+    WorkspaceAdminRequired,
 )
 from workspaces.models import (
     ApiToken,
@@ -153,9 +154,15 @@ def workspace_ai_consent_set(
 ) -> Workspace:
     """Set workspace AI consent by compare-and-set on the consent revision.
 
-    Every accepted change bumps the revision, even one that re-states the current
-    value: an admission frozen under the old revision is retired either way.
+    Only an admin of the workspace may (`WorkspaceAdminRequired`, nothing changed). Every
+    accepted change bumps the revision, even one that re-states the current value: an
+    admission frozen under the old revision is retired either way.
     """
+    is_admin = WorkspaceMembership.objects.filter(
+        workspace=workspace, user=actor, role=WorkspaceMembership.Role.ADMIN
+    ).exists()
+    if not is_admin:
+        raise WorkspaceAdminRequired()
     with transaction.atomic():
         updated = Workspace.objects.filter(
             pk=workspace.pk, ai_consent_revision=expected_revision

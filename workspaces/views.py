@@ -32,6 +32,7 @@ from workspaces.errors import (
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
     NotFound,
+    WorkspaceAdminRequired,
 )
 from workspaces.forms import AiConsentForm
 from workspaces.models import Team, TeamMembership, User, Workspace, WorkspaceMembership
@@ -132,8 +133,6 @@ def workspace_settings(request: HttpRequest, workspace_id: int) -> HttpResponse:
 @require_POST
 def workspace_ai_set(request: HttpRequest, workspace_id: int) -> HttpResponse:
     page = workspace_page(request, workspace_id)
-    if not page.membership.is_admin:
-        raise PermissionDenied("Only an admin of this workspace may change workspace AI.")
     form = AiConsentForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Not changed: VALIDATION_FAILED — the form was not complete.")
@@ -145,6 +144,8 @@ def workspace_ai_set(request: HttpRequest, workspace_id: int) -> HttpResponse:
             expected_revision=form.cleaned_data["expected_revision"],
             actor=page.membership.user,
         )
+    except WorkspaceAdminRequired:
+        raise PermissionDenied("Only an admin of this workspace may change workspace AI.") from None
     except ConsentRevisionConflict:
         # The service has re-read the workspace: it shows the setting as it is now.
         state = "on" if page.workspace.ai_enabled else "off"

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from workspaces import selectors, services
 from workspaces.api.access import caller_membership
 from workspaces.authentication import request_credential
-from workspaces.errors import CredentialKindRefused, WorkspaceAdminRequired
+from workspaces.errors import CredentialKindRefused
 from workspaces.models import ApiToken
 from workspaces.tokens import jwt_encode
 
@@ -50,8 +50,6 @@ class WorkspaceAiConsentApi(APIView):
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
     def put(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
-        if not membership.is_admin:
-            raise WorkspaceAdminRequired()
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         workspace = services.workspace_ai_consent_set(
