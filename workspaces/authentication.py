@@ -26,10 +26,12 @@ from workspaces.tokens import PAT_PREFIX, JwtClaims, jwt_decode, pat_digest
 
 ACTIVE_TEAM_SESSION_KEY = "active_team_id"
 
+CredentialKind = Literal["pat", "jwt", "session"]
+
 
 @dataclass(frozen=True)
 class Credential:
-    kind: Literal["pat", "jwt", "session"]
+    kind: CredentialKind
     user: User
     team: Team
     token_id: int | None = None

@@ -16,6 +16,7 @@ from django.db.models.functions import Greatest
 from django.http import HttpRequest
 from django.utils import timezone
 
+from workspaces.authentication import Credential, CredentialKind
 from workspaces.crypto import (
     ciphertext_digest,
     data_key_generate,
@@ -26,6 +27,7 @@ from workspaces.crypto import (
 from workspaces.errors import (
     CACHE_ERRORS,
     ConsentRevisionConflict,
+    CredentialKindRefused,
     DocumentExists,
     DocumentTooLarge,
     InvalidText,
@@ -55,7 +57,7 @@ from workspaces.models import (
 )
 from workspaces.ratelimit import client_address
 from workspaces.selectors import workspace_data_key
-from workspaces.tokens import pat_generate
+from workspaces.tokens import jwt_encode, pat_generate
 
 logger = logging.getLogger(__name__)
 
@@ -99,10 +101,20 @@ def api_token_create(
     name: str,
     scope: str = ApiToken.Scope.API,
     ttl_days: int | None = None,
+    minted_with: CredentialKind | None = None,
 ) -> tuple[ApiToken, str]:
     """Mint a personal access token of `scope` for `user`, who is also the audited actor:
     a token is only ever minted by its own owner. Returns the row and the token, which is
-    never stored."""
+    never stored.
+
+    `minted_with` is the kind of credential the asking request carries; None is the system
+    itself (seed_demo). A token may not mint a longer-lived token: only a person signed in
+    to the web frame can (`CredentialKindRefused`, nothing written).
+    """
+    if minted_with is not None and minted_with != "session":
+        raise CredentialKindRefused(
+            "Personal access tokens can only be created from a signed-in browser session."
+        )
     raw, digest = pat_generate()
     now = timezone.now()
     days = ttl_days if ttl_days is not None else settings.API_TOKEN_DEFAULT_TTL_DAYS
@@ -147,6 +159,23 @@ def api_token_revoke(*, token: ApiToken, actor: User) -> ApiToken:
             )
     token.refresh_from_db(fields=["revoked_at"])
     return token
+
+
+def jwt_issue(*, credential: Credential) -> tuple[str, datetime]:
+    """Sign a short-lived JWT for the credential's person and team; return it and its expiry.
+
+    A JWT cannot renew itself (`CredentialKindRefused`): short-lived means it ends unless a
+    longer-lived credential (a PAT or the browser session) asks again. One minted from a PAT
+    names it, so revoking the PAT ends the JWT too.
+    """
+    if credential.kind == "jwt":
+        raise CredentialKindRefused("A JWT cannot be exchanged for another JWT.")
+    return jwt_encode(
+        user_id=credential.user.pk,
+        team_id=credential.team.pk,
+        now=timezone.now(),
+        token_id=credential.token_id,
+    )
 
 
 def workspace_ai_consent_set(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -15,9 +14,7 @@ from rest_framework.views import APIView
 from workspaces import selectors, services
 from workspaces.api.access import caller_membership
 from workspaces.authentication import request_credential
-from workspaces.errors import CredentialKindRefused
 from workspaces.models import ApiToken
-from workspaces.tokens import jwt_encode
 
 
 class WorkspaceListApi(APIView):
@@ -92,12 +89,6 @@ class TokenListCreateApi(APIView):
     @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
-        # A token may not mint a longer-lived token: only a person signed in to the
-        # web frame can create one.
-        if credential.kind != "session":
-            raise CredentialKindRefused(
-                "Personal access tokens can only be created from a signed-in browser session."
-            )
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         token, raw = services.api_token_create(
@@ -106,6 +97,7 @@ class TokenListCreateApi(APIView):
             name=data.validated_data["name"],
             scope=data.validated_data["scope"],
             ttl_days=data.validated_data.get("expiresInDays"),
+            minted_with=credential.kind,
         )
         body = dict(TokenOutputSerializer(token).data, token=raw)
         return Response(body, status=status.HTTP_201_CREATED)
@@ -130,17 +122,7 @@ class JwtIssueApi(APIView):
 
     @extend_schema(request=None, responses={201: OutputSerializer})
     def post(self, request: Request) -> Response:
-        credential = request_credential(request)
-        # A JWT cannot renew itself: short-lived means it ends unless a longer-lived
-        # credential (a PAT or the browser session) asks again.
-        if credential.kind == "jwt":
-            raise CredentialKindRefused("A JWT cannot be exchanged for another JWT.")
-        token, expires_at = jwt_encode(
-            user_id=credential.user.pk,
-            team_id=credential.team.pk,
-            now=timezone.now(),
-            token_id=credential.token_id,
-        )
+        token, expires_at = services.jwt_issue(credential=request_credential(request))
         body = {
             "token": token,
             "expiresAt": expires_at,
