@@ -72,7 +72,7 @@ from automation.documents import (
     document_actor_for_person,
 )
 from automation.models import Admission, Turn
-from automation.selectors import conversation_get_for_owner, turn_answer
+from automation.selectors import conversation_get_for_owner, turn_progress_get
 from automation.services import conversation_create, message_admit_from_mcp, turn_key_session_end
 from workspaces.authentication import Credential, McpBearerAuthentication
 from workspaces.errors import CredentialKindRefused, DomainError, NotFound
@@ -396,17 +396,8 @@ def _turn_authority_end(credential: Credential, turn_id: uuid.UUID) -> None:
 
 
 def _turn_view(credential: Credential, turn_id: uuid.UUID) -> AgentTurn:
-    turn = Turn.objects.select_related("admission").get(
-        pk=turn_id, admission__owner=credential.user
-    )
-    return AgentTurn(
-        conversation_id=turn.admission.conversation_id,
-        admission_id=turn.admission_id,
-        turn_id=turn.pk,
-        state=turn.state,
-        answer=turn_answer(turn=turn),
-        failure_code=turn.failure_code or None,
-    )
+    progress = turn_progress_get(turn_id=turn_id, owner=credential.user)
+    return AgentTurn.model_validate(progress, from_attributes=True)
 
 
 # --- The tools ---------------------------------------------------------------------------------

@@ -229,6 +229,36 @@ def turn_answer(*, turn: Turn) -> str | None:
 
 
 @dataclass(frozen=True)
+class TurnProgress:
+    """Where a turn stands, with its answer once it has one."""
+
+    conversation_id: uuid.UUID
+    admission_id: uuid.UUID
+    turn_id: uuid.UUID
+    state: str
+    answer: str | None
+    failure_code: str | None
+
+
+def turn_progress_get(*, turn_id: uuid.UUID, owner: User) -> TurnProgress:
+    """A turn of `owner`'s, read now (in the embedded default it ran eagerly once its
+    admission committed, so it may already have its answer), or 404."""
+    turn = (
+        Turn.objects.select_related("admission").filter(pk=turn_id, admission__owner=owner).first()
+    )
+    if turn is None:
+        raise NotFound("No such turn.")
+    return TurnProgress(
+        conversation_id=turn.admission.conversation_id,
+        admission_id=turn.admission_id,
+        turn_id=turn.pk,
+        state=turn.state,
+        answer=turn_answer(turn=turn),
+        failure_code=turn.failure_code or None,
+    )
+
+
+@dataclass(frozen=True)
 class RecallFacts:
     """Everything a recall decides on, read in one statement."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -14,7 +13,7 @@ from rest_framework.views import APIView
 from automation import capture, selectors, services
 from automation.authentication import DeliveryCredentialAuthentication, DeliveryGrant
 from automation.errors import IdempotencyKeyRequired
-from automation.models import Admission, Turn
+from automation.models import Admission
 from memory.edits import parse_changes
 from workspaces.api.access import caller_membership
 from workspaces.api.headers import whole_number
@@ -107,23 +106,15 @@ class MessageSendApi(APIView):
         text = serializers.CharField(max_length=20_000, trim_whitespace=False)
 
     class OutputSerializer(serializers.Serializer):
-        admissionId = serializers.UUIDField(source="admission.pk")
-        replayed = serializers.SerializerMethodField()
-        turn = serializers.SerializerMethodField()
+        class TurnSerializer(serializers.Serializer):
+            id = serializers.UUIDField(source="turn_id")
+            state = serializers.CharField()
+            answer = serializers.CharField(allow_null=True)
+            failureCode = serializers.CharField(source="failure_code", allow_null=True)
 
-        def get_replayed(self, admitted: services.AdmittedTurn) -> bool:
-            return not admitted.is_new
-
-        def get_turn(self, admitted: services.AdmittedTurn) -> dict[str, Any]:
-            # Re-read: in the embedded default the turn ran eagerly once the admission
-            # committed, so it may already have its answer.
-            turn = Turn.objects.get(pk=admitted.turn.pk)
-            return {
-                "id": str(turn.pk),
-                "state": turn.state,
-                "answer": selectors.turn_answer(turn=turn),
-                "failureCode": turn.failure_code or None,
-            }
+        admissionId = serializers.UUIDField()
+        replayed = serializers.BooleanField()
+        turn = TurnSerializer()
 
     @extend_schema(
         parameters=[
@@ -155,7 +146,12 @@ class MessageSendApi(APIView):
             key_session_id=_key_session_from(request),
             memory_state=_memory_state_from(request),
         )
-        return Response(self.OutputSerializer(admitted).data, status=status.HTTP_202_ACCEPTED)
+        body = {
+            "admissionId": admitted.admission.pk,
+            "replayed": not admitted.is_new,
+            "turn": selectors.turn_progress_get(turn_id=admitted.turn.pk, owner=credential.user),
+        }
+        return Response(self.OutputSerializer(body).data, status=status.HTTP_202_ACCEPTED)
 
     class TranscriptSerializer(serializers.Serializer):
         turnId = serializers.UUIDField(source="turn_id")
