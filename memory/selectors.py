@@ -14,6 +14,7 @@ from workspaces.crypto import CiphertextRejected, record_associated_data, unseal
 from workspaces.errors import DocumentUnreadable, NotFound
 from workspaces.models import FileVersion, Workspace
 from workspaces.selectors import (
+    VersionPage,
     file_current_version,
     file_version_get,
     file_version_page,
@@ -74,9 +75,7 @@ def memory_version_get(*, workspace: Workspace, version: int) -> FileVersion:
     return file_version_get(workspace=workspace, path=MEMORY_PATH, version=version)
 
 
-def memory_version_page(
-    *, workspace: Workspace, before: int | None, limit: int
-) -> list[FileVersion]:
+def memory_version_page(*, workspace: Workspace, before: int | None, limit: int) -> VersionPage:
     return file_version_page(workspace=workspace, path=MEMORY_PATH, before=before, limit=limit)
 
 

@@ -213,10 +213,9 @@ def _changes_context(request: HttpRequest, page: WorkspacePage) -> dict[str, Any
     revisions = memory_version_page(
         workspace=page.workspace, before=before or None, limit=CHANGES_PAGE_SIZE
     )
-    is_full = len(revisions) == CHANGES_PAGE_SIZE and revisions[-1].version > 1
     return _page_context(page, "changes") | {
-        "revisions": revisions,
-        "next_before": revisions[-1].version if is_full else None,
+        "revisions": revisions.revisions,
+        "next_before": revisions.next_before,
         "detail": None,
     }
 

@@ -87,16 +87,25 @@ def file_version_get(*, workspace: Workspace, path: str, version: int) -> FileVe
     return found
 
 
+@dataclass(frozen=True)
+class VersionPage:
+    revisions: list[FileVersion]
+    # The `before` of the next page; None once the page reaches version 1.
+    next_before: int | None
+
+
 def file_version_page(
     *, workspace: Workspace, path: str, before: int | None, limit: int
-) -> list[FileVersion]:
+) -> VersionPage:
     """Revisions newest first, keyset-paginated on the version number."""
     versions = FileVersion.objects.select_related("author").filter(
         file__workspace=workspace, file__path=path
     )
     if before is not None:
         versions = versions.filter(version__lt=before)
-    return list(versions.order_by("-version")[:limit])
+    revisions = list(versions.order_by("-version")[:limit])
+    is_full = bool(revisions) and len(revisions) == limit and revisions[-1].version > 1
+    return VersionPage(revisions=revisions, next_before=revisions[-1].version if is_full else None)
 
 
 def file_version_plaintext(*, version: FileVersion, workspace: Workspace, data_key: bytes) -> str:

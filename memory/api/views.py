@@ -100,20 +100,20 @@ class MemoryVersionListApi(APIView):
         limit = serializers.IntegerField(min_value=1, max_value=100, default=50)
 
     class PageSerializer(serializers.Serializer):
-        results = RevisionSerializer(many=True)
-        nextBefore = serializers.IntegerField(allow_null=True)
+        results = RevisionSerializer(many=True, source="revisions")
+        nextBefore = serializers.IntegerField(source="next_before", allow_null=True)
 
     @extend_schema(parameters=[QuerySerializer], responses=PageSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace
         query = self.QuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        limit = query.validated_data["limit"]
         page = selectors.memory_version_page(
-            workspace=workspace, before=query.validated_data.get("before"), limit=limit
+            workspace=workspace,
+            before=query.validated_data.get("before"),
+            limit=query.validated_data["limit"],
         )
-        next_before = page[-1].version if len(page) == limit and page[-1].version > 1 else None
-        return Response(self.PageSerializer({"results": page, "nextBefore": next_before}).data)
+        return Response(self.PageSerializer(page).data)
 
 
 class MemoryVersionDetailApi(APIView):

@@ -341,3 +341,37 @@ def test_a_versioned_write_stores_updated_at_in_the_orms_format_on_sqlite(tenant
     assert datetime.fromisoformat(updated_text).tzinfo is None
     file = File.objects.get(workspace=tenant.workspace, path="notes/a.md")
     assert File.objects.filter(pk=file.pk, updated_at=file.updated_at).exists()
+
+
+def test_a_version_page_names_the_next_page_until_it_reaches_version_one(tenant):
+    for base in range(5):
+        write(tenant, "notes/a.md", f"v{base + 1}", base=base)
+
+    first = selectors.file_version_page(
+        workspace=tenant.workspace, path="notes/a.md", before=None, limit=2
+    )
+    second = selectors.file_version_page(
+        workspace=tenant.workspace, path="notes/a.md", before=first.next_before, limit=2
+    )
+    last = selectors.file_version_page(
+        workspace=tenant.workspace, path="notes/a.md", before=second.next_before, limit=2
+    )
+
+    assert [[r.version for r in page.revisions] for page in (first, second, last)] == [
+        [5, 4],
+        [3, 2],
+        [1],
+    ]
+    assert (first.next_before, second.next_before, last.next_before) == (4, 2, None)
+
+
+def test_a_full_version_page_that_ends_at_version_one_names_no_next_page(tenant):
+    write(tenant, "notes/a.md", "v1")
+    write(tenant, "notes/a.md", "v2", base=1)
+
+    page = selectors.file_version_page(
+        workspace=tenant.workspace, path="notes/a.md", before=None, limit=2
+    )
+
+    assert [r.version for r in page.revisions] == [2, 1]
+    assert page.next_before is None
