@@ -22,7 +22,10 @@ from automation.models import (
     Message,
     Turn,
 )
-from workspaces.admin import ViewOnlyAdmin, change_link, changelist_link
+from memory.admin import ProposalAdmin
+from memory.models import Proposal
+from workspaces.admin import FileVersionAdmin, ViewOnlyAdmin, change_link, changelist_link
+from workspaces.models import FileVersion
 
 
 @admin.register(Conversation)
@@ -317,3 +320,35 @@ class MessageAdmin(ViewOnlyAdmin):
     def workspace(self, message: Message) -> str:
         workspace = message.conversation.workspace
         return change_link("workspaces.workspace", workspace.pk, workspace)
+
+
+# The revision and proposal pages belong to lower apps, which know nothing of admissions
+# and fences (imports point automation -> memory -> workspaces): this app extends them
+# with the links along a capture.
+admin.site.unregister(FileVersion)
+admin.site.unregister(Proposal)
+
+
+@admin.register(FileVersion)
+class CapturedFileVersionAdmin(FileVersionAdmin):
+    fields = (*FileVersionAdmin.fields, "fence_link")
+    readonly_fields = (*FileVersionAdmin.readonly_fields, "fence_link")
+    search_fields = (*FileVersionAdmin.search_fields, "=fence__admission__id")
+
+    @admin.display(description="Commit fence")
+    def fence_link(self, revision: FileVersion) -> str:
+        # Only automatic captures have a fence; the fence is named by its admission.
+        fence: CommitFence | None = getattr(revision, "fence", None)
+        if fence is None:
+            return "None (not an automatic capture)"
+        return change_link("automation.commitfence", fence.pk, f"Fence of admission {fence.pk}")
+
+
+@admin.register(Proposal)
+class ProposingTurnProposalAdmin(ProposalAdmin):
+    fields = (*ProposalAdmin.fields, "admission_link")
+    readonly_fields = (*ProposalAdmin.readonly_fields, "admission_link")
+
+    @admin.display(description="Admission")
+    def admission_link(self, proposal: Proposal) -> str:
+        return change_link("automation.admission", proposal.admission_id, proposal.admission_id)

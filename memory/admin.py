@@ -4,12 +4,14 @@ changes are memory text, so its sealed body is never shown or loaded."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from memory.models import MemoryPolicy, Proposal
-from workspaces.admin import ViewOnlyAdmin, change_link
+from workspaces.admin import ViewOnlyAdmin
 
 
 @admin.register(MemoryPolicy)
@@ -31,10 +33,9 @@ class MemoryPolicyAdmin(ViewOnlyAdmin):
 @admin.register(Proposal)
 class ProposalAdmin(ViewOnlyAdmin):
     # Never `changes_ciphertext`.
-    fields = (
+    fields: ClassVar[tuple[str, ...]] = (
         "id",
         "workspace",
-        "admission_link",
         "reason",
         "status",
         "base_version",
@@ -43,7 +44,6 @@ class ProposalAdmin(ViewOnlyAdmin):
         "resolved_at",
         "resolved_by",
     )
-    readonly_fields = ("admission_link",)
     list_display = ("id", "workspace", "reason", "status", "base_version", "created_at")
     list_select_related = ("workspace",)
     list_filter = ("status", "reason", "created_at")
@@ -51,7 +51,3 @@ class ProposalAdmin(ViewOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Proposal]:
         return super().get_queryset(request).defer("changes_ciphertext")
-
-    @admin.display(description="Admission")
-    def admission_link(self, proposal: Proposal) -> str:
-        return change_link("automation.admission", proposal.admission_id, proposal.admission_id)

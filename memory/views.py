@@ -1,4 +1,5 @@
-"""The web frame's memory pages: the Memory frame (with the Assistant panel), Changes, Notes.
+"""The web frame's memory pages: the Memory frame (with the panels higher apps register in
+`memory.panels`, the assistant's among them), Changes, Notes.
 
 Thin: resolve the page through `workspace_page` (membership, 404 for another team, the
 browser's key session), read through the same selectors the API uses, render. Saves,
@@ -24,6 +25,7 @@ from django.views.decorators.http import require_GET
 
 from memory.models import MemoryPolicy
 from memory.namespace import is_memory_namespace
+from memory.panels import frame_panels
 from memory.selectors import (
     memory_current_get,
     memory_policy_get,
@@ -68,6 +70,10 @@ def memory_frame(request: HttpRequest, workspace_id: int) -> HttpResponse:
             _page_context(page, "memory"),
             status=422,
         )
+    panels = frame_panels()
+    urls = _api_urls(workspace.pk) | {"changes": _changes_url(workspace.pk)}
+    for panel in panels:
+        urls |= panel.api_urls()
     config = {
         "workspaceId": workspace.pk,
         "keySessionId": str(page.key_session_id) if page.key_session_id else None,
@@ -75,7 +81,7 @@ def memory_frame(request: HttpRequest, workspace_id: int) -> HttpResponse:
         "recallMaxBytes": settings.MEMORY_RECALL_MAX_BYTES,
         "memory": {"content": memory.content, "version": memory.version, "bytes": memory.bytes},
         "policy": {"mode": policy.mode, "policyRevision": policy.policy_revision},
-        "urls": _api_urls(workspace.pk) | {"changes": _changes_url(workspace.pk)},
+        "urls": urls,
     }
     modes = [
         {"value": value, "label": label, "sentence": MODE_SENTENCES[MemoryPolicy.Mode(value)]}
@@ -88,6 +94,7 @@ def memory_frame(request: HttpRequest, workspace_id: int) -> HttpResponse:
         "modes": modes,
         "recall_max_bytes": settings.MEMORY_RECALL_MAX_BYTES,
         "frame_config": config,
+        "frame_panels": panels,
     }
     return render(request, "memory/frame.html", context)
 
@@ -267,7 +274,6 @@ def _line_diff(before: str, after: str) -> list[DiffLine]:
 
 
 def _api_urls(workspace_id: int) -> dict[str, str]:
-    conversations = reverse("conversation-list")
     return {
         "memory": reverse("memory-document", kwargs={"workspace_id": workspace_id}),
         "versions": reverse("memory-version-list", kwargs={"workspace_id": workspace_id}),
@@ -276,9 +282,6 @@ def _api_urls(workspace_id: int) -> dict[str, str]:
         "documents": reverse("document", kwargs={"workspace_id": workspace_id}),
         "documentsMove": reverse("document-move", kwargs={"workspace_id": workspace_id}),
         "documentsRestore": reverse("document-restore", kwargs={"workspace_id": workspace_id}),
-        "conversations": conversations,
-        # Per-conversation routes are <assistant><conversation id>/messages and /memory-receipts.
-        "assistant": conversations.rsplit("/", 1)[0] + "/",
     }
 
 

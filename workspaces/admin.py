@@ -8,14 +8,14 @@ loaded. Rows that record history are view-only; state changes go through the ser
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
-from django.db.models import Model, QuerySet
+from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
@@ -48,11 +48,7 @@ from workspaces.services import (
 
 
 def change_link(model_label: str, pk: object, text: object) -> str:
-    """A link to the admin change page of `model_label` ("app.model") row `pk`.
-
-    Takes a label rather than a model class so that a lower app can link to a higher
-    app's rows without importing it.
-    """
+    """A link to the admin change page of `model_label` ("app.model") row `pk`."""
     if pk is None:
         return "-"
     app_label, model_name = model_label.lower().split(".")
@@ -300,7 +296,7 @@ class FileAdmin(ViewOnlyAdmin):
 @admin.register(FileVersion)
 class FileVersionAdmin(ViewOnlyAdmin):
     # Never `ciphertext`. Its digest is shown: a hash of ciphertext reveals no text.
-    fields = (
+    fields: ClassVar[tuple[str, ...]] = (
         "file_link",
         "workspace",
         "version",
@@ -310,9 +306,8 @@ class FileVersionAdmin(ViewOnlyAdmin):
         "size_bytes",
         "ciphertext_sha256",
         "created_at",
-        "fence_link",
     )
-    readonly_fields = ("file_link", "workspace", "fence_link")
+    readonly_fields: ClassVar[tuple[str, ...]] = ("file_link", "workspace")
     list_display = (
         "id",
         "path",
@@ -326,11 +321,10 @@ class FileVersionAdmin(ViewOnlyAdmin):
     )
     list_select_related = ("file__workspace", "author")
     list_filter = ("change_kind", "author_kind", "created_at")
-    search_fields = (
+    search_fields: ClassVar[tuple[str, ...]] = (
         "file__path",
         "file__workspace__name",
         "file__workspace__id__exact",
-        "=fence__admission__id",
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[FileVersion]:
@@ -349,14 +343,6 @@ class FileVersionAdmin(ViewOnlyAdmin):
     @admin.display(description="File")
     def file_link(self, revision: FileVersion) -> str:
         return change_link("workspaces.file", revision.file_id, revision.file.path)
-
-    @admin.display(description="Commit fence")
-    def fence_link(self, revision: FileVersion) -> str:
-        # Only automatic captures have a fence; the fence is named by its admission.
-        fence: Model | None = getattr(revision, "fence", None)
-        if fence is None:
-            return "None (not an automatic capture)"
-        return change_link("automation.commitfence", fence.pk, f"Fence of admission {fence.pk}")
 
 
 @admin.register(KeySession)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from memory import panels
 from memory.models import MEMORY_PATH
+from memory.panels import FramePanel
 from memory.services import memory_clear, memory_save, memory_undo
 from workspaces.services import file_delete, file_write, workspace_key_unwrap
 
@@ -147,3 +149,26 @@ def test_a_note_path_in_another_spelling_redirects_to_its_one_spelling(member_cl
 
     assert response.status_code == 302
     assert response["Location"] == url("memory:note", tenant) + "?path=a%2Fb.md"
+
+
+def test_memory_frame_shows_the_panels_registered_with_it(member_client, tenant, monkeypatch):
+    panel = FramePanel(
+        template_name="memory/_revision.html", api_urls=lambda: {"extra": "/api/v1/extra"}
+    )
+    monkeypatch.setattr(panels, "_panels", [panel])
+
+    response = member_client.get(url("memory:frame", tenant))
+
+    assert response.context["frame_panels"] == (panel,)
+    assert response.context["frame_config"]["urls"]["extra"] == "/api/v1/extra"
+    assert "conversations" not in response.context["frame_config"]["urls"]
+    assert [t.name for t in response.templates].count("memory/_revision.html") == 1
+
+
+def test_the_assistant_panel_gives_the_page_script_its_routes(member_client, tenant):
+    response = member_client.get(url("memory:frame", tenant))
+
+    urls = response.context["frame_config"]["urls"]
+    assert urls["conversations"] == "/api/v1/agents/assistant/conversations"
+    assert urls["assistant"] == "/api/v1/agents/assistant/"
+    assert b'<section id="assistant"' in response.content
