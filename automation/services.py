@@ -48,7 +48,7 @@ from workspaces.models import (
     Workspace,
 )
 from workspaces.services import (
-    key_session_cached_key,
+    key_session_cached_data_key,
     key_session_idle_restart,
     key_session_open,
     key_session_revoke,
@@ -339,7 +339,7 @@ def _recall_inspect(admission: Admission) -> Recall:
     if live.mode == MemoryPolicy.Mode.OFF:
         return Recall(RecallStatus.OFF, None)
     data_key = (
-        key_session_cached_key(
+        key_session_cached_data_key(
             session_id=admission.key_session_id,
             workspace_id=admission.workspace_id,
             restart_idle=False,

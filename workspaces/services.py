@@ -595,7 +595,7 @@ def key_session_resolve(*, session_id: uuid.UUID, workspace: Workspace, user: Us
     return data_key
 
 
-def key_session_cached_key(
+def key_session_cached_data_key(
     *, session_id: uuid.UUID, workspace_id: int, restart_idle: bool = True
 ) -> bytes | None:
     """The cache half of `key_session_resolve`: the session's key if it is still cached
