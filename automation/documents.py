@@ -51,7 +51,7 @@ from workspaces.services import (
     file_restore,
     file_write,
     key_session_resolve,
-    workspace_key_unwrap,
+    workspace_key_ensure,
 )
 
 SEARCH_DEFAULT_LIMIT = 20
@@ -288,7 +288,7 @@ def _write_key(actor: DocumentActor) -> bytes:
     """The workspace key to write with, made on a person's first write if need be."""
     if actor.is_assistant:
         return _key_session_key(actor)
-    return workspace_key_unwrap(workspace=actor.workspace)
+    return workspace_key_ensure(workspace=actor.workspace)
 
 
 def _key_session_key(actor: DocumentActor) -> bytes:

@@ -26,7 +26,7 @@ from automation.providers import (
 )
 from automation.selectors import transcript_for_conversation
 from workspaces.errors import DomainError
-from workspaces.services import workspace_key_unwrap
+from workspaces.services import workspace_key_ensure
 
 MAX_MODEL_CALLS = 6
 
@@ -67,7 +67,7 @@ def _turn_fail(turn: Turn, failure_code: str) -> None:
 def _run(turn: Turn, provider: ModelProvider) -> None:
     admission = turn.admission
     workspace = admission.workspace
-    data_key = workspace_key_unwrap(workspace=workspace)
+    data_key = workspace_key_ensure(workspace=workspace)
 
     def record(role: str, body: dict[str, Any]) -> None:
         services.transcript_append(

@@ -52,7 +52,7 @@ from workspaces.services import (
     key_session_idle_restart,
     key_session_open,
     key_session_revoke,
-    workspace_key_unwrap,
+    workspace_key_ensure,
 )
 
 logger = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ def message_admit(
             transcript_append(
                 turn=turn,
                 workspace=workspace,
-                data_key=workspace_key_unwrap(workspace=workspace),
+                data_key=workspace_key_ensure(workspace=workspace),
                 role=Message.Role.USER,
                 body={"content": text},
             )

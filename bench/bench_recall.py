@@ -63,7 +63,7 @@ from workspaces.services import (
     key_session_open,
     team_membership_ensure,
     workspace_create,
-    workspace_key_unwrap,
+    workspace_key_ensure,
 )
 
 NAME = "recall_http_8k_vs_ping"
@@ -469,7 +469,7 @@ def _in_process(tenant: Tenant) -> dict[str, Any]:
 
     revision = file_current_version(workspace=tenant.workspace, path=MEMORY_PATH)
     assert revision is not None
-    data_key = workspace_key_unwrap(workspace=tenant.workspace)
+    data_key = workspace_key_ensure(workspace=tenant.workspace)
 
     def decrypt() -> None:
         file_version_plaintext(version=revision, workspace=tenant.workspace, data_key=data_key)

@@ -37,7 +37,7 @@ from workspaces.services import (
     file_move,
     file_restore,
     file_write,
-    workspace_key_unwrap,
+    workspace_key_ensure,
 )
 
 
@@ -97,7 +97,7 @@ def memory_save(
         base_version=base_version,
         content=content,
         change_kind=FileVersion.ChangeKind.SAVE,
-        data_key=workspace_key_unwrap(workspace=workspace),
+        data_key=workspace_key_ensure(workspace=workspace),
     )
 
 
@@ -107,7 +107,7 @@ def memory_clear(*, workspace: Workspace, author: User, base_version: int) -> Fi
     The mode is kept. If another write won first the base no longer matches: nothing is
     written and the generation does not move.
     """
-    data_key = workspace_key_unwrap(workspace=workspace)
+    data_key = workspace_key_ensure(workspace=workspace)
     with transaction.atomic():
         # Lock order: the policy row before the file row, as the commit fence takes them,
         # so a Clear and a capture can wait for each other but never deadlock.
@@ -144,7 +144,7 @@ def memory_undo(
     It cannot overwrite newer text (the base must still be current) and never rewinds
     the Clear generation or the policy revision.
     """
-    data_key = workspace_key_unwrap(workspace=workspace)
+    data_key = workspace_key_ensure(workspace=workspace)
     older = memory_version_get(workspace=workspace, version=restore_version)
     content = file_version_plaintext(version=older, workspace=workspace, data_key=data_key)
     return _human_write(
@@ -216,7 +216,7 @@ def memory_proposal_apply(
     Refused when the proposal is no longer open or was made before the latest Clear:
     a cleared memory is never refilled from an older suggestion.
     """
-    data_key = workspace_key_unwrap(workspace=workspace)
+    data_key = workspace_key_ensure(workspace=workspace)
     with transaction.atomic():
         # Lock order: the policy row first, as Clear and the commit fence take it, so a
         # Clear cannot slip between the generation check and the write.
@@ -330,7 +330,7 @@ def document_write(
         path=path,
         plaintext=content,
         base_version=base_version,
-        data_key=workspace_key_unwrap(workspace=workspace),
+        data_key=workspace_key_ensure(workspace=workspace),
         author=author,
         author_kind=FileVersion.AuthorKind.HUMAN,
         change_kind=FileVersion.ChangeKind.SAVE,

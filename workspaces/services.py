@@ -357,7 +357,7 @@ def demo_tenant_seed(*, name: str = "demo") -> DemoCredentials:
     )
 
 
-def workspace_key_unwrap(*, workspace: Workspace) -> bytes:
+def workspace_key_ensure(*, workspace: Workspace) -> bytes:
     """Return the workspace's data key, creating it on first use.
 
     Two first writers may race to create it; the loser's insert fails on the primary
@@ -557,7 +557,7 @@ def key_session_open(*, workspace: Workspace, user: User) -> KeySession:
     The key is cached before the row is stored, so an unreachable cache leaves no session
     that never held a key (KeySessionStoreUnavailable, nothing written).
     """
-    data_key = workspace_key_unwrap(workspace=workspace)
+    data_key = workspace_key_ensure(workspace=workspace)
     session = KeySession(workspace=workspace, user=user)
     try:
         cache.set(

@@ -11,14 +11,14 @@ from memory.edits import parse_changes
 from memory.models import MemoryPolicy, Proposal
 from memory.selectors import memory_proposal_changes
 from memory.services import memory_policy_set, memory_proposal_create
-from workspaces.services import workspace_key_unwrap
+from workspaces.services import workspace_key_ensure
 
 SECRET_LINE = "- the vault code is 7-4-1-1"
 
 
 @pytest.fixture
 def proposal(tenant) -> Proposal:
-    data_key = workspace_key_unwrap(workspace=tenant.workspace)
+    data_key = workspace_key_ensure(workspace=tenant.workspace)
     return memory_proposal_create(
         workspace=tenant.workspace,
         admission_id=uuid.uuid4(),
@@ -31,7 +31,7 @@ def proposal(tenant) -> Proposal:
 
 
 def test_proposal_pages_show_the_proposal_but_never_its_changes(admin_client, tenant, proposal):
-    data_key = workspace_key_unwrap(workspace=tenant.workspace)
+    data_key = workspace_key_ensure(workspace=tenant.workspace)
     opened = memory_proposal_changes(
         proposal=proposal, workspace=tenant.workspace, data_key=data_key
     )

@@ -9,7 +9,7 @@ from memory import panels
 from memory.models import MEMORY_PATH
 from memory.panels import FramePanel
 from memory.services import memory_clear, memory_save, memory_undo
-from workspaces.services import file_delete, file_write, workspace_key_unwrap
+from workspaces.services import file_delete, file_write, workspace_key_ensure
 
 
 @pytest.fixture
@@ -99,7 +99,7 @@ def _note(tenant, path: str, text: str) -> None:
         path=path,
         plaintext=text,
         base_version=0,
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        data_key=workspace_key_ensure(workspace=tenant.workspace),
         author=tenant.member,
         author_kind="human",
         change_kind="save",

@@ -20,7 +20,7 @@ from conftest import Tenant
 from memory.edits import parse_changes
 from memory.services import memory_proposal_create, memory_save
 from workspaces.authentication import BearerAuthentication, TeamSessionAuthentication
-from workspaces.services import api_token_create, key_session_open, workspace_key_unwrap
+from workspaces.services import api_token_create, key_session_open, workspace_key_ensure
 
 
 @dataclass
@@ -47,7 +47,7 @@ def _world(tenant: Tenant, capture_on_commit: Callable[..., Any]) -> TenantWorld
         base_version=1,
         clear_generation=0,
         reason="read_only",
-        data_key=workspace_key_unwrap(workspace=workspace),
+        data_key=workspace_key_ensure(workspace=workspace),
     )
     token, _ = api_token_create(user=member, team=tenant.team, name="listed")
     _, raw_token = api_token_create(user=member, team=tenant.team, name="caller")

@@ -13,7 +13,7 @@ from workspaces.services import (
     api_token_create,
     key_session_open,
     org_deletion_request,
-    workspace_key_unwrap,
+    workspace_key_ensure,
 )
 
 MODELS = [
@@ -209,7 +209,7 @@ def test_revoke_key_session_action_records_the_revocation(admin_client, admin_us
 
 
 def test_workspace_key_pages_never_show_the_key(admin_client, tenant):
-    workspace_key_unwrap(workspace=tenant.workspace)
+    workspace_key_ensure(workspace=tenant.workspace)
     key = workspace_data_key(workspace=tenant.workspace)
     assert key is not None
 

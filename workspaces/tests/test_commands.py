@@ -15,7 +15,7 @@ from workspaces.models import (
     WorkspaceKey,
     WorkspaceMembership,
 )
-from workspaces.services import workspace_key_unwrap
+from workspaces.services import workspace_key_ensure
 from workspaces.tokens import pat_digest
 
 
@@ -88,7 +88,7 @@ def test_seed_demo_prints_readable_credentials(db):
 
 
 def test_rewrap_command_rewraps_under_the_new_key(tenant, settings):
-    key = workspace_key_unwrap(workspace=tenant.workspace)
+    key = workspace_key_ensure(workspace=tenant.workspace)
     settings.DEPLOYMENT_PREVIOUS_KEYS = [settings.DEPLOYMENT_KEY]
     settings.DEPLOYMENT_KEY = "a rotated deployment key used by this test " * 2
     out = StringIO()

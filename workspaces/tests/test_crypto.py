@@ -19,7 +19,7 @@ from workspaces.crypto import (
     unseal,
 )
 from workspaces.models import FileVersion, WorkspaceKey
-from workspaces.services import file_write, workspace_key_unwrap, workspace_keys_rewrap
+from workspaces.services import file_write, workspace_key_ensure, workspace_keys_rewrap
 
 AD = revision_associated_data(workspace_id=1, file_id=2, version=3)
 
@@ -31,7 +31,7 @@ def test_pinned_django_cryptography_imports_and_builds_a_field_on_this_django():
 
 
 def test_wrapped_key_round_trips_through_the_database(tenant):
-    key = workspace_key_unwrap(workspace=tenant.workspace)
+    key = workspace_key_ensure(workspace=tenant.workspace)
 
     stored = WorkspaceKey.objects.get(workspace=tenant.workspace)
     with connection.cursor() as cursor:
@@ -44,11 +44,11 @@ def test_wrapped_key_round_trips_through_the_database(tenant):
     assert len(key) == 32
     assert bytes(stored.wrapped_key) == key
     assert key not in raw
-    assert workspace_key_unwrap(workspace=tenant.workspace) == key
+    assert workspace_key_ensure(workspace=tenant.workspace) == key
 
 
 def test_rotating_secret_key_does_not_break_unwrapping(tenant, settings):
-    key = workspace_key_unwrap(workspace=tenant.workspace)
+    key = workspace_key_ensure(workspace=tenant.workspace)
 
     settings.SECRET_KEY = "an entirely different session secret " * 2
 
@@ -56,7 +56,7 @@ def test_rotating_secret_key_does_not_break_unwrapping(tenant, settings):
 
 
 def test_another_deployment_key_cannot_unwrap(tenant, settings):
-    workspace_key_unwrap(workspace=tenant.workspace)
+    workspace_key_ensure(workspace=tenant.workspace)
 
     settings.DEPLOYMENT_KEY = "a deployment key that never wrapped anything " * 2
 
@@ -130,13 +130,13 @@ def test_rewrap_moves_every_key_to_the_new_deployment_key_without_touching_revis
             path="notes/a.md",
             plaintext="x",
             base_version=0,
-            data_key=workspace_key_unwrap(workspace=tenant.workspace),
+            data_key=workspace_key_ensure(workspace=tenant.workspace),
             author=tenant.member,
             author_kind="human",
             change_kind="save",
         )
     digests_before = dict(FileVersion.objects.values_list("pk", "ciphertext_sha256"))
-    keys_before = {t.workspace.pk: workspace_key_unwrap(workspace=t.workspace) for t in tenants}
+    keys_before = {t.workspace.pk: workspace_key_ensure(workspace=t.workspace) for t in tenants}
     old = settings.DEPLOYMENT_KEY
     settings.DEPLOYMENT_KEY = "the new deployment key for this rotation " * 2
     settings.DEPLOYMENT_PREVIOUS_KEYS = [old]
@@ -147,7 +147,7 @@ def test_rewrap_moves_every_key_to_the_new_deployment_key_without_touching_revis
     settings.DEPLOYMENT_PREVIOUS_KEYS = []
     current = deployment_key_id(settings.DEPLOYMENT_KEY)
     assert set(WorkspaceKey.objects.values_list("wrapping_key_id", flat=True)) == {current}
-    assert {t.workspace.pk: workspace_key_unwrap(workspace=t.workspace) for t in tenants} == (
+    assert {t.workspace.pk: workspace_key_ensure(workspace=t.workspace) for t in tenants} == (
         keys_before
     )
     assert dict(FileVersion.objects.values_list("pk", "ciphertext_sha256")) == digests_before
@@ -158,7 +158,7 @@ def test_rewrap_interrupted_after_one_batch_resumes_where_it_stopped(
     make_tenant, settings, monkeypatch
 ):
     tenants = [make_tenant() for _ in range(5)]
-    keys = {t.workspace.pk: workspace_key_unwrap(workspace=t.workspace) for t in tenants}
+    keys = {t.workspace.pk: workspace_key_ensure(workspace=t.workspace) for t in tenants}
     old = settings.DEPLOYMENT_KEY
     settings.DEPLOYMENT_KEY = "the new deployment key for this rotation " * 2
     settings.DEPLOYMENT_PREVIOUS_KEYS = [old]
@@ -182,4 +182,4 @@ def test_rewrap_interrupted_after_one_batch_resumes_where_it_stopped(
     assert workspace_keys_rewrap(batch_size=2) == 3
 
     settings.DEPLOYMENT_PREVIOUS_KEYS = []
-    assert {t.workspace.pk: workspace_key_unwrap(workspace=t.workspace) for t in tenants} == keys
+    assert {t.workspace.pk: workspace_key_ensure(workspace=t.workspace) for t in tenants} == keys

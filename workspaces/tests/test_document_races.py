@@ -12,7 +12,7 @@ from django.db import connection, transaction
 from conftest import postgres_only, run_concurrently, wait_until_a_backend_waits_on_a_lock
 from workspaces.errors import DocumentExists, VersionConflict
 from workspaces.models import File, FileVersion
-from workspaces.services import file_move, file_write, workspace_key_unwrap
+from workspaces.services import file_move, file_write, workspace_key_ensure
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
 
@@ -23,7 +23,7 @@ def write(tenant, path: str, text: str) -> FileVersion:
         path=path,
         plaintext=text,
         base_version=0,
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        data_key=workspace_key_ensure(workspace=tenant.workspace),
         author=tenant.member,
         author_kind=FileVersion.AuthorKind.HUMAN,
         change_kind=FileVersion.ChangeKind.SAVE,

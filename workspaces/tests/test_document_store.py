@@ -16,7 +16,7 @@ from workspaces.services import (
     file_move,
     file_restore,
     file_write,
-    workspace_key_unwrap,
+    workspace_key_ensure,
 )
 
 
@@ -26,7 +26,7 @@ def write(tenant, path: str, text: str, base: int = 0) -> FileVersion:
         path=path,
         plaintext=text,
         base_version=base,
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        data_key=workspace_key_ensure(workspace=tenant.workspace),
         author=tenant.member,
         author_kind=FileVersion.AuthorKind.HUMAN,
         change_kind=FileVersion.ChangeKind.SAVE,
@@ -84,7 +84,7 @@ def test_restore_brings_back_the_text_it_had(tenant):
     _, text = file_read_text(
         workspace=tenant.workspace,
         path="notes/a.md",
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        data_key=workspace_key_ensure(workspace=tenant.workspace),
     )
     assert text == "kept"
     assert stored(tenant) == [("notes/a.md", 1, False)]
@@ -123,7 +123,7 @@ def test_move_keeps_the_file_its_version_and_readable_revisions(tenant):
     _, text = file_read_text(
         workspace=tenant.workspace,
         path="done/a.md",
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        data_key=workspace_key_ensure(workspace=tenant.workspace),
     )
     assert text == "two"
 
@@ -200,7 +200,7 @@ def test_list_filters_by_a_literal_prefix_and_can_include_deleted(tenant):
 def test_read_of_a_deleted_or_missing_file_is_not_found(tenant):
     write(tenant, "a.md", "a")
     file_delete(workspace=tenant.workspace, path="a.md", base_version=1)
-    key = workspace_key_unwrap(workspace=tenant.workspace)
+    key = workspace_key_ensure(workspace=tenant.workspace)
 
     with pytest.raises(NotFound):
         file_read_text(workspace=tenant.workspace, path="a.md", data_key=key)
@@ -213,7 +213,7 @@ def search(tenant, query: str, **options) -> selectors.SearchPage:
     return file_search(
         workspace=tenant.workspace,
         query=query,
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        data_key=workspace_key_ensure(workspace=tenant.workspace),
         **options,
     )
 

@@ -19,7 +19,7 @@ from workspaces.services import (
     file_write,
     org_quota_set,
     workspace_create,
-    workspace_key_unwrap,
+    workspace_key_ensure,
 )
 
 
@@ -29,7 +29,7 @@ def write(workspace, path: str, text: str, base: int = 0, author=None) -> FileVe
         path=path,
         plaintext=text,
         base_version=base,
-        data_key=workspace_key_unwrap(workspace=workspace),
+        data_key=workspace_key_ensure(workspace=workspace),
         author=author,
         author_kind=FileVersion.AuthorKind.HUMAN,
         change_kind=FileVersion.ChangeKind.SAVE,

@@ -24,7 +24,7 @@ from workspaces.services import (
     file_write,
     key_session_revoke,
     workspace_ai_consent_set,
-    workspace_key_unwrap,
+    workspace_key_ensure,
 )
 
 
@@ -114,7 +114,7 @@ def note(tenant, path: str, text: str) -> FileVersion:
         path=path,
         plaintext=text,
         base_version=0,
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        data_key=workspace_key_ensure(workspace=tenant.workspace),
         author=tenant.member,
         author_kind=FileVersion.AuthorKind.HUMAN,
         change_kind=FileVersion.ChangeKind.SAVE,

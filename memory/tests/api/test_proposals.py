@@ -8,7 +8,7 @@ from memory.edits import parse_changes
 from memory.models import Proposal
 from memory.selectors import memory_current_get
 from memory.services import memory_clear, memory_proposal_create, memory_save
-from workspaces.services import workspace_key_unwrap
+from workspaces.services import workspace_key_ensure
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def proposal(tenant, memory_revision) -> Proposal:
         base_version=1,
         clear_generation=0,
         reason="read_only",
-        data_key=workspace_key_unwrap(workspace=tenant.workspace),
+        data_key=workspace_key_ensure(workspace=tenant.workspace),
     )
 
 

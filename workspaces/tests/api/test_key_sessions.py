@@ -7,7 +7,7 @@ from django.core.cache import cache
 
 from workspaces.errors import KeySessionUnavailable
 from workspaces.models import KeySession, KeySessionRevocation
-from workspaces.services import key_session_open, key_session_resolve, workspace_key_unwrap
+from workspaces.services import key_session_open, key_session_resolve, workspace_key_ensure
 
 
 def sessions_url(tenant) -> str:
@@ -24,10 +24,10 @@ def test_member_opens_a_key_session_holding_the_key_only_in_the_cache(tenant):
     assert response.status_code == 201
     session = KeySession.objects.get(pk=response.json()["id"])
     assert (session.user, session.workspace) == (tenant.member, tenant.workspace)
-    assert cache.get(session.cache_key)["key"] == workspace_key_unwrap(workspace=tenant.workspace)
+    assert cache.get(session.cache_key)["key"] == workspace_key_ensure(workspace=tenant.workspace)
     assert key_session_resolve(
         session_id=session.pk, workspace=tenant.workspace, user=tenant.member
-    ) == workspace_key_unwrap(workspace=tenant.workspace)
+    ) == workspace_key_ensure(workspace=tenant.workspace)
 
 
 def test_listing_shows_the_callers_sessions_and_whether_they_are_live(tenant):
