@@ -15,7 +15,7 @@ class MemoryEditInvalid(DomainError):
     default_message = "The memory changes cannot be applied; nothing was written."
 
 
-class ProposalNotOpen(DomainError):
+class ProposalRetired(DomainError):
     """A proposal already applied or dismissed, or made before a Clear, cannot be applied."""
 
     code = "PROPOSAL_RETIRED"

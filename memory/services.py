@@ -15,7 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory.edits import MemoryChange, apply_memory_changes
-from memory.errors import PolicyRevisionConflict, ProposalNotOpen
+from memory.errors import PolicyRevisionConflict, ProposalRetired
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
 from memory.namespace import memory_namespace_refuse
 from memory.selectors import (
@@ -224,9 +224,9 @@ def memory_proposal_apply(
         policy = MemoryPolicy.objects.select_for_update().get(pk=workspace.pk)
         proposal = memory_proposal_get(workspace=workspace, proposal_id=proposal_id)
         if proposal.status != Proposal.Status.OPEN:
-            raise ProposalNotOpen(status=proposal.status)
+            raise ProposalRetired(status=proposal.status)
         if proposal.clear_generation != policy.clear_generation:
-            raise ProposalNotOpen(
+            raise ProposalRetired(
                 "Memory was cleared after this proposal was made.", status="cleared"
             )
         current = memory_current_get(workspace=workspace)
@@ -249,7 +249,7 @@ def memory_proposal_dismiss(*, workspace: Workspace, author: User, proposal_id: 
     """Dismiss an open proposal; dismissing a closed one is refused."""
     proposal = memory_proposal_get(workspace=workspace, proposal_id=proposal_id)
     if not _proposal_resolve(proposal=proposal, status=Proposal.Status.DISMISSED, actor=author):
-        raise ProposalNotOpen(status=proposal.status)
+        raise ProposalRetired(status=proposal.status)
 
 
 def _proposal_resolve(*, proposal: Proposal, status: str, actor: User) -> bool:
