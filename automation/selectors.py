@@ -202,7 +202,7 @@ def _message_open(message: Message, workspace: Workspace, data_key: bytes | None
     return body
 
 
-def receipts_for_conversation(*, conversation: Conversation) -> QuerySet[Admission]:
+def memory_receipts_for_conversation(*, conversation: Conversation) -> QuerySet[Admission]:
     """Each turn's memory receipt: ids, versions and statuses, never text."""
     return (
         Admission.objects.filter(conversation=conversation)

@@ -194,7 +194,7 @@ class MemoryReceiptsApi(APIView):
         conversation = selectors.conversation_get_for_owner(
             user=credential.user, team=credential.team, conversation_id=conversation_id
         )
-        receipts = selectors.receipts_for_conversation(conversation=conversation)
+        receipts = selectors.memory_receipts_for_conversation(conversation=conversation)
         return Response(self.OutputSerializer(receipts, many=True).data)
 
 
