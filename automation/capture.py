@@ -249,7 +249,7 @@ class _AuthorityJudge:
                 capture_digest=self.request_digest,
             ).exists()
         ):
-            return _receipt(admission_id=self.admission.pk, is_replay=True)
+            return _capture_receipt(admission_id=self.admission.pk, is_replay=True)
         if failed:
             raise CaptureRetired(predicate=failed[0], failed=failed)
         return None
@@ -325,7 +325,7 @@ def _conflict_with_proposal(
     return CaptureConflict(currentVersion=current_version, proposalId=str(proposal.pk))
 
 
-def _receipt(*, admission_id: uuid.UUID, is_replay: bool) -> CaptureReceipt:
+def _capture_receipt(*, admission_id: uuid.UUID, is_replay: bool) -> CaptureReceipt:
     fence = CommitFence.objects.select_related("revision", "admission").get(
         admission_id=admission_id
     )

@@ -51,7 +51,7 @@ def remember_in_memory(context: TurnContext, changes: Any) -> dict[str, Any]:
             raise KeySessionUnavailable(reason="missing")
         if admission.mode == MemoryPolicy.Mode.READ_ONLY:
             return _propose(admission, key_session_id, parsed)
-        receipt = capture_commit(
+        capture_receipt = capture_commit(
             admission=admission,
             owner=admission.owner,
             workspace=admission.workspace,
@@ -68,9 +68,13 @@ def remember_in_memory(context: TurnContext, changes: Any) -> dict[str, Any]:
         }
     except (CaptureRetired, MemoryOversized, MemoryEditInvalid, KeySessionUnavailable) as error:
         return _refused(error)
-    if receipt.is_unchanged:
-        return {"status": "unchanged", "version": receipt.version}
-    return {"status": "remembered", "version": receipt.version, "replayed": receipt.is_replay}
+    if capture_receipt.is_unchanged:
+        return {"status": "unchanged", "version": capture_receipt.version}
+    return {
+        "status": "remembered",
+        "version": capture_receipt.version,
+        "replayed": capture_receipt.is_replay,
+    }
 
 
 def _propose(

@@ -248,7 +248,7 @@ class AutomationMemoryApi(APIView):
             raise KeySessionUnavailable(reason="missing")
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        receipt = capture.capture_commit(
+        capture_receipt = capture.capture_commit(
             admission=admission,
             owner=admission.owner,
             workspace=admission.workspace,
@@ -256,7 +256,7 @@ class AutomationMemoryApi(APIView):
             expected_version=data.validated_data["expectedVersion"],
             changes=parse_changes(data.validated_data["changes"]),
         )
-        return Response(self.ReceiptSerializer(receipt).data)
+        return Response(self.ReceiptSerializer(capture_receipt).data)
 
 
 def _granted_admission(request: Request, workspace_id: int) -> Admission:
