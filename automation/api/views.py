@@ -101,20 +101,21 @@ class ConversationListCreateApi(APIView):
         return Response(self.OutputSerializer(conversations, many=True).data)
 
 
+class TurnProgressSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="turn_id")
+    state = serializers.CharField()
+    answer = serializers.CharField(allow_null=True)
+    failureCode = serializers.CharField(source="failure_code", allow_null=True)
+
+
 class MessageSendApi(APIView):
     class InputSerializer(serializers.Serializer):
         text = serializers.CharField(max_length=20_000, trim_whitespace=False)
 
     class OutputSerializer(serializers.Serializer):
-        class TurnSerializer(serializers.Serializer):
-            id = serializers.UUIDField(source="turn_id")
-            state = serializers.CharField()
-            answer = serializers.CharField(allow_null=True)
-            failureCode = serializers.CharField(source="failure_code", allow_null=True)
-
         admissionId = serializers.UUIDField()
         replayed = serializers.BooleanField()
-        turn = TurnSerializer()
+        turn = TurnProgressSerializer()
 
     @extend_schema(
         parameters=[
