@@ -122,12 +122,12 @@ def _capture(
 
     Authority is judged first, on every fence clause, before memory is read or the edits
     applied: a turn without it learns nothing about the content (no `no_match`, no
-    `unchanged`). A retry of the committed capture with the same body replays its receipt
-    without a new revision, also when it overlapped the original and found the revision
-    already written; any other second capture in the turn is refused. The key session is
-    re-validated against the cache right before the transaction. The revision, the fence
-    row and the admission's commit are one transaction: if any fence clause is false the
-    CHECK aborts it and nothing remains. On a version conflict the newer text stays and
+    `unchanged`). A retry of the committed capture with the same body replays its capture
+    receipt without a new revision, also when it overlapped the original and found the
+    revision already written; any other second capture in the turn is refused. The key
+    session is re-validated against the cache right before the transaction. The revision,
+    the fence row and the admission's commit are one transaction: if any fence clause is
+    false the CHECK aborts it and nothing remains. On a version conflict the newer text stays and
     the change is stored as a proposal (never rebased).
     """
     request_digest = capture_request_digest(expected_version=expected_version, changes=changes)
@@ -232,7 +232,7 @@ class _AuthorityJudge:
     request_digest: str
 
     def replay_or_refuse(self, *, now: datetime) -> CaptureReceipt | None:
-        """The committed receipt if this request is a transport retry of the turn's
+        """The committed capture receipt if this request is a transport retry of the turn's
         committed capture (same body), whatever has changed since; else CaptureRetired
         naming every false clause; else None (the capture may go on)."""
         failed = fence_failed_predicates(

@@ -73,8 +73,9 @@ CAPTURE_REASON_SENTENCES: dict[str, dict[str, str]] = {
     },
 }
 
-# What each recall receipt status meant for the model call. The withheld statuses reuse the
-# reasons the model itself is told, so staff read the same account the model was given.
+# What each recall status of a memory receipt meant for the model call. The withheld
+# statuses reuse the reasons the model itself is told, so staff read the same account the
+# model was given.
 RECALL_SENTENCES: dict[str, str] = {
     RecallStatus.PROVIDED: "The model was given memory version {version}.",
     RecallStatus.OFF: "Memory was off, so the model was given no memory.",

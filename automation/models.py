@@ -114,8 +114,8 @@ class Admission(models.Model):
     capture_refusal_code = models.CharField(max_length=32, blank=True)
     capture_refusal_reason = models.CharField(max_length=64, blank=True)
     capture_refused_at = models.DateTimeField(null=True, blank=True)
-    # The recall receipt: what the latest model call of this turn was given. Ids,
-    # versions and statuses only, never text.
+    # The recall half of the turn's memory receipt: what its latest model call was given.
+    # Ids, versions and statuses only, never text.
     recall_status = models.CharField(max_length=16, choices=RecallStatus.choices, blank=True)
     recall_version = models.BigIntegerField(null=True, blank=True)
     recalled_at = models.DateTimeField(null=True, blank=True)

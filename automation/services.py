@@ -295,14 +295,15 @@ class Recall:
 
 
 def memory_recall(*, admission: Admission) -> Recall:
-    """Read memory for one model call, as the turn may see it now, and record the receipt.
+    """Read memory for one model call, as the turn may see it now, and record it in the
+    turn's memory receipt.
 
     Runs before every model call, so a Save, a Clear or Off between two calls of one
     turn reaches the second. When memory is withheld the status says why; an older
     copy is never substituted. One query reads every live fact the decision needs.
 
     A turn past its expiry is refused (TOKEN_EXPIRED) as on the document routes, and
-    records no receipt. Only a recall that read memory for the model (provided or empty)
+    records nothing. Only a recall that read memory for the model (provided or empty)
     restarts the key session's idle timeout: a withheld one must not keep alive a
     session that nothing is using.
     """
@@ -312,8 +313,8 @@ def memory_recall(*, admission: Admission) -> Recall:
         key_session_idle_restart(session_id=admission.key_session_id)
     with transaction.atomic():
         if connection.vendor == "postgresql":
-            # The receipt is a diagnostic record: losing the last few to a server crash
-            # is acceptable, waiting for a WAL flush on every model call is not.
+            # The memory receipt is a diagnostic record: losing the last few to a server
+            # crash is acceptable, waiting for a WAL flush on every model call is not.
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
         Admission.objects.filter(pk=admission.pk).update(

@@ -38,7 +38,7 @@ class TurnContext:
 def remember_in_memory(context: TurnContext, changes: Any) -> dict[str, Any]:
     """Commit (Auto), propose (Read only) or do nothing (Off), per the admitted mode.
 
-    "remembered" is said only with a committed receipt. A version conflict never
+    "remembered" is said only with a committed capture receipt. A version conflict never
     rebases: the change comes back as a proposal against the newer text.
     """
     admission = context.admission
