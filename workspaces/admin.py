@@ -96,9 +96,8 @@ class NoHardDeleteMixin:
 
 @admin.register(User)
 class WorkspaceUserAdmin(NoHardDeleteMixin, UserAdmin):
-    list_display = ("username", "email", "is_active", "is_super_admin", "is_staff")
-    list_filter = ("is_active", "is_super_admin", "is_staff")
-    fieldsets = (*(UserAdmin.fieldsets or ()), ("Product", {"fields": ("is_super_admin",)}))
+    list_display = ("username", "email", "is_active", "is_staff")
+    list_filter = ("is_active", "is_staff")
 
 
 class OrgQuotaForm(forms.Form):

@@ -15,10 +15,8 @@ from workspaces.crypto import WrappedKeyField
 
 
 class User(AbstractUser):
-    is_super_admin = models.BooleanField(
-        default=False,
-        help_text="May write tenant-less (global) spaces. Unrelated to Django admin access.",
-    )
+    """A person (or a demo account). The project's own model from the first migration, so a
+    field can be added later without swapping the user model."""
 
 
 class Org(models.Model):
