@@ -92,14 +92,6 @@ def canonical_document_path(raw: str) -> str:
     return path
 
 
-def is_canonical(raw: str) -> bool:
-    """True if `raw` is a valid path already spelled canonically."""
-    try:
-        return canonical_document_path(raw) == raw
-    except InvalidDocumentPath:
-        return False
-
-
 def document_path_require_canonical(raw: str) -> str:
     """Return `raw` if it is the canonical spelling of a valid path; refuse anything else.
 

@@ -12,7 +12,6 @@ from workspaces.errors import InvalidDocumentPath
 from workspaces.paths import (
     canonical_document_path,
     document_path_require_canonical,
-    is_canonical,
 )
 from workspaces.tests.unicode_classes import DEFAULT_IGNORABLE
 
@@ -100,14 +99,20 @@ def test_refused_paths_name_the_reason(raw, reason):
 
 
 @pytest.mark.parametrize(("raw", "canonical"), CANONICALISED)
-def test_is_canonical_only_for_the_one_spelling(raw, canonical):
-    assert is_canonical(canonical)
-    assert is_canonical(raw) == (raw == canonical)
+def test_only_the_one_spelling_is_taken_as_canonical(raw, canonical):
+    assert document_path_require_canonical(canonical) == canonical
+    if raw != canonical:
+        with pytest.raises(InvalidDocumentPath) as refused:
+            document_path_require_canonical(raw)
+        assert refused.value.detail == {"reason": "not_canonical", "canonical": canonical}
 
 
-@pytest.mark.parametrize(("raw", "_reason"), REFUSED)
-def test_an_invalid_path_is_not_canonical(raw, _reason):
-    assert not is_canonical(raw)
+@pytest.mark.parametrize(("raw", "reason"), REFUSED)
+def test_an_invalid_path_is_refused_when_canonical_is_required(raw, reason):
+    with pytest.raises(InvalidDocumentPath) as refused:
+        document_path_require_canonical(raw)
+
+    assert refused.value.detail["reason"] == reason
 
 
 def test_another_spelling_is_refused_with_the_canonical_one():
@@ -143,7 +148,13 @@ def test_canonicalisation_is_idempotent(raw):
         return
 
     assert canonical_document_path(once) == once
-    assert is_canonical(once)
+
+
+def _is_valid_and_canonical(raw: str) -> bool:
+    try:
+        return canonical_document_path(raw) == raw
+    except InvalidDocumentPath:
+        return False
 
 
 def _spelled(char: str, encoding: int) -> str:
@@ -191,7 +202,7 @@ valid_path = st.lists(
     encoding=st.integers(0, 2),
 )
 def test_a_default_ignorable_code_point_makes_any_valid_path_invalid(raw, invisible, at, encoding):
-    assume(is_canonical(raw))
+    assume(_is_valid_and_canonical(raw))
     at %= len(raw) - len(".md") + 1
     spelled = raw[:at] + _spelled(invisible, encoding) + raw[at:]
 
