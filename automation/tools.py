@@ -1,5 +1,7 @@
-"""The assistant's memory tool. The model supplies only the edits: the admission, the key
-session and the version it read come from the server's side of the turn."""
+"""The assistant's six tools: `remember_in_memory`, and for notes `list_documents`,
+`search_documents`, `read_document`, `create_note` and `propose_edit`. The model supplies
+only the arguments: the admission, the key session and the memory version it read come from
+the server's side of the turn."""
 
 from __future__ import annotations
 
