@@ -36,7 +36,10 @@ from workspaces.selectors import workspace_data_key
 
 
 def conversation_list_for_user(*, user: User, team: Team) -> QuerySet[Conversation]:
-    return Conversation.objects.filter(owner=user, workspace__team=team).order_by("-created_at")
+    """The caller's own conversations in the workspaces they are still a member of."""
+    return Conversation.objects.filter(
+        owner=user, workspace__team=team, workspace__memberships__user=user
+    ).order_by("-created_at")
 
 
 def conversation_get_for_owner(

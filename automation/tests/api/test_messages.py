@@ -6,6 +6,7 @@ from django.core.cache import cache
 from automation.models import Admission, Conversation, DeliveryCredential, Turn
 from automation.tokens import delivery_credential_cache_key, delivery_credential_digest
 from memory.services import memory_policy_set
+from workspaces.models import WorkspaceMembership
 from workspaces.services import key_session_open, workspace_ai_consent_set
 
 
@@ -197,3 +198,15 @@ def test_conversation_list_shows_only_the_callers(client, tenant, conversation_i
     listed = client.get("/api/v1/agents/assistant/conversations").json()
 
     assert [row["id"] for row in listed] == [conversation_id]
+
+
+def test_a_member_who_left_the_workspace_no_longer_sees_its_conversations(
+    client, tenant, conversation_id
+):
+    WorkspaceMembership.objects.filter(workspace=tenant.workspace, user=tenant.member).delete()
+
+    listed = client.get("/api/v1/agents/assistant/conversations")
+
+    assert listed.status_code == 200
+    assert listed.json() == []
+    assert Conversation.objects.filter(pk=conversation_id, owner=tenant.member).exists()
