@@ -358,7 +358,9 @@ def demo_tenant_seed(*, name: str = "demo") -> DemoCredentials:
 
 
 def workspace_key_ensure(*, workspace: Workspace) -> bytes:
-    """Return the workspace's data key, creating it on first use.
+    """Return the workspace's data key, creating it on first use. For writers, and for a
+    key session, which must hold the key a later write uses; a reader calls
+    `selectors.workspace_data_key`, which never creates one.
 
     Two first writers may race to create it; the loser's insert fails on the primary
     key and it reads the winner's key, so a workspace never has two.
