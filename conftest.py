@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
-from django.db import connection, connections
+from django.db import IntegrityError, connection, connections, transaction
 from django.test import override_settings
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
@@ -149,6 +149,23 @@ class MemoryApi:
 @pytest.fixture
 def memory_api(tenant) -> MemoryApi:
     return MemoryApi(client=tenant.client_for(tenant.member), workspace_id=tenant.workspace.pk)
+
+
+def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
+    """Assert the response is the one error shape with `status` and `code`; return the error."""
+    assert response.status_code == status, response.content
+    error: dict[str, Any] = response.json()["error"]
+    assert error["code"] == code
+    return error
+
+
+def violates(constraint: str, write: Callable[[], Any]) -> None:
+    """Assert `write` is refused by the database, naming `constraint` where it can."""
+    with pytest.raises(IntegrityError) as caught, transaction.atomic():
+        write()
+    # SQLite names the constraint for a CHECK but only the columns for a UNIQUE.
+    if connection.vendor == "postgresql" or "unique" not in constraint:
+        assert constraint in str(caught.value)
 
 
 def run_concurrently(*work: Callable[[], Any]) -> list[Any]:
