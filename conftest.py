@@ -168,10 +168,11 @@ def violates(constraint: str, write: Callable[[], Any]) -> None:
         assert constraint in str(caught.value)
 
 
-def run_concurrently(*work: Callable[[], Any]) -> list[Any]:
+def run_concurrently(*work: Callable[[], Any], timeout: float = 60.0) -> list[Any]:
     """Run each callable in its own thread and database connection, started together.
 
-    Returns each callable's result, or the exception it raised, in order.
+    Returns each callable's result, or the exception it raised, in order. Fails if a
+    thread is still running `timeout` seconds after the start: it has no result to return.
     """
     barrier = threading.Barrier(len(work))
     results: list[Any] = [None] * len(work)
@@ -188,8 +189,12 @@ def run_concurrently(*work: Callable[[], Any]) -> list[Any]:
     threads = [threading.Thread(target=run, args=(i, job)) for i, job in enumerate(work)]
     for thread in threads:
         thread.start()
+    deadline = time.monotonic() + timeout
     for thread in threads:
-        thread.join(timeout=60)
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    hung = [index for index, thread in enumerate(threads) if thread.is_alive()]
+    if hung:
+        raise AssertionError(f"job(s) {hung} still running after {timeout}s; no result")
     return results
 
 
