@@ -8,7 +8,9 @@ import {
   config,
   documentUrl,
   failure,
+  noteRestore,
   noteUrl,
+  noteWrite,
   pathFailure,
 } from "./shared.js";
 
@@ -31,10 +33,7 @@ class NoteEditor extends DocumentEditor {
   }
 
   write(content, base) {
-    return api("PUT", documentUrl(this.path), {
-      body: { content },
-      headers: { "X-Base-Version": String(base) },
-    });
+    return noteWrite(this.path, content, base);
   }
 
   readCurrent() {
@@ -79,12 +78,7 @@ class NoteEditor extends DocumentEditor {
 
   async restore() {
     this.setBusy(true);
-    const result = await this.track(
-      api("POST", config.urls.documentsRestore, {
-        body: { path: this.path },
-        headers: { "X-Base-Version": String(this.baseVersion) },
-      }),
-    );
+    const result = await this.track(noteRestore(this.path, this.baseVersion));
     this.setBusy(false);
     if (!result.ok) {
       announce(this.status, failure("Not restored", result), "error");

@@ -1,15 +1,6 @@
 // The Notes list: create a note, restore a deleted one.
 
-import {
-  announce,
-  api,
-  byId,
-  config,
-  documentUrl,
-  failure,
-  noteUrl,
-  pathFailure,
-} from "./shared.js";
+import { announce, byId, failure, noteRestore, noteUrl, noteWrite, pathFailure } from "./shared.js";
 
 function setUpNotesList() {
   const status = byId("notes-status");
@@ -17,10 +8,7 @@ function setUpNotesList() {
     event.preventDefault();
     const form = event.currentTarget;
     const path = form.elements.path.value;
-    const result = await api("PUT", documentUrl(path), {
-      body: { content: form.elements.content.value },
-      headers: { "X-Base-Version": "0" },
-    });
+    const result = await noteWrite(path, form.elements.content.value, 0);
     if (result.ok) {
       window.location.assign(noteUrl(result.data.path));
     } else if (result.code === "VERSION_CONFLICT") {
@@ -31,10 +19,7 @@ function setUpNotesList() {
   });
   for (const button of document.querySelectorAll(".note-restore")) {
     button.addEventListener("click", async () => {
-      const result = await api("POST", config.urls.documentsRestore, {
-        body: { path: button.dataset.path },
-        headers: { "X-Base-Version": button.dataset.version },
-      });
+      const result = await noteRestore(button.dataset.path, button.dataset.version);
       if (result.ok) {
         window.location.assign(noteUrl(result.data.path));
       } else {
@@ -44,4 +29,4 @@ function setUpNotesList() {
   }
 }
 
-if (byId("note-create") && config) setUpNotesList();
+if (byId("note-create")) setUpNotesList();

@@ -310,10 +310,25 @@ export class DocumentEditor {
   }
 }
 
-// ---- note paths (the Notes list and a note's editor) ---------------------------------------
+// ---- notes (the Notes list and a note's editor) --------------------------------------------
 
 export function documentUrl(path) {
   return `${config.urls.documents}?path=${encodeURIComponent(path)}`;
+}
+
+// Write a note's text on version `base` (0 creates it).
+export function noteWrite(path, content, base) {
+  return api("PUT", documentUrl(path), {
+    body: { content },
+    headers: { "X-Base-Version": String(base) },
+  });
+}
+
+export function noteRestore(path, base) {
+  return api("POST", config.urls.documentsRestore, {
+    body: { path },
+    headers: { "X-Base-Version": String(base) },
+  });
 }
 
 export function noteUrl(path) {
