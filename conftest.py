@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
-from django.db import connection, connections
+from django.db import IntegrityError, connection, connections, transaction
 from django.test import override_settings
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
@@ -151,10 +151,28 @@ def memory_api(tenant) -> MemoryApi:
     return MemoryApi(client=tenant.client_for(tenant.member), workspace_id=tenant.workspace.pk)
 
 
-def run_concurrently(*work: Callable[[], Any]) -> list[Any]:
+def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
+    """Assert the response is the one error shape with `status` and `code`; return the error."""
+    assert response.status_code == status, response.content
+    error: dict[str, Any] = response.json()["error"]
+    assert error["code"] == code
+    return error
+
+
+def violates(constraint: str, write: Callable[[], Any]) -> None:
+    """Assert `write` is refused by the database, naming `constraint` where it can."""
+    with pytest.raises(IntegrityError) as caught, transaction.atomic():
+        write()
+    # SQLite names the constraint for a CHECK but only the columns for a UNIQUE.
+    if connection.vendor == "postgresql" or "unique" not in constraint:
+        assert constraint in str(caught.value)
+
+
+def run_concurrently(*work: Callable[[], Any], timeout: float = 60.0) -> list[Any]:
     """Run each callable in its own thread and database connection, started together.
 
-    Returns each callable's result, or the exception it raised, in order.
+    Returns each callable's result, or the exception it raised, in order. Fails if a
+    thread is still running `timeout` seconds after the start: it has no result to return.
     """
     barrier = threading.Barrier(len(work))
     results: list[Any] = [None] * len(work)
@@ -171,8 +189,12 @@ def run_concurrently(*work: Callable[[], Any]) -> list[Any]:
     threads = [threading.Thread(target=run, args=(i, job)) for i, job in enumerate(work)]
     for thread in threads:
         thread.start()
+    deadline = time.monotonic() + timeout
     for thread in threads:
-        thread.join(timeout=60)
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    hung = [index for index, thread in enumerate(threads) if thread.is_alive()]
+    if hung:
+        raise AssertionError(f"job(s) {hung} still running after {timeout}s; no result")
     return results
 
 

@@ -339,12 +339,12 @@ def _capture_receipt(*, admission_id: uuid.UUID, is_replay: bool) -> CaptureRece
 
 
 def _fence_locks_take(admission: Admission) -> None:
-    """Take the fence's locks in the documented order (PostgreSQL; SQLite is already
-    serialised by its IMMEDIATE transaction). Call inside the capture's transaction."""
+    """Take the fence's locks in the order the module docstring gives (PostgreSQL; SQLite
+    is already serialised by its IMMEDIATE transaction). Call inside the capture's
+    transaction."""
     if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
-        # Order: policy, workspace, credential slot, key session (shared), admission.
         for sql, param in [
             (
                 f"SELECT 1 FROM {table(MemoryPolicy)} WHERE workspace_id = %s FOR SHARE",
@@ -381,9 +381,10 @@ def _fence_insert(
 ) -> None:
     """Insert the fence row with `ok` computed from the admission and the live rows.
 
-    Two traps are closed here: CASE turns an unknown (NULL) comparison into 0, since a
-    CHECK passes on NULL; and an INSERT ... SELECT that finds no admission inserts
-    nothing and raises nothing, so the row count is asserted.
+    Two traps are closed here. A CHECK passes on NULL, so `ok` is NOT NULL and produced
+    by CASE, which turns an unknown comparison (a missing policy row, a NULL key session)
+    into 0 rather than letting it slip past `ok = 1`. And an INSERT ... SELECT that finds
+    no admission inserts nothing and raises nothing, so the row count is asserted.
     """
     moment = connection.ops.adapt_datetimefield_value(now)
     presented = pk_param(KeySession, key_session_id)

@@ -181,10 +181,8 @@ class Admission(models.Model):
 class CommitFence(models.Model):
     """Written in the same transaction as an automatic revision; exists only if `ok` is 1.
 
-    `ok` is computed by one INSERT ... SELECT over the admission and the live policy,
-    workspace, credential slot and key-session rows. The CHECK makes a false predicate
-    abort the transaction, taking the revision with it. `ok` is NOT NULL and computed by
-    CASE, so an unknown (NULL) comparison is a 0, never a pass.
+    The CHECK makes a false predicate abort the transaction, taking the revision with it.
+    `ok` is computed by `automation.capture._fence_insert`, which says how NULL is kept out.
     """
 
     admission = models.OneToOneField(

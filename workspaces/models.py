@@ -391,9 +391,8 @@ class FileVersion(models.Model):
 class KeySession(models.Model):
     """A member's time-bounded, revocable authority for the assistant to use a workspace key.
 
-    The unwrapped key lives only in the cache under this id, with an idle timeout; the row
-    holds no key. Revocation writes a KeySessionRevocation and stamps `revoked_at` here,
-    so a commit fence that locks this row is ordered against the revocation.
+    The row holds no key: `key_session_open` caches it under this id, and
+    `key_session_revoke` stamps `revoked_at` here (each says why).
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

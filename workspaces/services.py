@@ -652,9 +652,10 @@ def cached_secrets_discard(*, cache_keys: list[str]) -> None:
 def key_session_revoke(*, session: KeySession, revoked_by: User) -> KeySession:
     """Revoke a key session: record the revocation durably, then discard the key.
 
-    The revocation row is what the commit fence reads; stamping the session row in the
-    same transaction gives a fence that locks that row a real order against this.
-    Revoking twice keeps the first revocation.
+    The revocation row is what every later use checks, so a key a crash left in the cache
+    is refused too. Being a new row, no lock can make a fence wait for it: stamping the
+    session row, which the commit fence locks, in the same transaction gives the fence a
+    real order against this. Revoking twice keeps the first revocation.
     """
     with transaction.atomic():
         _, is_new = KeySessionRevocation.objects.get_or_create(

@@ -4,17 +4,11 @@ from datetime import timedelta
 
 import pytest
 from django.apps import apps
-from django.db import IntegrityError, connection, models, transaction
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from automation.models import Admission, CommitFence, DeliveryCredential, Message, Turn
-
-
-def violates(constraint: str, write) -> None:
-    with pytest.raises(IntegrityError) as caught, transaction.atomic():
-        write()
-    if connection.vendor == "postgresql" or "unique" not in constraint:
-        assert constraint in str(caught.value)
+from conftest import violates
 
 
 @pytest.fixture

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from django.db import IntegrityError, connection
+from django.db import connection
 
+from conftest import violates
 from workspaces import selectors
 from workspaces.errors import DocumentExists, DocumentUnreadable, NotFound, VersionConflict
 from workspaces.models import File, FileVersion
@@ -169,8 +170,10 @@ def test_the_path_constraint_refuses_a_duplicate_past_python(tenant):
     write(tenant, "a.md", "a")
     write(tenant, "b.md", "b")
 
-    with pytest.raises(IntegrityError, match=r"(?i)unique|workspaces_file_path_unique"):
-        File.objects.filter(workspace=tenant.workspace, path="b.md").update(path="a.md")
+    violates(
+        "workspaces_file_path_unique_in_workspace",
+        lambda: File.objects.filter(workspace=tenant.workspace, path="b.md").update(path="a.md"),
+    )
 
 
 def test_list_is_ordered_by_path_with_sizes_in_one_query(tenant, django_assert_num_queries):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 from django.apps import apps
-from django.db import IntegrityError, connection, models, transaction
+from django.db import models
 from django.utils import timezone
 
+from conftest import violates
 from workspaces.models import (
     ApiToken,
     AuditEvent,
@@ -24,14 +24,6 @@ from workspaces.models import (
 from workspaces.services import api_token_create
 
 PROJECT_APPS = ("workspaces", "memory", "automation")
-
-
-def violates(constraint: str, write) -> None:
-    with pytest.raises(IntegrityError) as caught, transaction.atomic():
-        write()
-    # SQLite names the constraint for a CHECK but only the columns for a UNIQUE.
-    if connection.vendor == "postgresql" or "unique" not in constraint:
-        assert constraint in str(caught.value)
 
 
 def test_org_status_must_be_a_known_choice(tenant):

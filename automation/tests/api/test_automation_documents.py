@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 
 from automation.models import Admission
 from automation.tokens import delivery_credential_cache_key
+from conftest import assert_error
 from memory.models import MEMORY_PATH
 from memory.selectors import memory_current_get, memory_policy_get
 from memory.services import memory_policy_set
@@ -126,13 +127,6 @@ def stored(tenant) -> list[tuple[str, int, bool]]:
         (file.path, file.current_version, file.is_deleted)
         for file in File.objects.filter(workspace=tenant.workspace).order_by("path")
     ]
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.content
-    error = response.json()["error"]
-    assert error["code"] == code
-    return error
 
 
 @pytest.mark.parametrize("credential", ["delivery", "token"])

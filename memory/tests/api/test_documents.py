@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 import pytest
 from rest_framework.test import APIClient
 
+from conftest import assert_error
 from memory.models import MEMORY_PATH
 from memory.selectors import memory_current_get, memory_policy_get
 from memory.services import memory_policy_set
@@ -68,13 +69,6 @@ class DocumentsApi:
 @pytest.fixture
 def docs(tenant) -> DocumentsApi:
     return DocumentsApi(client=tenant.client_for(tenant.member), workspace_id=tenant.workspace.pk)
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.content
-    error = response.json()["error"]
-    assert error["code"] == code
-    return error
 
 
 def stored(tenant) -> list[tuple[str, int, bool]]:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import assert_error
 from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import memory_policy_get
 from memory.services import memory_save
@@ -15,13 +16,6 @@ def versions(tenant) -> list[int]:
         .order_by("version")
         .values_list("version", flat=True)
     )
-
-
-def assert_error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.content
-    error = response.json()["error"]
-    assert error["code"] == code
-    return error
 
 
 def test_never_written_memory_reads_empty_at_version_0(memory_api):

@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from conftest import assert_error
 from workspaces.models import ApiToken
 from workspaces.services import api_token_create, api_token_revoke, workspace_membership_ensure
 from workspaces.tokens import jwt_encode
@@ -18,11 +19,6 @@ def bearer(raw: str) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     return client
-
-
-def assert_error(response, status: int, code: str) -> None:
-    assert response.status_code == status, response.content
-    assert response.json()["error"]["code"] == code
 
 
 def test_personal_access_token_is_stored_only_as_a_hash(tenant):

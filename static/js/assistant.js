@@ -1,0 +1,385 @@
+// The Assistant panel beside the Memory frame: the conversation, its memory receipts and
+// the suggested changes.
+
+import { memoryFrame } from "./memory.js";
+import { announce, api, byId, config, failure } from "./shared.js";
+
+const SEND_WAIT_FOR_SAVE_MS = 5000;
+const TURN_POLL_MS = 1000;
+const TURN_POLL_LIMIT = 30;
+
+// Why a model call was given no memory, in plain words (the receipt's recallStatus).
+const WITHHELD_REASONS = {
+  off: "Memory not used: memory is off.",
+  empty: "Memory not used: memory was empty.",
+  pending: "Memory withheld: your save was still in flight when you sent this.",
+  conflict: "Memory withheld: your last save met a conflict you had not resolved.",
+  stale: "Memory withheld: this page saw a version the server does not hold.",
+  oversized: "Memory withheld: it is over the size bound; shorten it to have it used.",
+  deleted: "Memory withheld: the memory document was deleted.",
+  unavailable: "Memory withheld: no live key session (open one in Settings).",
+  no_access: "Memory withheld: no workspace access, or workspace AI is off.",
+  superseded: "Memory withheld: a newer message took over this conversation.",
+};
+
+function newIdempotencyKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function element(tag, { className, text, attrs } = {}, children = []) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
+class AssistantPanel {
+  constructor(frame) {
+    this.frame = frame;
+    this.urls = config.urls;
+    this.status = byId("assistant-status");
+    this.input = byId("assistant-text");
+    this.sendButton = byId("assistant-send");
+    this.conversationId = null;
+    this.pending = null; // {text, key, conversationId} of a send that did not get an answer
+    this.proposals = [];
+    this.receipts = new Map();
+    byId("assistant-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.send();
+    });
+    byId("assistant-new").addEventListener("click", () => this.newConversation());
+    this.load();
+  }
+
+  async load() {
+    const conversations = await api("GET", this.urls.conversations);
+    if (conversations.ok) {
+      const mine = conversations.data.find((c) => c.workspaceId === config.workspaceId);
+      if (mine) this.conversationId = mine.id;
+    }
+    await this.refresh();
+    byId("assistant").dataset.ready = "1";
+  }
+
+  conversationUrl(suffix) {
+    return `${this.urls.assistant}${this.conversationId}/${suffix}`;
+  }
+
+  // Sequential on purpose: a few small reads, and the embedded test server shares one
+  // database connection between its request threads.
+  async refresh() {
+    await this.loadProposals();
+    if (!this.conversationId) {
+      this.renderTranscript([]);
+      return;
+    }
+    const messages = await api("GET", this.conversationUrl("messages"));
+    const receipts = await api("GET", this.conversationUrl("memory-receipts"));
+    this.receipts = new Map((receipts.ok ? receipts.data : []).map((r) => [r.turnId, r]));
+    this.renderTranscript(messages.ok ? messages.data : []);
+  }
+
+  async newConversation() {
+    const created = await api("POST", this.urls.conversations, {
+      body: { workspaceId: config.workspaceId },
+    });
+    if (!created.ok) {
+      announce(this.status, failure("No new conversation", created), "error");
+      return;
+    }
+    this.conversationId = created.data.id;
+    this.pending = null;
+    await this.refresh();
+    announce(this.status, "Started a new conversation.");
+  }
+
+  async send() {
+    const text = this.input.value;
+    if (!text.trim()) {
+      announce(this.status, "Write a message first.");
+      return;
+    }
+    this.sendButton.disabled = true;
+    try {
+      await this.sendText(text);
+    } finally {
+      this.sendButton.disabled = false;
+    }
+  }
+
+  async sendText(text) {
+    if (!this.conversationId) {
+      const created = await api("POST", this.urls.conversations, {
+        body: { workspaceId: config.workspaceId },
+      });
+      if (!created.ok) {
+        announce(this.status, failure("Not sent", created, " Your message is kept."), "error");
+        return;
+      }
+      this.conversationId = created.data.id;
+    }
+    let isSaving = false;
+    if (this.frame.inFlight) {
+      announce(this.status, "Waiting for your save to finish before sending…", "info", {
+        focus: false,
+      });
+      isSaving = !(await this.frame.waitForWrite(SEND_WAIT_FOR_SAVE_MS));
+    }
+    // A resend of the same text after a failure reuses its key, so the server admits it once.
+    const isResend =
+      this.pending &&
+      this.pending.text === text &&
+      this.pending.conversationId === this.conversationId;
+    const key = isResend ? this.pending.key : newIdempotencyKey();
+    this.pending = { text, key, conversationId: this.conversationId };
+    const headers = {
+      "Idempotency-Key": key,
+      "X-Memory-State": this.frame.memoryState(isSaving),
+    };
+    if (config.keySessionId) headers["X-Key-Session"] = config.keySessionId;
+    announce(this.status, "Sending…", "info", { focus: false });
+    const result = await api("POST", this.conversationUrl("messages"), {
+      body: { text },
+      headers,
+    });
+    if (!result.ok) {
+      announce(this.status, failure("Not sent", result, " Your message is kept."), "error");
+      return;
+    }
+    this.pending = null;
+    this.input.value = "";
+    const turnId = result.data.turn.id;
+    await this.refresh();
+    for (let i = 0; i < TURN_POLL_LIMIT && !this.isTurnDone(turnId); i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, TURN_POLL_MS));
+      await this.refresh();
+    }
+    await this.followCapture(turnId);
+    announce(this.status, this.turnSummary(turnId), "success");
+  }
+
+  isTurnDone(turnId) {
+    const receipt = this.receipts.get(turnId);
+    return Boolean(receipt && ["completed", "failed"].includes(receipt.turnState));
+  }
+
+  // The assistant committed a new revision: show it in the frame if there is no draft.
+  async followCapture(turnId) {
+    const receipt = this.receipts.get(turnId);
+    if (!receipt || receipt.captureStatus !== "committed") return;
+    const frame = this.frame;
+    if (receipt.capturedVersion <= frame.baseVersion || frame.isDirty || frame.inFlight) return;
+    const current = await frame.readCurrent();
+    if (current.ok && !frame.isDirty) {
+      frame.adopt(current.data.version, current.data.content);
+      announce(
+        frame.status,
+        `The assistant saved version ${current.data.version}; it is shown here.`,
+        "info",
+        { focus: false },
+      );
+    }
+  }
+
+  turnSummary(turnId) {
+    const receipt = this.receipts.get(turnId);
+    if (!receipt) return "Sent.";
+    if (receipt.turnState === "failed") return "The assistant could not answer this time.";
+    if (receipt.turnState !== "completed") return "Sent; the assistant is still working.";
+    const parts = ["The assistant answered."];
+    if (receipt.captureStatus === "committed") {
+      parts.push(`Remembered as memory version ${receipt.capturedVersion}.`);
+    }
+    if (this.proposals.some((p) => p.admissionId === receipt.admissionId)) {
+      parts.push("It suggested a change to memory; see Suggested changes.");
+    }
+    return parts.join(" ");
+  }
+
+  renderTranscript(entries) {
+    const list = byId("transcript");
+    const turns = new Map();
+    for (const entry of entries) {
+      if (!turns.has(entry.turnId)) turns.set(entry.turnId, []);
+      turns.get(entry.turnId).push(entry);
+    }
+    list.replaceChildren(
+      ...Array.from(turns, ([turnId, turnEntries]) => this.renderTurn(turnId, turnEntries)),
+    );
+    byId("transcript-empty").hidden = turns.size > 0;
+  }
+
+  renderTurn(turnId, entries) {
+    const item = element("li", { className: "turn", attrs: { "data-turn-id": turnId } });
+    for (const entry of entries) {
+      if (entry.role === "user") {
+        item.append(this.renderMessage("You", entry.content, "from-you"));
+      }
+    }
+    const answers = entries.filter(
+      (entry) => entry.role === "assistant" && !(entry.toolCalls || []).length,
+    );
+    const tools = entries
+      .filter((entry) => entry.role === "assistant")
+      .flatMap((entry) => (entry.toolCalls || []).map((call) => call.name));
+    const receipt = this.receipts.get(turnId);
+    if (answers.length) {
+      item.append(
+        this.renderMessage("Assistant", answers[answers.length - 1].content, "from-assistant"),
+      );
+    } else if (receipt && receipt.turnState === "failed") {
+      item.append(element("p", { className: "hint", text: "The assistant could not answer." }));
+    } else {
+      item.append(element("p", { className: "hint", text: "The assistant is working…" }));
+    }
+    if (tools.length) {
+      item.append(element("p", { className: "hint", text: `Used: ${tools.join(", ")}.` }));
+    }
+    if (receipt) item.append(this.renderReceipt(receipt));
+    return item;
+  }
+
+  renderMessage(who, content, className) {
+    return element("div", { className: `message-bubble ${className}` }, [
+      element("span", { className: "who", text: who }),
+      element("p", { className: "message-text", text: content }),
+    ]);
+  }
+
+  revisionLink(version) {
+    return element("a", { text: `revision ${version}`, attrs: { href: `${this.urls.changes}${version}/` } });
+  }
+
+  renderReceipt(receipt) {
+    const line = element("p", { className: "receipt" });
+    if (receipt.recallStatus === "provided") {
+      line.append("Used memory ", this.revisionLink(receipt.recallVersion), ".");
+    } else if (receipt.recallStatus) {
+      line.append(WITHHELD_REASONS[receipt.recallStatus] || `Memory: ${receipt.recallStatus}.`);
+    } else {
+      line.append("Memory: not read.");
+    }
+    if (receipt.captureStatus === "committed" && receipt.capturedVersion) {
+      line.append(
+        " ",
+        element("strong", { className: "remembered", text: "Remembered" }),
+        " as ",
+        this.revisionLink(receipt.capturedVersion),
+        ".",
+      );
+    }
+    if (this.proposals.some((p) => p.admissionId === receipt.admissionId)) {
+      line.append(" ", element("span", { className: "badge", text: "Suggested a change" }));
+    }
+    return line;
+  }
+
+  async loadProposals() {
+    const proposals = await api("GET", this.urls.proposals);
+    this.proposals = proposals.ok ? proposals.data : [];
+    const section = byId("proposals");
+    section.hidden = this.proposals.length === 0;
+    byId("proposal-list").replaceChildren(...this.proposals.map((p) => this.renderProposal(p)));
+  }
+
+  renderProposal(proposal) {
+    const description = proposal.changes.map(describeChange).join("; ");
+    const reason =
+      proposal.reason === "read_only"
+        ? "Suggested because memory is read only."
+        : "Suggested because memory changed while the assistant was working.";
+    const apply = element("button", {
+      className: "button-primary",
+      text: "Apply",
+      attrs: { type: "button", "aria-label": `Apply: ${description}` },
+    });
+    const dismiss = element("button", {
+      text: "Dismiss",
+      attrs: { type: "button", "aria-label": `Dismiss: ${description}` },
+    });
+    apply.addEventListener("click", () => this.apply(proposal, [apply, dismiss]));
+    dismiss.addEventListener("click", () => this.dismiss(proposal, [apply, dismiss]));
+    return element("li", { className: "proposal", attrs: { "data-proposal-id": proposal.id } }, [
+      element(
+        "ul",
+        { className: "proposal-changes" },
+        proposal.changes.map((change) => element("li", { text: describeChange(change) })),
+      ),
+      element("p", { className: "hint", text: reason }),
+      element("div", { className: "actions" }, [apply, dismiss]),
+    ]);
+  }
+
+  async apply(proposal, buttons) {
+    const frame = this.frame;
+    if (!(await frame.resolveDraft("applying the suggestion"))) return;
+    await frame.waitBeforeWrite();
+    buttons.forEach((button) => {
+      button.disabled = true;
+    });
+    frame.setBusy(true);
+    const result = await frame.track(
+      api("POST", `${this.urls.proposals}/${proposal.id}/apply`, {
+        headers: { "X-Base-Version": String(frame.baseVersion) },
+      }),
+    );
+    if (result.ok) await frame.acknowledgeVersion(result.data.version);
+    frame.setBusy(false);
+    buttons.forEach((button) => {
+      button.disabled = false;
+    });
+    if (result.ok) {
+      await this.refresh();
+      announce(
+        this.status,
+        `Applied. Memory is now version ${result.data.version}, saved as your change.`,
+        "success",
+      );
+    } else if (result.code === "VERSION_CONFLICT") {
+      await frame.showNewer(result);
+      announce(
+        this.status,
+        failure(
+          "Not applied",
+          result,
+          ` Memory changed to version ${result.detail.currentVersion}; the newer text is ` +
+            "shown. Press Apply again to apply the suggestion to it.",
+        ),
+        "error",
+      );
+    } else {
+      await this.refresh();
+      announce(this.status, failure("Not applied", result, " Nothing changed."), "error");
+    }
+  }
+
+  async dismiss(proposal, buttons) {
+    buttons.forEach((button) => {
+      button.disabled = true;
+    });
+    const result = await api("POST", `${this.urls.proposals}/${proposal.id}/dismiss`);
+    await this.refresh();
+    announce(
+      this.status,
+      result.ok ? "Dismissed the suggestion." : failure("Not dismissed", result),
+      result.ok ? "success" : "error",
+    );
+  }
+}
+
+function describeChange(change) {
+  if (change.op === "add") {
+    return change.heading
+      ? `Add “${change.line}” under “${change.heading}”`
+      : `Add “${change.line}”`;
+  }
+  if (change.op === "replace") return `Replace “${change.target}” with “${change.line}”`;
+  if (change.op === "remove") return `Remove “${change.target}”`;
+  return change.op;
+}
+
+if (memoryFrame && byId("assistant")) new AssistantPanel(memoryFrame);

@@ -1,0 +1,208 @@
+// The Memory frame: the one memory document, with Clear, Undo and the memory mode.
+
+import { DocumentEditor, announce, api, byId, byteLength, config, failure } from "./shared.js";
+
+const MODE_LABELS = { off: "Off", read_only: "Read only", auto: "Auto" };
+
+class MemoryFrame extends DocumentEditor {
+  constructor() {
+    super({
+      prefix: "memory",
+      content: config.memory.content,
+      version: config.memory.version,
+      noun: "memory",
+    });
+    this.urls = config.urls;
+    this.lastSaveAck = 0; // the version this page's own last write was acknowledged at
+    this.policy = config.policy;
+    this.part("clear").addEventListener("click", () => this.clear());
+    this.part("clear-retry").addEventListener("click", () => this.clear());
+    this.part("undo").addEventListener("click", () => this.undo());
+    this.part("mode").addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.changeMode();
+    });
+  }
+
+  render() {
+    super.render();
+    const bytes = byteLength(this.textarea.value);
+    this.part("oversize").hidden = bytes <= config.recallMaxBytes;
+    const undo = this.part("undo");
+    if (undo && !this.inFlight) undo.disabled = this.baseVersion < 2;
+  }
+
+  busyParts() {
+    return [...super.busyParts(), "clear", "clear-retry", "undo"];
+  }
+
+  setBusy(isBusy) {
+    super.setBusy(isBusy);
+    if (!isBusy) this.render();
+  }
+
+  write(content, base) {
+    return api("PUT", this.urls.memory, {
+      body: { content },
+      headers: { "X-Base-Version": String(base) },
+    });
+  }
+
+  readCurrent() {
+    return api("GET", this.urls.memory);
+  }
+
+  afterAcknowledged(version) {
+    this.lastSaveAck = version;
+    this.part("clear-retry").hidden = true;
+  }
+
+  // What X-Memory-State reports: only this page's own acknowledged writes, whether one is
+  // still in flight, and whether the last one met a conflict not yet resolved.
+  memoryState(isSaving) {
+    const saving = isSaving ? 1 : 0;
+    const conflict = this.hasUnresolvedConflict ? 1 : 0;
+    return `version=${this.lastSaveAck}; saving=${saving}; conflict=${conflict}`;
+  }
+
+  // The exact text of a version we were acknowledged at.
+  async acknowledgeVersion(version) {
+    const revision = await api("GET", `${this.urls.versions}/${version}`);
+    if (revision.ok) {
+      this.acknowledge(version, revision.data.content, { replaceText: true });
+    } else {
+      const current = await this.readCurrent();
+      if (current.ok) this.adopt(current.data.version, current.data.content);
+    }
+    this.hasUnresolvedConflict = false;
+    this.afterAcknowledged(version);
+  }
+
+  async clear() {
+    if (!(await this.resolveDraft("the Clear"))) return;
+    await this.waitBeforeWrite();
+    const base = this.baseVersion;
+    this.setBusy(true);
+    const result = await this.track(
+      api("PUT", this.urls.memory, {
+        body: { content: "" },
+        headers: { "X-Base-Version": String(base), "X-Memory-Clear": "1" },
+      }),
+    );
+    this.setBusy(false);
+    if (result.ok) {
+      this.hasUnresolvedConflict = false;
+      this.acknowledge(result.data.version, "", { replaceText: true });
+      this.afterAcknowledged(result.data.version);
+      const undo = base > 0 ? ` Undo brings back the text of version ${base}.` : "";
+      announce(
+        this.status,
+        `Cleared. The server holds version ${result.data.version}, which is empty.${undo}`,
+        "success",
+      );
+    } else if (result.code === "VERSION_CONFLICT") {
+      await this.showNewer(result);
+      this.part("clear-retry").hidden = false;
+      announce(
+        this.status,
+        failure(
+          "Not cleared",
+          result,
+          ` Memory changed to version ${result.detail.currentVersion} first, so nothing was ` +
+            "cleared. The newer text is shown; press Retry Clear to clear it.",
+        ),
+        "error",
+      );
+    } else {
+      announce(this.status, failure("Not cleared", result, " Nothing changed."), "error");
+    }
+  }
+
+  async undo() {
+    if (!(await this.resolveDraft("the Undo"))) return;
+    await this.waitBeforeWrite();
+    const base = this.baseVersion;
+    if (base < 2) {
+      announce(this.status, "Nothing to undo: there is no earlier revision.");
+      return;
+    }
+    const restore = base - 1;
+    this.setBusy(true);
+    const result = await this.track(
+      api("PUT", this.urls.memory, {
+        body: { restoreVersion: restore },
+        headers: { "X-Base-Version": String(base) },
+      }),
+    );
+    if (result.ok) await this.acknowledgeVersion(result.data.version);
+    this.setBusy(false);
+    if (result.ok) {
+      announce(
+        this.status,
+        `Undone. Version ${result.data.version} restores the text of version ${restore}.`,
+        "success",
+      );
+    } else if (result.code === "VERSION_CONFLICT") {
+      await this.showNewer(result);
+      announce(
+        this.status,
+        failure(
+          "Not undone",
+          result,
+          ` Memory changed to version ${result.detail.currentVersion} first, so nothing ` +
+            "changed. The newer text is shown; press Undo again to restore the one before it.",
+        ),
+        "error",
+      );
+    } else {
+      announce(this.status, failure("Not undone", result, " Nothing changed."), "error");
+    }
+  }
+
+  async changeMode() {
+    const status = this.part("mode-status");
+    const form = this.part("mode");
+    const mode = form.elements.mode.value;
+    if (mode === this.policy.mode) {
+      announce(status, `Memory mode is already ${MODE_LABELS[mode]}.`);
+      return;
+    }
+    const submit = this.part("mode-submit");
+    submit.disabled = true;
+    const result = await api("PUT", this.urls.policy, {
+      body: { mode, expectedRevision: this.policy.policyRevision },
+    });
+    submit.disabled = false;
+    if (result.ok) {
+      this.showPolicy(result.data);
+      const sentence = byId(`mode-${mode}-sentence`)?.textContent ?? "";
+      announce(status, `Memory mode is now ${MODE_LABELS[mode]}. ${sentence}`, "success");
+      return;
+    }
+    if (result.code === "POLICY_REVISION_CONFLICT") {
+      const current = await api("GET", this.urls.policy);
+      if (current.ok) this.showPolicy(current.data);
+      announce(
+        status,
+        failure(
+          "Mode not changed",
+          result,
+          ` It is ${MODE_LABELS[this.policy.mode]} now; choose again.`,
+        ),
+        "error",
+      );
+      return;
+    }
+    announce(status, failure("Mode not changed", result), "error");
+  }
+
+  showPolicy(policy) {
+    this.policy = { mode: policy.mode, policyRevision: policy.policyRevision };
+    this.part("mode-current").textContent = MODE_LABELS[policy.mode];
+    const radio = byId(`mode-${policy.mode}`);
+    if (radio) radio.checked = true;
+  }
+}
+
+// The Assistant panel beside it (assistant.js) follows this frame's saves.
+export const memoryFrame = byId("memory-frame") && config ? new MemoryFrame() : null;

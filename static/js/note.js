@@ -1,0 +1,113 @@
+// A note's editor: Save, Delete, Restore and Move of one note.
+
+import {
+  DocumentEditor,
+  announce,
+  api,
+  byId,
+  config,
+  documentUrl,
+  failure,
+  noteRestore,
+  noteUrl,
+  noteWrite,
+  pathFailure,
+} from "./shared.js";
+
+class NoteEditor extends DocumentEditor {
+  constructor() {
+    const note = config.note;
+    super({ prefix: "note", content: note.content, version: note.version, noun: "note" });
+    this.path = note.path;
+    this.isDeleted = note.deleted;
+    this.part("delete").addEventListener("click", () => this.remove());
+    this.part("restore").addEventListener("click", () => this.restore());
+    this.part("move").addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.move();
+    });
+  }
+
+  busyParts() {
+    return [...super.busyParts(), "delete", "restore"];
+  }
+
+  write(content, base) {
+    return noteWrite(this.path, content, base);
+  }
+
+  readCurrent() {
+    return api("GET", documentUrl(this.path));
+  }
+
+  showDeleted(isDeleted) {
+    this.isDeleted = isDeleted;
+    this.textarea.readOnly = isDeleted;
+    for (const name of ["save", "discard", "delete", "move"]) this.part(name).hidden = isDeleted;
+    this.part("restore").hidden = !isDeleted;
+    this.part("deleted-badge").hidden = !isDeleted;
+  }
+
+  async remove() {
+    if (!(await this.resolveDraft("the delete"))) return;
+    await this.waitBeforeWrite();
+    this.setBusy(true);
+    const result = await this.track(
+      api("DELETE", documentUrl(this.path), {
+        headers: { "X-Base-Version": String(this.baseVersion) },
+      }),
+    );
+    this.setBusy(false);
+    if (result.ok) {
+      this.showDeleted(true);
+      announce(this.status, "Deleted. Its revisions are kept; Restore brings it back.", "success");
+    } else if (result.code === "VERSION_CONFLICT" && result.detail.deleted) {
+      this.showDeleted(true);
+      announce(this.status, failure("Not deleted", result, " It was already deleted."), "error");
+    } else if (result.code === "VERSION_CONFLICT") {
+      await this.showNewer(result);
+      announce(
+        this.status,
+        failure("Not deleted", result, " It changed first; check the newer text, then retry."),
+        "error",
+      );
+    } else {
+      announce(this.status, failure("Not deleted", result), "error");
+    }
+  }
+
+  async restore() {
+    this.setBusy(true);
+    const result = await this.track(noteRestore(this.path, this.baseVersion));
+    this.setBusy(false);
+    if (!result.ok) {
+      announce(this.status, failure("Not restored", result), "error");
+      return;
+    }
+    const current = await this.readCurrent();
+    if (current.ok) this.adopt(current.data.version, current.data.content);
+    this.showDeleted(false);
+    announce(this.status, `Restored at version ${result.data.version}.`, "success");
+  }
+
+  async move() {
+    const destination = this.part("move-to").value;
+    if (destination === this.path) {
+      announce(this.status, "Choose a different path to move to.");
+      return;
+    }
+    if (!(await this.resolveDraft("the move"))) return;
+    await this.waitBeforeWrite();
+    const result = await api("POST", config.urls.documentsMove, {
+      body: { from: this.path, to: destination },
+      headers: { "X-Base-Version": String(this.baseVersion) },
+    });
+    if (result.ok) {
+      window.location.assign(noteUrl(result.data.path));
+      return;
+    }
+    announce(this.status, pathFailure("Not moved", result), "error");
+  }
+}
+
+if (byId("note-editor") && config) new NoteEditor();

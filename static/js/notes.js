@@ -1,0 +1,32 @@
+// The Notes list: create a note, restore a deleted one.
+
+import { announce, byId, failure, noteRestore, noteUrl, noteWrite, pathFailure } from "./shared.js";
+
+function setUpNotesList() {
+  const status = byId("notes-status");
+  byId("note-create").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const path = form.elements.path.value;
+    const result = await noteWrite(path, form.elements.content.value, 0);
+    if (result.ok) {
+      window.location.assign(noteUrl(result.data.path));
+    } else if (result.code === "VERSION_CONFLICT") {
+      announce(status, failure("Not created", result, " A note already has this path."), "error");
+    } else {
+      announce(status, pathFailure("Not created", result), "error");
+    }
+  });
+  for (const button of document.querySelectorAll(".note-restore")) {
+    button.addEventListener("click", async () => {
+      const result = await noteRestore(button.dataset.path, button.dataset.version);
+      if (result.ok) {
+        window.location.assign(noteUrl(result.data.path));
+      } else {
+        announce(status, failure("Not restored", result), "error");
+      }
+    });
+  }
+}
+
+if (byId("note-create")) setUpNotesList();

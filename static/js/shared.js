@@ -1,0 +1,355 @@
+// What every page of the Workspace Memory web frame shares: plain ES modules, no build step.
+// base.html loads this module on every page; a page (or a partial) that needs more loads
+// its own module, which imports what it uses from here.
+//
+// Human writes are explicit online saves: each Save, Clear, Undo or Apply is one direct
+// request with X-Base-Version. On success the page knows the exact version the server
+// acknowledged; on any failure nothing changes and the draft stays. Nothing is queued.
+// The assistant is told only about this page's own acknowledged Saves (X-Memory-State),
+// never about the unsaved draft.
+
+export const byId = (id) => document.getElementById(id);
+const encoder = new TextEncoder();
+export const byteLength = (text) => encoder.encode(text).length;
+const csrfToken = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
+const configElement = byId("frame-config");
+export const config = configElement ? JSON.parse(configElement.textContent) : null;
+
+// ---- plumbing -------------------------------------------------------------------------
+
+export async function api(method, url, { body, headers = {} } = {}) {
+  const init = {
+    method,
+    credentials: "same-origin",
+    headers: { Accept: "application/json", ...headers },
+  };
+  if (method !== "GET") init.headers["X-CSRFToken"] = csrfToken;
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(url, init);
+  } catch {
+    return {
+      ok: false,
+      status: 0,
+      code: "NETWORK_ERROR",
+      message: "The server could not be reached; nothing was changed.",
+      detail: {},
+    };
+  }
+  let data = null;
+  if (response.status !== 204) {
+    try {
+      data = await response.json();
+    } catch {
+      data = null;
+    }
+  }
+  if (response.ok) return { ok: true, status: response.status, data };
+  const error = (data && data.error) || {};
+  return {
+    ok: false,
+    status: response.status,
+    code: error.code || `HTTP_${response.status}`,
+    message: error.message || response.statusText,
+    detail: error.detail || {},
+  };
+}
+
+// Put a result in a status region; by default move focus there, so keyboard and screen
+// reader users land on the outcome of what they just did.
+export function announce(region, text, kind = "info", { focus = true } = {}) {
+  if (!region) return;
+  region.textContent = text;
+  region.dataset.kind = kind;
+  if (focus) region.focus();
+}
+
+export function failure(verb, result, suffix = "") {
+  return `${verb}: ${result.code} — ${result.message}${suffix}`;
+}
+
+// Save / Discard / Cancel before an action that would otherwise lose or bypass a draft.
+function askDraftDecision(purpose) {
+  const dialog = byId("draft-dialog");
+  if (!dialog) return Promise.resolve("cancel");
+  byId("draft-dialog-text").textContent =
+    `Your draft is not saved. Save it first, discard it, or cancel ${purpose}?`;
+  return new Promise((resolve) => {
+    const buttons = dialog.querySelectorAll("button[value]");
+    const finish = (value) => {
+      buttons.forEach((button) => button.removeEventListener("click", onClick));
+      dialog.removeEventListener("cancel", onCancel);
+      dialog.close();
+      resolve(value);
+    };
+    const onClick = (event) => finish(event.currentTarget.value);
+    const onCancel = (event) => {
+      event.preventDefault();
+      finish("cancel");
+    };
+    buttons.forEach((button) => button.addEventListener("click", onClick));
+    dialog.addEventListener("cancel", onCancel);
+    dialog.showModal();
+    dialog.querySelector('button[value="cancel"]').focus();
+  });
+}
+
+// ---- an editor of one saved document (the memory document or a note) ---------------------
+
+export class DocumentEditor {
+  constructor({ prefix, content, version, noun }) {
+    this.prefix = prefix;
+    this.noun = noun;
+    this.textarea = this.part("text");
+    this.status = this.part("status");
+    this.baseVersion = version; // the version the draft is based on
+    this.baseText = content; // that version's exact text
+    this.inFlight = null; // the write in progress, if any
+    this.conflict = null; // {version, content} the server holds after a conflicting Save
+    this.hasUnresolvedConflict = false;
+    this.textarea.value = content;
+    this.textarea.addEventListener("input", () => this.render());
+    this.part("save").addEventListener("click", () => this.save());
+    this.part("discard").addEventListener("click", () => this.discard());
+    this.part("use-theirs").addEventListener("click", () => this.useTheirs());
+    this.part("keep-mine").addEventListener("click", () => this.keepMine());
+    window.addEventListener("beforeunload", (event) => {
+      if (this.isDirty) {
+        event.preventDefault();
+        event.returnValue = "";
+      }
+    });
+    this.render();
+  }
+
+  part(name) {
+    return byId(`${this.prefix}-${name}`);
+  }
+
+  get isDirty() {
+    return this.textarea.value !== this.baseText;
+  }
+
+  render() {
+    this.part("bytes").textContent = String(byteLength(this.textarea.value));
+    this.part("version").textContent = String(this.baseVersion);
+    this.part("dirty").hidden = !this.isDirty;
+  }
+
+  setBusy(isBusy) {
+    for (const name of this.busyParts()) {
+      const control = this.part(name);
+      if (control) control.disabled = isBusy;
+    }
+  }
+
+  busyParts() {
+    return ["save", "keep-mine", "use-theirs"];
+  }
+
+  // A write of ours was acknowledged at `version`, holding exactly `content`.
+  acknowledge(version, content, { replaceText = false } = {}) {
+    this.baseVersion = version;
+    this.baseText = content;
+    if (replaceText) this.textarea.value = content;
+    this.hideConflict();
+    this.render();
+  }
+
+  // Take the server's text as the new base (not a write of ours).
+  adopt(version, content) {
+    this.baseVersion = version;
+    this.baseText = content;
+    this.textarea.value = content;
+    this.hideConflict();
+    this.render();
+  }
+
+  async track(promise) {
+    this.inFlight = promise;
+    try {
+      return await promise;
+    } finally {
+      if (this.inFlight === promise) this.inFlight = null;
+    }
+  }
+
+  // Wait for an in-flight write, at most `ms`. True if none is left in flight.
+  async waitForWrite(ms) {
+    if (!this.inFlight) return true;
+    let timer;
+    const timeout = new Promise((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    const settled = this.inFlight.then(
+      () => true,
+      () => true,
+    );
+    const done = await Promise.race([settled, timeout]);
+    clearTimeout(timer);
+    return done && !this.inFlight;
+  }
+
+  async save({ base = this.baseVersion } = {}) {
+    if (this.inFlight) {
+      announce(this.status, "A save is already in progress; wait for it to finish.");
+      return null;
+    }
+    const content = this.textarea.value;
+    if (!this.isDirty && base === this.baseVersion) {
+      announce(this.status, `Nothing to save: the text matches version ${this.baseVersion}.`);
+      return null;
+    }
+    this.setBusy(true);
+    const result = await this.track(this.write(content, base));
+    this.setBusy(false);
+    if (result.ok) {
+      this.hasUnresolvedConflict = false;
+      this.acknowledge(result.data.version, content);
+      this.afterAcknowledged(result.data.version);
+      announce(this.status, `Saved. The server holds version ${result.data.version}.`, "success");
+    } else if (result.code === "VERSION_CONFLICT") {
+      this.hasUnresolvedConflict = true;
+      await this.showConflict(result);
+      const held = result.detail.currentVersion;
+      announce(
+        this.status,
+        failure("Not saved", result, ` Version ${held} is saved now. Your draft is kept.`),
+        "error",
+      );
+    } else {
+      announce(this.status, failure("Not saved", result, " Your draft is kept."), "error");
+    }
+    return result;
+  }
+
+  afterAcknowledged(_version) {}
+
+  discard() {
+    this.textarea.value = this.baseText;
+    this.render();
+    announce(this.status, `Discarded. The text is back to version ${this.baseVersion}.`);
+  }
+
+  async showConflict(result) {
+    const current = await this.readCurrent();
+    this.conflict = current.ok
+      ? { version: current.data.version, content: current.data.content }
+      : { version: result.detail.currentVersion, content: null };
+    this.part("conflict-theirs").textContent =
+      this.conflict.content ?? `(The saved text could not be loaded: ${current.code}.)`;
+    this.part("conflict-mine").textContent = this.textarea.value;
+    this.part("conflict-summary").textContent =
+      `Version ${this.conflict.version} was saved elsewhere after the version ` +
+      `${this.baseVersion} your draft is based on. Nothing of yours was written.`;
+    this.part("conflict").hidden = false;
+  }
+
+  hideConflict() {
+    this.conflict = null;
+    this.part("conflict").hidden = true;
+  }
+
+  useTheirs() {
+    if (!this.conflict) return;
+    if (this.conflict.content === null) {
+      announce(this.status, "The saved text could not be loaded; reload the page to see it.");
+      return;
+    }
+    const { version, content } = this.conflict;
+    this.hasUnresolvedConflict = false;
+    this.adopt(version, content);
+    announce(this.status, `Using version ${version}. Your draft was discarded.`);
+  }
+
+  async keepMine() {
+    if (!this.conflict) return;
+    await this.save({ base: this.conflict.version });
+  }
+
+  // After a refused write: show the newer text if there is no draft to keep, or the
+  // conflict banner if there is.
+  async showNewer(result) {
+    if (this.isDirty) {
+      this.hasUnresolvedConflict = true;
+      await this.showConflict(result);
+      return;
+    }
+    const current = await this.readCurrent();
+    if (current.ok) {
+      this.hasUnresolvedConflict = false;
+      this.adopt(current.data.version, current.data.content);
+    }
+  }
+
+  // Resolve an unsaved draft before `purpose`; true to go ahead.
+  async resolveDraft(purpose) {
+    if (!this.isDirty) return true;
+    const decision = await askDraftDecision(purpose);
+    if (decision === "save") {
+      const result = await this.save();
+      return Boolean(result && result.ok);
+    }
+    if (decision === "discard") {
+      this.textarea.value = this.baseText;
+      this.render();
+      return true;
+    }
+    announce(this.status, `Cancelled ${purpose}. Your draft is kept.`);
+    return false;
+  }
+
+  async waitBeforeWrite() {
+    if (!this.inFlight) return;
+    announce(this.status, "Waiting for the save in progress…", "info", { focus: false });
+    await this.inFlight.catch(() => null);
+  }
+}
+
+// ---- notes (the Notes list and a note's editor) --------------------------------------------
+
+export function documentUrl(path) {
+  return `${config.urls.documents}?path=${encodeURIComponent(path)}`;
+}
+
+// Write a note's text on version `base` (0 creates it).
+export function noteWrite(path, content, base) {
+  return api("PUT", documentUrl(path), {
+    body: { content },
+    headers: { "X-Base-Version": String(base) },
+  });
+}
+
+export function noteRestore(path, base) {
+  return api("POST", config.urls.documentsRestore, {
+    body: { path },
+    headers: { "X-Base-Version": String(base) },
+  });
+}
+
+export function noteUrl(path) {
+  return `${config.urls.note}?path=${encodeURIComponent(path)}`;
+}
+
+export function pathFailure(verb, result) {
+  if (result.code === "INVALID_DOCUMENT_PATH" && result.detail.canonical) {
+    return failure(verb, result, ` Use the spelling “${result.detail.canonical}”.`);
+  }
+  if (result.code === "MEMORY_NAMESPACE_RESERVED") {
+    return failure(verb, result, " Memory is edited only in the Memory frame.");
+  }
+  return failure(verb, result);
+}
+
+// ---- start ---------------------------------------------------------------------------------
+
+// Module scripts run, in document order, before DOMContentLoaded: by then every page module
+// has set its page up, so the page is ready for input.
+document.addEventListener("DOMContentLoaded", () => {
+  document.querySelector("[data-focus-on-load]")?.focus();
+  document.documentElement.dataset.frameReady = "1";
+});
