@@ -15,13 +15,8 @@ from automation.models import Admission, Conversation, DeliveryCredential, Messa
 from automation.sql import pk_param, table
 from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import MemoryText, memory_policy_get
-from workspaces.crypto import (
-    CiphertextRejected,
-    record_associated_data,
-    revision_associated_data,
-    unseal,
-)
-from workspaces.errors import CredentialExpired, DocumentUnreadable, NotFound
+from workspaces.crypto import record_open, revision_open
+from workspaces.errors import CredentialExpired, NotFound
 from workspaces.models import (
     File,
     FileVersion,
@@ -189,18 +184,13 @@ def transcript_for_conversation(
 
 
 def _message_open(message: Message, workspace: Workspace, data_key: bytes | None) -> dict[str, Any]:
-    if data_key is None:
-        raise DocumentUnreadable(message=str(message.pk))
-    try:
-        raw = unseal(
-            data_key=data_key,
-            ciphertext=bytes(message.ciphertext),
-            associated_data=record_associated_data(
-                kind="message", workspace_id=workspace.pk, record_id=message.pk
-            ),
-        )
-    except CiphertextRejected:
-        raise DocumentUnreadable(message=str(message.pk)) from None
+    raw = record_open(
+        data_key=data_key,
+        ciphertext=bytes(message.ciphertext),
+        kind="message",
+        workspace_id=workspace.pk,
+        record_id=message.pk,
+    )
     body: dict[str, Any] = json.loads(raw)
     return body
 
@@ -287,18 +277,13 @@ class RecallFacts:
         """The live memory text, opened with the turn's key session key."""
         if self.memory_file_id is None or self.memory_ciphertext is None:
             return MemoryText(content="", version=0, bytes=0)
-        try:
-            plaintext = unseal(
-                data_key=data_key,
-                ciphertext=self.memory_ciphertext,
-                associated_data=revision_associated_data(
-                    workspace_id=workspace_id,
-                    file_id=self.memory_file_id,
-                    version=self.memory_version,
-                ),
-            )
-        except CiphertextRejected:
-            raise DocumentUnreadable(version=self.memory_version) from None
+        plaintext = revision_open(
+            data_key=data_key,
+            ciphertext=self.memory_ciphertext,
+            workspace_id=workspace_id,
+            file_id=self.memory_file_id,
+            version=self.memory_version,
+        )
         return MemoryText(
             content=plaintext.decode(), version=self.memory_version, bytes=self.memory_bytes
         )

@@ -36,7 +36,7 @@ from automation.tokens import delivery_credential_cache_key, delivery_credential
 from memory.edits import is_encodable
 from memory.models import MemoryPolicy
 from memory.selectors import memory_policy_get
-from workspaces.crypto import record_associated_data, seal
+from workspaces.crypto import record_seal
 from workspaces.errors import (
     DocumentUnreadable,
     InvalidText,
@@ -252,12 +252,12 @@ def transcript_append(
     """
     message_id = uuid.uuid4()
     sequence = (turn.messages.aggregate(last=Max("sequence"))["last"] or 0) + 1
-    sealed = seal(
+    sealed = record_seal(
         data_key=data_key,
         plaintext=json.dumps(body).encode(),
-        associated_data=record_associated_data(
-            kind="message", workspace_id=workspace.pk, record_id=message_id
-        ),
+        kind="message",
+        workspace_id=workspace.pk,
+        record_id=message_id,
     )
     return Message.objects.create(
         id=message_id,

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from memory.edits import MemoryChange, parse_changes
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
-from workspaces.crypto import CiphertextRejected, record_associated_data, unseal
+from workspaces.crypto import record_open
 from workspaces.errors import DocumentUnreadable, NotFound
 from workspaces.models import FileVersion, Workspace
 from workspaces.selectors import (
@@ -56,10 +56,11 @@ def memory_revision_text(
 ) -> MemoryText:
     """A revision's text, opened with `data_key` (an automatic reader's key session) or,
     for a person's request, with the workspace key the deployment unwraps."""
-    data_key = data_key or workspace_data_key(workspace=workspace)
-    if data_key is None:
-        raise DocumentUnreadable(version=revision.version)
-    content = file_version_plaintext(version=revision, workspace=workspace, data_key=data_key)
+    content = file_version_plaintext(
+        version=revision,
+        workspace=workspace,
+        data_key=data_key or workspace_data_key(workspace=workspace),
+    )
     return MemoryText(content=content, version=revision.version, bytes=revision.size_bytes)
 
 
@@ -83,16 +84,13 @@ def memory_proposal_changes(
     *, proposal: Proposal, workspace: Workspace, data_key: bytes
 ) -> list[MemoryChange]:
     """Open a proposal's sealed changes."""
-    try:
-        raw = unseal(
-            data_key=data_key,
-            ciphertext=bytes(proposal.changes_ciphertext),
-            associated_data=record_associated_data(
-                kind="proposal", workspace_id=workspace.pk, record_id=proposal.pk
-            ),
-        )
-    except CiphertextRejected:
-        raise DocumentUnreadable(proposal=str(proposal.pk)) from None
+    raw = record_open(
+        data_key=data_key,
+        ciphertext=bytes(proposal.changes_ciphertext),
+        kind="proposal",
+        workspace_id=workspace.pk,
+        record_id=proposal.pk,
+    )
     return parse_changes(json.loads(raw))
 
 

@@ -26,7 +26,7 @@ from memory.selectors import (
     memory_proposal_get,
     memory_version_get,
 )
-from workspaces.crypto import record_associated_data, seal
+from workspaces.crypto import record_seal
 from workspaces.errors import InvalidHeader, VersionConflict
 from workspaces.models import AuditEvent, File, FileVersion, User, Workspace
 from workspaces.paths import document_path_require_canonical
@@ -195,12 +195,12 @@ def memory_proposal_create(
         id=proposal_id,
         workspace=workspace,
         admission_id=admission_id,
-        changes_ciphertext=seal(
+        changes_ciphertext=record_seal(
             data_key=data_key,
             plaintext=payload,
-            associated_data=record_associated_data(
-                kind="proposal", workspace_id=workspace.pk, record_id=proposal_id
-            ),
+            kind="proposal",
+            workspace_id=workspace.pk,
+            record_id=proposal_id,
         ),
         base_version=base_version,
         clear_generation=clear_generation,

@@ -32,6 +32,8 @@ from django_cryptography.core.signing import FernetSigner
 from django_cryptography.fields import encrypt
 from django_cryptography.utils.crypto import FernetBytes, InvalidToken
 
+from workspaces.errors import DocumentUnreadable
+
 DATA_KEY_BYTES = 32
 NONCE_BYTES = 12
 
@@ -64,6 +66,53 @@ def unseal(*, data_key: bytes, ciphertext: bytes, associated_data: bytes) -> byt
         return AESGCM(data_key).decrypt(nonce, body, associated_data)
     except (InvalidTag, ValueError):
         raise CiphertextRejected() from None
+
+
+def record_seal(
+    *, data_key: bytes, plaintext: bytes, kind: str, workspace_id: int, record_id: object
+) -> bytes:
+    """Seal a record other than a file revision (a proposal's changes, a message), bound to
+    its kind, workspace and id."""
+    associated_data = record_associated_data(
+        kind=kind, workspace_id=workspace_id, record_id=record_id
+    )
+    return seal(data_key=data_key, plaintext=plaintext, associated_data=associated_data)
+
+
+def record_open(
+    *, data_key: bytes | None, ciphertext: bytes, kind: str, workspace_id: int, record_id: object
+) -> bytes:
+    """Open what `record_seal` sealed, whole, or refuse it as `_open` does, naming the
+    record (`{kind: id}`)."""
+    associated_data = record_associated_data(
+        kind=kind, workspace_id=workspace_id, record_id=record_id
+    )
+    return _open(data_key, ciphertext, associated_data, {kind: str(record_id)})
+
+
+def revision_open(
+    *, data_key: bytes | None, ciphertext: bytes, workspace_id: int, file_id: int, version: int
+) -> bytes:
+    """Open a file revision, whole, bound to the workspace, file and version it is read as,
+    or refuse it as `_open` does, naming the version."""
+    associated_data = revision_associated_data(
+        workspace_id=workspace_id, file_id=file_id, version=version
+    )
+    return _open(data_key, ciphertext, associated_data, {"version": version})
+
+
+def _open(
+    data_key: bytes | None, ciphertext: bytes, associated_data: bytes, unreadable: dict[str, Any]
+) -> bytes:
+    """The one way every app opens what it sealed. Without a key, or when the ciphertext
+    fails authentication (altered, truncated, or copied from another row), it is
+    DocumentUnreadable with `unreadable` as its detail: no partial text is ever returned."""
+    if data_key is None:
+        raise DocumentUnreadable(**unreadable)
+    try:
+        return unseal(data_key=data_key, ciphertext=ciphertext, associated_data=associated_data)
+    except CiphertextRejected:
+        raise DocumentUnreadable(**unreadable) from None
 
 
 def ciphertext_digest(ciphertext: bytes) -> str:

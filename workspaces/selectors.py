@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from django.core.cache import cache
 from django.db.models import F, OuterRef, QuerySet, Subquery
 
-from workspaces.crypto import CiphertextRejected, revision_associated_data, unseal
-from workspaces.errors import CACHE_ERRORS, DocumentUnreadable, NotFound, OrgPendingDeletion
+from workspaces.crypto import revision_open
+from workspaces.errors import CACHE_ERRORS, NotFound, OrgPendingDeletion
 from workspaces.models import (
     ApiToken,
     File,
@@ -108,22 +108,17 @@ def file_version_page(
     return VersionPage(revisions=revisions, next_before=revisions[-1].version if is_full else None)
 
 
-def file_version_plaintext(*, version: FileVersion, workspace: Workspace, data_key: bytes) -> str:
-    """Decrypt a revision, binding it to the workspace, file and version it is read as.
-
-    A revision whose ciphertext was altered, or copied from any other row, fails as a
-    whole: no partial text is ever returned.
-    """
-    try:
-        plaintext = unseal(
-            data_key=data_key,
-            ciphertext=bytes(version.ciphertext),
-            associated_data=revision_associated_data(
-                workspace_id=workspace.pk, file_id=version.file_id, version=version.version
-            ),
-        )
-    except CiphertextRejected:
-        raise DocumentUnreadable(version=version.version) from None
+def file_version_plaintext(
+    *, version: FileVersion, workspace: Workspace, data_key: bytes | None
+) -> str:
+    """Decrypt a revision, binding it to the workspace, file and version it is read as."""
+    plaintext = revision_open(
+        data_key=data_key,
+        ciphertext=bytes(version.ciphertext),
+        workspace_id=workspace.pk,
+        file_id=version.file_id,
+        version=version.version,
+    )
     return plaintext.decode()
 
 
