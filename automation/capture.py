@@ -36,7 +36,6 @@ from automation.models import (
     DeliveryCredential,
 )
 from automation.selectors import fence_failed_predicates
-from automation.sql import pk_param, table
 from memory.edits import MemoryChange, apply_memory_changes
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
 from memory.selectors import memory_current_get
@@ -56,6 +55,7 @@ from workspaces.services import (
     file_write,
     key_session_resolve,
 )
+from workspaces.sql import datetime_param, pk_param, table
 
 
 @dataclass(frozen=True)
@@ -345,6 +345,8 @@ def _fence_locks_take(admission: Admission) -> None:
     if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
+        # SQL because FOR SHARE has no ORM spelling (select_for_update() takes only FOR
+        # UPDATE); the order is the one the module docstring gives.
         for sql, param in [
             (
                 f"SELECT 1 FROM {table(MemoryPolicy)} WHERE workspace_id = %s FOR SHARE",
@@ -386,8 +388,10 @@ def _fence_insert(
     into 0 rather than letting it slip past `ok = 1`. And an INSERT ... SELECT that finds
     no admission inserts nothing and raises nothing, so the row count is asserted.
     """
-    moment = connection.ops.adapt_datetimefield_value(now)
+    moment = datetime_param(now)
     presented = pk_param(KeySession, key_session_id)
+    # SQL because INSERT ... SELECT has no ORM spelling, and only it computes `ok` from the
+    # live rows in the statement that writes the fence.
     sql = f"""
         INSERT INTO {table(CommitFence)}
             (admission_id, revision_id, presented_key_session_id, ok, created_at)

@@ -12,7 +12,6 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from automation.models import Admission, Conversation, DeliveryCredential, Message, Turn
-from automation.sql import pk_param, table
 from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import MemoryText, memory_policy_get
 from workspaces.crypto import record_open, revision_open
@@ -28,6 +27,7 @@ from workspaces.models import (
     WorkspaceMembership,
 )
 from workspaces.selectors import workspace_data_key
+from workspaces.sql import datetime_param, pk_param, table
 
 
 def conversation_list_for_user(*, user: User, team: Team) -> QuerySet[Conversation]:
@@ -326,7 +326,7 @@ def recall_facts(*, admission: Admission, now: datetime) -> RecallFacts | None:
     params = [
         admission.owner_id,
         True,
-        connection.ops.adapt_datetimefield_value(now),
+        datetime_param(now),
         pk_param(KeySession, admission.key_session_id),
         admission.owner_id,
         pk_param(Conversation, admission.conversation_id),

@@ -314,7 +314,8 @@ def memory_recall(*, admission: Admission) -> Recall:
     with transaction.atomic():
         if connection.vendor == "postgresql":
             # The memory receipt is a diagnostic record: losing the last few to a server
-            # crash is acceptable, waiting for a WAL flush on every model call is not.
+            # crash is acceptable, waiting for a WAL flush on every model call is not. (SQL:
+            # a session setting has no ORM spelling.)
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
         Admission.objects.filter(pk=admission.pk).update(

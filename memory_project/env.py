@@ -7,6 +7,7 @@ typo in a deployment is found at boot instead of becoming a silent default.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +16,10 @@ from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+# The periods the REST framework's throttles understand (it reads only the first letter).
+_RATE = re.compile(r"([1-9][0-9]*)/(s|sec|second|m|min|minute|h|hour|d|day)")
+# HS256 and the ciphers want 256-bit keys; fewer characters than this is a mistake.
+_SECRET_MIN_LENGTH = 32
 
 
 def env_str(name: str, default: str, environ: Mapping[str, str] = os.environ) -> str:
@@ -86,6 +91,24 @@ def env_choice(
     return value
 
 
+def env_rate(name: str, default: str, environ: Mapping[str, str] = os.environ) -> str:
+    """Read a request rate such as `300/min`, which the throttles would otherwise only
+    parse on the first request."""
+    value = env_str(name, default, environ).strip()
+    if _RATE.fullmatch(value) is None:
+        raise ImproperlyConfigured(
+            f"{name} must be a count of at least 1 per s, min, h or day, like 300/min; "
+            f"got {value!r}"
+        )
+    return value
+
+
+def env_signing_key(name: str, default: str, environ: Mapping[str, str] = os.environ) -> str:
+    """Read a signing key given in the environment, else `default` (derived by the caller)."""
+    value = environ.get(name, "").strip()
+    return _long_enough(name, value) if value else default
+
+
 def env_secret(name: str, fallback_file: Path, environ: Mapping[str, str] = os.environ) -> str:
     """Read a secret from the environment, else from a generated file kept beside the data.
 
@@ -95,12 +118,16 @@ def env_secret(name: str, fallback_file: Path, environ: Mapping[str, str] = os.e
     """
     value = environ.get(name, "").strip()
     if value:
-        if len(value) < 32:
-            raise ImproperlyConfigured(f"{name} must be at least 32 characters long")
-        return value
+        return _long_enough(name, value)
     if not fallback_file.exists():
         _create_secret_file(fallback_file)
     return fallback_file.read_text().strip()
+
+
+def _long_enough(name: str, value: str) -> str:
+    if len(value) < _SECRET_MIN_LENGTH:
+        raise ImproperlyConfigured(f"{name} must be at least {_SECRET_MIN_LENGTH} characters long")
+    return value
 
 
 def _create_secret_file(path: Path) -> None:

@@ -12,10 +12,8 @@ from django.core.handlers.wsgi import WSGIRequest, get_bytes_from_wsgi
 from django.http import HttpRequest, HttpResponse
 
 from memory_project.api.exceptions import edge_error_response, error_response, is_api_path
+from memory_project.api.throttles import SAFE_METHODS
 from workspaces.errors import InvalidDocumentPath
-
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
-
 
 # Django's bounds on what precedes the body. gunicorn's own limits sit above them
 # (memory_project/gunicorn_conf.py), so that these refusals are answered here, in the

@@ -19,7 +19,9 @@ from memory_project.env import (
     env_int,
     env_list,
     env_origins,
+    env_rate,
     env_secret,
+    env_signing_key,
     env_str,
 )
 
@@ -228,7 +230,7 @@ OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
 OPENAI_MODEL = env_str("OPENAI_MODEL", "")
 if MODEL_PROVIDER == "openai" and not (OPENAI_BASE_URL and OPENAI_MODEL):
     raise ImproperlyConfigured("MODEL_PROVIDER=openai needs OPENAI_BASE_URL and OPENAI_MODEL")
-JWT_SIGNING_KEY = env_str(
+JWT_SIGNING_KEY = env_signing_key(
     "JWT_SIGNING_KEY", hashlib.sha256(f"jwt-signing:{SECRET_KEY}".encode()).hexdigest()
 )
 
@@ -245,8 +247,8 @@ REST_FRAMEWORK = {
         "memory_project.api.throttles.WriteRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
-        "credential": env_str("THROTTLE_CREDENTIAL_RATE", "1200/min"),
-        "write": env_str("THROTTLE_WRITE_RATE", "300/min"),
+        "credential": env_rate("THROTTLE_CREDENTIAL_RATE", "1200/min"),
+        "write": env_rate("THROTTLE_WRITE_RATE", "300/min"),
     },
     # How many proxies in front of the app append to X-Forwarded-For; 0 trusts none and
     # uses REMOTE_ADDR, so a client cannot pick its own address for the limits.
@@ -276,8 +278,9 @@ SPECTACULAR_SETTINGS = {
 
 # Without a broker, tasks run in the calling process: the embedded default needs no
 # worker, and the same code paths run as in production.
-CELERY_TASK_ALWAYS_EAGER = not env_str("CELERY_BROKER_URL", "")
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")
+_broker_url = env_str("CELERY_BROKER_URL", "")
+CELERY_TASK_ALWAYS_EAGER = not _broker_url
+CELERY_BROKER_URL = _broker_url or "memory://"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -5,8 +5,8 @@ Two layers:
 * every workspace has its own random 256-bit data key; each revision is sealed with
   AES-256-GCM under it, with associated data naming the workspace, the file and the
   version, so a ciphertext copied into any other row fails authentication;
-* the data key is stored wrapped by the deployment key (CRYPTOGRAPHY_KEY) in a
-  django-cryptography encrypted field.
+* the data key is stored wrapped by the deployment key (CRYPTOGRAPHY_KEY), with
+  django-cryptography's Fernet.
 
 django-cryptography signs its ciphertext with SECRET_KEY unless told otherwise, which
 would make every stored key unreadable the day SECRET_KEY is rotated. The field below
@@ -29,7 +29,6 @@ from django.conf import settings
 from django.core.signing import BadSignature
 from django.db import models
 from django_cryptography.core.signing import FernetSigner
-from django_cryptography.fields import encrypt
 from django_cryptography.utils.crypto import FernetBytes, InvalidToken
 
 from workspaces.errors import DocumentUnreadable
@@ -139,19 +138,25 @@ def deployment_keys() -> list[str]:
     return [settings.DEPLOYMENT_KEY, *settings.DEPLOYMENT_PREVIOUS_KEYS]
 
 
-_EncryptedBinaryField: type[models.BinaryField] = type(encrypt(models.BinaryField()))
+class WrappedKeyField(models.BinaryField):
+    """A data key stored encrypted and signed under the deployment key alone.
 
+    Built on Django's field hooks, not django-cryptography's `encrypt()`: that takes one
+    key fixed at import and signs with SECRET_KEY, and has no way to read under previous
+    keys during a rotation. The stored form is the same Fernet token it wrote.
+    """
 
-class WrappedKeyField(_EncryptedBinaryField):  # type: ignore[valid-type,misc]
-    """django-cryptography's encrypted binary field, keyed by the deployment key alone."""
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        if value is not None:
+            value = bytes(_fernet_for(settings.DEPLOYMENT_KEY).encrypt(bytes(value)))
+        return super().get_db_prep_value(value, connection, prepared)
 
-    def _dump(self, value: Any) -> bytes:
-        return bytes(_fernet_for(settings.DEPLOYMENT_KEY).encrypt(bytes(value)))
-
-    def _load(self, value: bytes) -> bytes:
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> bytes | None:
+        if value is None:
+            return None
         for secret in deployment_keys():
             try:
-                return bytes(_fernet_for(secret).decrypt(value))
+                return bytes(_fernet_for(secret).decrypt(bytes(value)))
             except (BadSignature, InvalidToken):
                 continue
         raise CiphertextRejected("no configured deployment key unwraps this data key")

@@ -57,6 +57,7 @@ from workspaces.models import (
 )
 from workspaces.ratelimit import client_address
 from workspaces.selectors import workspace_data_key
+from workspaces.sql import datetime_param, table
 from workspaces.tokens import jwt_encode, pat_generate
 
 logger = logging.getLogger(__name__)
@@ -399,7 +400,7 @@ def workspace_keys_rewrap(*, batch_size: int = 100) -> int:
             for row in batch:
                 # Assigning the unwrapped value back makes the field seal it again
                 # under the current deployment key.
-                row.wrapped_key = bytes(row.wrapped_key)  # type: ignore[assignment]
+                row.wrapped_key = bytes(row.wrapped_key)
                 row.wrapping_key_id = current
                 row.rewrapped_at = timezone.now()
                 row.save(update_fields=["wrapped_key", "wrapping_key_id", "rewrapped_at"])
@@ -475,26 +476,19 @@ def _file_version_bump(
     version, size in bytes of the revision it replaces).
 
     One conditional UPDATE. A concurrent writer blocks on the row lock, then re-reads the
-    bumped version and matches nothing. Written in SQL because the ORM's update() cannot
-    return the row, and a second statement to read it back is measurable on every save.
+    bumped version and matches nothing.
     """
-    table = connection.ops.quote_name(File._meta.db_table)
-    versions = connection.ops.quote_name(FileVersion._meta.db_table)
+    files = table(File)
     with connection.cursor() as cursor:
+        # SQL for RETURNING, which the ORM's update() lacks: reading the row back would be
+        # a second statement, measurable on every save.
         cursor.execute(
-            f"UPDATE {table} SET current_version = current_version + 1, updated_at = %s "
+            f"UPDATE {files} SET current_version = current_version + 1, updated_at = %s "
             "WHERE workspace_id = %s AND path = %s AND current_version = %s "
             "AND deleted_at IS NULL RETURNING id, current_version, "
-            f"(SELECT size_bytes FROM {versions} WHERE file_id = {table}.id AND version = %s)",
-            # Adapted as the ORM adapts it: SQLite keeps datetimes as text, and a raw
-            # aware value would store a second format (with an offset) in the column.
-            [
-                connection.ops.adapt_datetimefield_value(now),
-                workspace.pk,
-                path,
-                base_version,
-                base_version,
-            ],
+            f"(SELECT size_bytes FROM {table(FileVersion)} "
+            f"WHERE file_id = {files}.id AND version = %s)",
+            [datetime_param(now), workspace.pk, path, base_version, base_version],
         )
         row = cursor.fetchone()
     return None if row is None else (row[0], row[1], row[2] or 0)

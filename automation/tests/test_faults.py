@@ -32,12 +32,12 @@ from rest_framework.test import APIClient
 from automation import runtime, services
 from automation.models import Admission, CommitFence, Message, Turn
 from automation.reaper import TURN_TIMED_OUT, turns_reap
-from automation.sql import table
 from automation.tokens import delivery_credential_cache_key
 from conftest import backend_terminate
 from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import memory_current_get, memory_policy_get
 from workspaces.models import File, FileVersion, KeySession
+from workspaces.sql import table
 
 pytestmark = [
     pytest.mark.skipif(

@@ -19,7 +19,9 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from workspaces.ratelimit import window_hit
 
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# RFC 9110's safe methods: they change nothing, so neither the write limit nor the Origin
+# gate (memory_project/middleware.py) applies to them.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 
 class _ScopedThrottle(SimpleRateThrottle):

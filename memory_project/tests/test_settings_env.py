@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import runpy
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from memory_project.env import env_bool, env_int, env_origins, env_secret
+from memory_project import settings as settings_module
+from memory_project.env import env_bool, env_int, env_origins, env_rate, env_secret
 from memory_project.settings import _database
 
 
@@ -57,3 +60,35 @@ def test_generated_secret_is_stable_and_private(tmp_path):
     assert first == second
     assert len(first) >= 32
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def start_up(monkeypatch, **environ: str) -> dict:
+    """Evaluate the settings module afresh, as a process starting with `environ` would."""
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    return runpy.run_path(settings_module.__file__)
+
+
+@pytest.mark.parametrize("name", ["THROTTLE_CREDENTIAL_RATE", "THROTTLE_WRITE_RATE"])
+@pytest.mark.parametrize("raw", ["abc", "300", "0/min", "300/fortnight", "x/min", "30/ min"])
+def test_malformed_throttle_rate_stops_start_up(monkeypatch, name, raw):
+    with pytest.raises(ImproperlyConfigured, match=name):
+        start_up(monkeypatch, **{name: raw})
+
+
+@pytest.mark.parametrize("raw", ["5/s", "10/sec", "300/min", "60/minute", "100/hour", "1/day"])
+def test_rate_the_throttles_can_read_is_accepted(raw):
+    assert env_rate("THROTTLE_WRITE_RATE", "300/min", environ={"THROTTLE_WRITE_RATE": raw}) == raw
+
+
+def test_short_jwt_signing_key_stops_start_up(monkeypatch):
+    with pytest.raises(ImproperlyConfigured, match="JWT_SIGNING_KEY"):
+        start_up(monkeypatch, JWT_SIGNING_KEY="too-short")
+
+
+def test_jwt_signing_key_is_taken_from_the_environment_or_derived(monkeypatch):
+    derived = start_up(monkeypatch)["JWT_SIGNING_KEY"]
+    given = start_up(monkeypatch, JWT_SIGNING_KEY="k" * 32)["JWT_SIGNING_KEY"]
+
+    assert len(derived) == 64
+    assert given == "k" * 32
