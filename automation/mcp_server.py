@@ -13,9 +13,10 @@ token it presents, in that token's team:
   credential's team, so another team's workspace and a missing one are the same NOT_FOUND;
 - a tool's arguments pass the REST route's own serializers, so they are judged exactly as
   there (VALIDATION_FAILED, same `detail.fields`);
-- documents go through `automation.documents` as `document_actor_for_person`: revisions are
-  authored `human`, and every spelling of `.zudotext/memory/` is refused
-  (MEMORY_NAMESPACE_RESERVED) or left out of listings. External clients get no memory API;
+- documents go through the one document service (`memory.documents`) as a client acting as
+  its member, exactly as the automation document routes do: revisions are authored `human`,
+  and every spelling of `.zudotext/memory/` is refused (MEMORY_NAMESPACE_RESERVED) or left
+  out of listings. External clients get no memory API;
 - `ask_zudo_agent` sends an ordinary assistant turn through `message_admit`, the ingress the
   HTTP route uses, with no X-Memory-State (recall uses the server's current revision) and
   the token owner's authority for that one turn: a key session opened for the turn and
@@ -55,28 +56,21 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 from rest_framework.exceptions import AuthenticationFailed, Throttled, ValidationError
 from rest_framework.request import Request
-from rest_framework.serializers import Serializer
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from automation.api.documents import AutomationDocumentApi, AutomationDocumentSearchApi
-from automation.documents import (
-    assistant_document_list,
-    assistant_document_path,
-    assistant_document_read,
-    assistant_document_search,
-    assistant_document_write,
-    document_actor_for_person,
-)
+from automation.api import serializers as shapes
 from automation.models import Admission, Turn
 from automation.selectors import conversation_get_for_owner, turn_progress_get
 from automation.services import conversation_create, message_admit_from_mcp, turn_key_session_end
+from memory import documents
+from memory.api.document_common import DocumentListQuerySerializer, validated
 from workspaces.authentication import Credential, McpBearerAuthentication
 from workspaces.errors import CredentialKindRefused, DomainError, NotFound
-from workspaces.models import Workspace
+from workspaces.models import Workspace, WorkspaceMembership
 from workspaces.selectors import workspace_membership_get
 
 MCP_PATH = "/mcp"
@@ -255,9 +249,19 @@ async def _answer(
 
 def _workspace(credential: Credential, workspace_id: int) -> Workspace:
     """A workspace the caller is a member of, in the credential's team; else NOT_FOUND."""
+    return _membership(credential, workspace_id).workspace
+
+
+def _membership(credential: Credential, workspace_id: int) -> WorkspaceMembership:
     return workspace_membership_get(
         user=credential.user, team=credential.team, workspace_id=workspace_id
-    ).workspace
+    )
+
+
+def _client(credential: Credential, workspace_id: int) -> documents.DocumentActor:
+    """The caller as the document service's actor: a client acting as its member."""
+    membership = _membership(credential, workspace_id)
+    return documents.DocumentActor.of_member(membership, documents.ActorKind.CLIENT)
 
 
 # --- Output shapes ---------------------------------------------------------------------------
@@ -306,21 +310,14 @@ class AgentTurn(BaseModel):
 
 
 # --- The tools' work (in the ORM's thread) -----------------------------------------------------
-
-
-def _validated(serializer: Serializer) -> dict[str, Any]:
-    """The REST route's own validation of a tool's arguments: one rule for both surfaces."""
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
+# A tool's arguments pass the REST route's own serializers: one rule for both surfaces.
 
 
 def _list(credential: Credential, workspace_id: int, prefix: str | None) -> DocumentList:
-    actor = document_actor_for_person(
-        workspace=_workspace(credential, workspace_id), user=credential.user
-    )
+    actor = _client(credential, workspace_id)
     arguments = {} if prefix is None else {"prefix": prefix}
-    query = _validated(AutomationDocumentApi.ListQuerySerializer(data=arguments))
-    files = assistant_document_list(actor=actor, prefix=query.get("prefix"))
+    query = validated(DocumentListQuerySerializer(data=arguments))
+    files = documents.document_list(actor=actor, prefix=query.get("prefix"))
     return DocumentList(
         documents=[DocumentEntry(path=file.path, version=file.current_version) for file in files]
     )
@@ -329,12 +326,10 @@ def _list(credential: Credential, workspace_id: int, prefix: str | None) -> Docu
 def _search(
     credential: Credential, workspace_id: int, query: str, cursor: str | None
 ) -> SearchResults:
-    actor = document_actor_for_person(
-        workspace=_workspace(credential, workspace_id), user=credential.user
-    )
+    actor = _client(credential, workspace_id)
     arguments = {"q": query} if cursor is None else {"q": query, "cursor": cursor}
-    valid = _validated(AutomationDocumentSearchApi.QuerySerializer(data=arguments))
-    found = assistant_document_search(actor=actor, query=valid["q"], cursor=valid.get("cursor"))
+    valid = validated(shapes.SearchQuery(data=arguments))
+    found = documents.document_search(actor=actor, query=valid["q"], cursor=valid.get("cursor"))
     return SearchResults(
         results=[
             SearchHitOut(path=h.path, version=h.version, snippet=h.snippet) for h in found.hits
@@ -345,10 +340,7 @@ def _search(
 
 
 def _read(credential: Credential, workspace_id: int, path: str) -> DocumentOut:
-    actor = document_actor_for_person(
-        workspace=_workspace(credential, workspace_id), user=credential.user
-    )
-    document = assistant_document_read(actor=actor, raw_path=path)
+    document = documents.document_read(actor=_client(credential, workspace_id), raw_path=path)
     return DocumentOut(
         path=document.path,
         version=document.version,
@@ -358,13 +350,13 @@ def _read(credential: Credential, workspace_id: int, path: str) -> DocumentOut:
 
 
 def _create(credential: Credential, workspace_id: int, path: str, content: str) -> CreatedNote:
-    actor = document_actor_for_person(
-        workspace=_workspace(credential, workspace_id), user=credential.user
-    )
+    actor = _client(credential, workspace_id)
     # In the REST route's order: the path first, then the body.
-    canonical = assistant_document_path(path)
-    body = _validated(AutomationDocumentApi.InputSerializer(data={"content": content}))
-    revision = assistant_document_write(
+    (canonical,) = documents.document_paths(
+        actor=actor, operation=documents.Operation.WRITE, raw_paths=[path]
+    )
+    body = validated(shapes.Save(data={"content": content}))
+    revision = documents.document_write(
         actor=actor, raw_path=canonical, content=body["content"], base_version=0
     )
     return CreatedNote(path=revision.file.path, version=revision.version)

@@ -10,8 +10,11 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import QuerySet
+from django.utils import timezone
 
+from automation.errors import CredentialSuperseded, WorkspaceAiDisabled
 from automation.models import Admission, Conversation, DeliveryCredential, Message, Turn
+from memory.documents import ActorKind, DocumentActor
 from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import MemoryText, memory_policy_get
 from workspaces.crypto import record_open, revision_open
@@ -26,7 +29,7 @@ from workspaces.models import (
     Workspace,
     WorkspaceMembership,
 )
-from workspaces.selectors import workspace_data_key
+from workspaces.selectors import workspace_data_key, workspace_membership_get
 from workspaces.sql import datetime_param, pk_param, table
 
 
@@ -85,6 +88,36 @@ def turn_expiry_refuse(*, admission: Admission, slot: CredentialSlot, now: datet
     """
     if admission.expires_at <= now or (slot.is_current and not slot.is_unexpired):
         raise CredentialExpired("This turn's delivery credential is past its expiry.")
+
+
+def document_actor_for_turn(
+    *, admission: Admission, key_session_id: uuid.UUID | None = None
+) -> DocumentActor:
+    """The assistant acting for one admitted turn, in the admission's workspace, as the
+    document service's actor (`memory.documents`, which checks its key session on use).
+
+    Refused once the turn is past its expiry (the delivery credential's life), when the
+    sender is no longer a member of the workspace (404, as for any other caller), when
+    workspace AI was switched off since, or when a newer message in the conversation took
+    the credential slot (as recall then withholds memory). The key session is the
+    admission's unless the caller names one (a tool that was handed it).
+    """
+    now = timezone.now()
+    slot = credential_slot_get(admission=admission, now=now)
+    turn_expiry_refuse(admission=admission, slot=slot, now=now)
+    membership = workspace_membership_get(
+        user=admission.owner, team=admission.workspace.team, workspace_id=admission.workspace_id
+    )
+    if not membership.workspace.ai_enabled:
+        raise WorkspaceAiDisabled()
+    if not slot.is_current:
+        raise CredentialSuperseded()
+    return DocumentActor(
+        kind=ActorKind.ASSISTANT,
+        workspace=membership.workspace,
+        user=admission.owner,
+        key_session_id=key_session_id or admission.key_session_id,
+    )
 
 
 # The commit fence's predicate, one name per clause, in the order the seed states them.

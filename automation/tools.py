@@ -11,16 +11,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from automation.capture import capture_commit, capture_propose
-from automation.documents import (
-    assistant_document_list,
-    assistant_document_read,
-    assistant_document_search,
-    assistant_document_write,
-    document_actor_for_turn,
-)
 from automation.errors import CaptureConflict, CaptureRetired, MemoryOversized
 from automation.models import Admission
 from automation.providers import ToolSpec
+from automation.selectors import document_actor_for_turn
+from memory.documents import (
+    DocumentActor,
+    document_list,
+    document_read,
+    document_search,
+    document_write,
+)
 from memory.edits import MemoryChange, parse_changes
 from memory.errors import MemoryEditInvalid, MemoryNamespaceReserved
 from memory.models import MemoryPolicy
@@ -123,10 +124,7 @@ REMEMBER_SPEC = ToolSpec(
 def list_documents(context: TurnContext, prefix: str | None = None) -> dict[str, Any]:
     """The workspace's notes (the memory namespace is not among them)."""
     try:
-        actor = document_actor_for_turn(
-            admission=context.admission, key_session_id=context.key_session_id
-        )
-        files = assistant_document_list(actor=actor, prefix=prefix)
+        files = document_list(actor=_actor(context), prefix=prefix)
     except DomainError as error:
         return _refused(error)
     return {
@@ -137,10 +135,7 @@ def list_documents(context: TurnContext, prefix: str | None = None) -> dict[str,
 
 def search_documents(context: TurnContext, query: str, cursor: str | None = None) -> dict[str, Any]:
     try:
-        actor = document_actor_for_turn(
-            admission=context.admission, key_session_id=context.key_session_id
-        )
-        found = assistant_document_search(actor=actor, query=query, cursor=cursor)
+        found = document_search(actor=_actor(context), query=query, cursor=cursor)
     except DomainError as error:
         return _refused(error)
     return {
@@ -157,10 +152,7 @@ def read_document(context: TurnContext, path: str) -> dict[str, Any]:
     if refusal := _memory_namespace_refusal(path):
         return refusal
     try:
-        actor = document_actor_for_turn(
-            admission=context.admission, key_session_id=context.key_session_id
-        )
-        document = assistant_document_read(actor=actor, raw_path=path)
+        document = document_read(actor=_actor(context), raw_path=path)
     except DomainError as error:
         return _refused(error)
     return {
@@ -176,11 +168,8 @@ def create_note(context: TurnContext, path: str, content: str) -> dict[str, Any]
     if refusal := _memory_namespace_refusal(path):
         return refusal
     try:
-        actor = document_actor_for_turn(
-            admission=context.admission, key_session_id=context.key_session_id
-        )
-        revision = assistant_document_write(
-            actor=actor, raw_path=path, content=content, base_version=0
+        revision = document_write(
+            actor=_actor(context), raw_path=path, content=content, base_version=0
         )
     except DomainError as error:
         return _refused(error)
@@ -192,6 +181,13 @@ def propose_edit(context: TurnContext, path: str, content: str) -> dict[str, Any
     if refusal := _memory_namespace_refusal(path):
         return refusal
     return {"status": "proposed", "path": path, "content": content}
+
+
+def _actor(context: TurnContext) -> DocumentActor:
+    """The assistant as the document service's actor, with the key session it was handed."""
+    return document_actor_for_turn(
+        admission=context.admission, key_session_id=context.key_session_id
+    )
 
 
 def _memory_namespace_refusal(path: str) -> dict[str, Any] | None:

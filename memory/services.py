@@ -17,7 +17,6 @@ from django.utils import timezone
 from memory.edits import MemoryChange, apply_memory_changes
 from memory.errors import PolicyRevisionConflict, ProposalRetired
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
-from memory.namespace import memory_namespace_refuse
 from memory.selectors import (
     PolicyState,
     memory_current_get,
@@ -27,18 +26,10 @@ from memory.selectors import (
     memory_version_get,
 )
 from workspaces.crypto import record_seal
-from workspaces.errors import InvalidHeader, VersionConflict
-from workspaces.models import AuditEvent, File, FileVersion, User, Workspace
-from workspaces.paths import document_path_require_canonical
+from workspaces.errors import VersionConflict
+from workspaces.models import AuditEvent, FileVersion, User, Workspace
 from workspaces.selectors import file_version_plaintext
-from workspaces.services import (
-    audit_record,
-    file_delete,
-    file_move,
-    file_restore,
-    file_write,
-    workspace_key_ensure,
-)
+from workspaces.services import audit_record, file_write, workspace_key_ensure
 
 
 def _org_id(workspace: Workspace) -> int:
@@ -286,92 +277,4 @@ def memory_write(
         )
     return memory_save(
         workspace=workspace, author=author, base_version=base_version, content=content
-    )
-
-
-# A person's management of the workspace's documents (notes). It lives here, in the memory
-# app, because a person's write to the memory path must become a memory Save or Clear, and
-# the rest of the memory namespace must stay closed to ordinary document writes. Paths
-# arrive as sent: each function refuses a non-canonical spelling first (a person can fix
-# it from `detail.canonical`), then the namespace. Memory mode never restricts these.
-
-
-def document_write(
-    *,
-    workspace: Workspace,
-    author: User,
-    raw_path: str,
-    content: str,
-    base_version: int,
-    is_clear: bool,
-) -> FileVersion:
-    """Save a person's document by compare-and-set on `base_version` (0 creates it).
-
-    The memory path goes through `memory_write` (so X-Memory-Clear is a real Clear); any
-    other path under the memory namespace is refused; X-Memory-Clear on an ordinary note
-    is refused rather than ignored.
-    """
-    path = document_path_require_canonical(raw_path)
-    if path == MEMORY_PATH:
-        return memory_write(
-            workspace=workspace,
-            author=author,
-            base_version=base_version,
-            content=content,
-            is_clear=is_clear,
-        )
-    memory_namespace_refuse(path)
-    if is_clear:
-        raise InvalidHeader(
-            "X-Memory-Clear applies only to the memory document.", header="X-Memory-Clear"
-        )
-    return file_write(
-        workspace=workspace,
-        path=path,
-        plaintext=content,
-        base_version=base_version,
-        data_key=workspace_key_ensure(workspace=workspace),
-        author=author,
-        author_kind=FileVersion.AuthorKind.HUMAN,
-        change_kind=FileVersion.ChangeKind.SAVE,
-    )
-
-
-def document_delete(*, workspace: Workspace, raw_path: str, base_version: int) -> File:
-    """Delete a person's document at `base_version`, the memory document included: a
-    person manages it like any other document, and a deleted memory is withheld from the
-    assistant (recall `deleted`) until it is restored. Nothing is written to it meanwhile
-    (a write never revives a deleted document). The rest of the namespace is refused."""
-    path = document_path_require_canonical(raw_path)
-    _namespace_refuse_but_the_memory_document(path)
-    return file_delete(workspace=workspace, path=path, base_version=base_version)
-
-
-def document_restore(*, workspace: Workspace, raw_path: str, base_version: int) -> File:
-    """Restore a person's deleted document at `base_version`, the memory document included,
-    with the text it had; the rest of the namespace is refused."""
-    path = document_path_require_canonical(raw_path)
-    _namespace_refuse_but_the_memory_document(path)
-    return file_restore(workspace=workspace, path=path, base_version=base_version)
-
-
-def _namespace_refuse_but_the_memory_document(path: str) -> None:
-    # Deleting or restoring the memory document keeps it where its policy governs it and
-    # writes no text, so it needs no memory rule; nothing else may live in the namespace.
-    if path != MEMORY_PATH:
-        memory_namespace_refuse(path)
-
-
-def document_move(
-    *, workspace: Workspace, raw_source: str, raw_destination: str, base_version: int
-) -> File:
-    """Move a person's document at `base_version`. The namespace is refused as either end,
-    the memory document included: moving a note in would plant text where only the memory
-    routes write (bypassing Save, Clear and the recall bound), and moving memory out would
-    take it, and its history, from under its policy into an ordinary note."""
-    source = document_path_require_canonical(raw_source)
-    destination = document_path_require_canonical(raw_destination)
-    memory_namespace_refuse(source, destination)
-    return file_move(
-        workspace=workspace, source=source, destination=destination, base_version=base_version
     )

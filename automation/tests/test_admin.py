@@ -26,9 +26,10 @@ from automation.services import conversation_create, memory_recall
 from automation.tests.conftest import Assistant
 from automation.tests.test_purge import populate
 from automation.tools import TurnContext, remember_in_memory
+from memory.documents import ActorKind, DocumentActor, document_write
 from memory.models import Proposal
 from memory.selectors import memory_current_get
-from memory.services import document_write, memory_policy_set, memory_save
+from memory.services import memory_policy_set, memory_save
 from workspaces.models import ApiToken, AuditEvent, FileVersion, KeySessionRevocation
 from workspaces.selectors import workspace_data_key
 from workspaces.services import api_token_create, key_session_open, key_session_revoke
@@ -82,12 +83,10 @@ def world_of(tenant, text: str = MARKER) -> Assistant:
     )
     populate(assistant)  # leaves the policy in Read only and memory at version 2
     document_write(
-        workspace=workspace,
-        author=member,
+        actor=DocumentActor(kind=ActorKind.PERSON, workspace=workspace, user=member),
         raw_path="notes/plans.md",
         content=f"{text} in a note\n",
         base_version=0,
-        is_clear=False,
     )
     proposing = assistant.send(f"please remember {text}")
     remember_in_memory(

@@ -39,7 +39,7 @@ def test_memory_namespace_is_refused_without_making_a_request(
     def no_request(**_):
         raise AssertionError("the tool reached the document store")
 
-    for name in ("assistant_document_read", "assistant_document_write", "document_actor_for_turn"):
+    for name in ("document_read", "document_write", "document_actor_for_turn"):
         monkeypatch.setattr(tools, name, no_request)
 
     result = tools.TOOLS[tool](context(assistant), path=spelling, **extra)

@@ -1,0 +1,84 @@
+"""The automation document routes' shapes: the document routes' own
+(`memory.api.document_common`) under the automation routes' schema component names, and
+search, which only these routes offer. Used as `shapes.<Name>` by the routes and the MCP
+server. The component names are those the schema has always published (the serializers
+were nested in their views then), so generated clients keep their types."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_serializer
+from rest_framework import serializers
+from rest_framework.serializers import Serializer
+
+from memory import documents
+from memory.api import document_common as common
+
+
+def _published_as(component_name: str, shape: type[Serializer]) -> type[Serializer]:
+    """`shape`, under its own component name in the schema."""
+    return extend_schema_serializer(component_name=component_name)(
+        type(component_name, (shape,), {"__module__": __name__})
+    )
+
+
+Save = _published_as(
+    "AutomationDocumentApiAutomationDocumentSave", common.DocumentContentSerializer
+)
+Document = _published_as("AutomationDocumentApiAutomationDocument", common.DocumentSerializer)
+State = _published_as("AutomationDocumentState", common.DocumentStateSerializer)
+ListItem = _published_as(
+    "AutomationDocumentApiAutomationDocumentListItem", common.DocumentListItemSerializer
+)
+Move = _published_as(
+    "AutomationDocumentMoveApiAutomationDocumentMove", common.DocumentMoveSerializer
+)
+Restore = _published_as(
+    "AutomationDocumentRestoreApiAutomationDocumentRestore", common.DocumentRestoreSerializer
+)
+
+
+@extend_schema_serializer(component_name="AutomationDocumentApiAutomationDocumentWritten")
+class Written(common.RevisionSerializer):
+    authorKind = serializers.CharField(source="author_kind")
+
+
+class SearchQuery(serializers.Serializer):
+    q = serializers.CharField(min_length=1, max_length=200)
+    limit = serializers.IntegerField(
+        min_value=1,
+        max_value=documents.SEARCH_MAX_LIMIT,
+        default=documents.SEARCH_DEFAULT_LIMIT,
+    )
+    cursor = serializers.CharField(
+        required=False,
+        trim_whitespace=False,
+        max_length=1024,
+        help_text="The `nextCursor` of the previous page, to continue a truncated search.",
+    )
+
+
+@extend_schema_serializer(component_name="AutomationDocumentSearchHit")
+class SearchHit(serializers.Serializer):
+    path = serializers.CharField()
+    version = serializers.IntegerField()
+    snippet = serializers.CharField()
+
+
+@extend_schema_serializer(
+    component_name="AutomationDocumentSearchApiAutomationDocumentSearchResults"
+)
+class SearchResults(serializers.Serializer):
+    results = SearchHit(source="hits", many=True)
+    truncated = serializers.BooleanField(source="is_truncated")
+    nextCursor = serializers.CharField(source="next_cursor", allow_null=True)
+
+
+READ_OR_LIST = common.ReadOrList(
+    component_name="AutomationDocumentReadOrList",
+    document=Document,
+    item=ListItem,
+    description=(
+        "With `path`: read that document (one object). Without: list documents by path "
+        "(`prefix`, `includeDeleted`) as an array, never any under the memory namespace."
+    ),
+)

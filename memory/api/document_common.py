@@ -1,0 +1,176 @@
+"""What a person's document routes (`memory.api.documents`) and the automation document
+routes (`automation.api.documents`) share: the shapes they parse and render (automation
+names its own schema components by subclassing these), their schema parameters, and the
+read-or-list GET. The component names are those the schema has always published (the
+serializers were nested in their views then), so generated clients keep their types."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.validators import ProhibitNullCharactersValidator
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_serializer,
+)
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
+
+from memory import documents
+
+BASE_VERSION_HEADER = OpenApiParameter(
+    "X-Base-Version",
+    int,
+    OpenApiParameter.HEADER,
+    required=True,
+    description="The version this change is based on; 0 creates the document.",
+)
+PATH_PARAMETER = OpenApiParameter(
+    "path", str, OpenApiParameter.QUERY, description="The document's canonical path."
+)
+PATH_REQUIRED = OpenApiParameter(
+    "path",
+    str,
+    OpenApiParameter.QUERY,
+    required=True,
+    description="The document's canonical path.",
+)
+
+
+class PathField(serializers.CharField):
+    """A document path exactly as sent.
+
+    Not trimmed, and NUL or lone surrogates are not refused here: the path rules decide
+    (the namespace, then the canonical spelling), with their own codes, so that no spelling
+    of a reserved path is answered by a generic validation error instead.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(trim_whitespace=False, allow_blank=True, **kwargs)
+        self.validators = [
+            validator
+            for validator in self.validators
+            if not isinstance(
+                validator, ProhibitNullCharactersValidator | ProhibitSurrogateCharactersValidator
+            )
+        ]
+
+
+class DocumentListQuerySerializer(serializers.Serializer):
+    prefix = serializers.CharField(required=False, trim_whitespace=False, max_length=1024)
+    includeDeleted = serializers.BooleanField(default=False)
+
+
+class DocumentContentSerializer(serializers.Serializer):
+    # Never trimmed or normalised: the saved text is exactly the text sent.
+    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+
+
+@extend_schema_serializer(component_name="DocumentApiDocument")
+class DocumentSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    content = serializers.CharField()
+    version = serializers.IntegerField()
+    bytes = serializers.IntegerField()
+
+
+class DocumentStateSerializer(serializers.Serializer):
+    """The state a delete, move or restore leaves: the version to name in the next change."""
+
+    path = serializers.CharField()
+    version = serializers.IntegerField(source="current_version")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+    deleted = serializers.BooleanField(source="is_deleted")
+
+
+class DocumentListItemSerializer(DocumentStateSerializer):
+    bytes = serializers.IntegerField(source="current_bytes", allow_null=True)
+
+
+@extend_schema_serializer(component_name="DocumentMoveApiDocumentMove")
+class DocumentMoveSerializer(serializers.Serializer):
+    to = PathField()
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # `from` is a Python keyword, so it cannot be declared as a class attribute.
+        return {"from": PathField(), **super().get_fields()}
+
+
+@extend_schema_serializer(component_name="DocumentRestoreApiDocumentRestore")
+class DocumentRestoreSerializer(serializers.Serializer):
+    path = PathField()
+
+
+CLEAR_HEADER = OpenApiParameter(
+    "X-Memory-Clear",
+    int,
+    OpenApiParameter.HEADER,
+    description="1 with empty content, on the memory path only: Clear.",
+)
+
+
+@extend_schema_serializer(component_name="DocumentApiDocumentSave")
+class DocumentSaveSerializer(DocumentContentSerializer):
+    # A person's save; a Clear (X-Memory-Clear: 1, in the context) sends empty content.
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if self.context["is_clear"] and attrs["content"] != "":
+            raise serializers.ValidationError("A Clear sends empty content.")
+        return attrs
+
+
+class RevisionSerializer(serializers.Serializer):
+    # The revision a write made. (Not a docstring: it would describe every subclass.)
+    path = serializers.CharField(source="file.path")
+    version = serializers.IntegerField()
+    bytes = serializers.IntegerField(source="size_bytes")
+
+
+@extend_schema_serializer(component_name="DocumentApiDocumentWritten")
+class DocumentWrittenSerializer(RevisionSerializer):
+    changeKind = serializers.CharField(source="change_kind")
+
+
+def validated(serializer: serializers.Serializer) -> dict[str, Any]:
+    """The serializer's validated data, or its VALIDATION_FAILED refusal."""
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+@dataclass(frozen=True)
+class ReadOrList:
+    """GET on a documents route: with `path`, read that document (one object); without,
+    list the documents (an array of `item`)."""
+
+    component_name: str
+    document: type[serializers.Serializer]
+    item: type[serializers.Serializer]
+    description: str
+
+    def schema(self) -> Callable[..., Any]:
+        return extend_schema(
+            parameters=[PATH_PARAMETER, DocumentListQuerySerializer],
+            responses=PolymorphicProxySerializer(
+                component_name=self.component_name,
+                serializers=[self.document, self.item(many=True)],
+                resource_type_field_name=None,
+                many=False,
+            ),
+            description=self.description,
+        )
+
+    def respond(self, request: Request, actor: documents.DocumentActor) -> Response:
+        raw_path = request.query_params.get("path")
+        if raw_path is not None:
+            document = documents.document_read(actor=actor, raw_path=raw_path)
+            return Response(self.document(document).data)
+        query = validated(DocumentListQuerySerializer(data=request.query_params))
+        files = documents.document_list(
+            actor=actor, prefix=query.get("prefix"), include_deleted=query["includeDeleted"]
+        )
+        return Response(self.item(files, many=True).data)
