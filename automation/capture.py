@@ -29,7 +29,6 @@ from automation.errors import (
     MemoryOversized,
 )
 from automation.models import (
-    FENCE_CONSTRAINT,
     Admission,
     CommitFence,
     Conversation,
@@ -56,6 +55,7 @@ from workspaces.services import (
     key_session_resolve,
 )
 from workspaces.sql import datetime_param, pk_param, table
+from workspaces.violations import violation_code
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ def _capture(
                 capture_digest=request_digest,
             )
     except IntegrityError as error:
-        if FENCE_CONSTRAINT not in str(error):
+        if violation_code(error) != CaptureRetired.code:
             raise
         if replay := judge.replay_or_refuse(now=now):
             return replay

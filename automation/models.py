@@ -13,8 +13,6 @@ from django.utils import timezone
 from memory.models import MemoryPolicy
 from workspaces.models import FileVersion, KeySession, User, Workspace
 
-FENCE_CONSTRAINT = "automation_commitfence_ok"
-
 
 class RecallStatus(models.TextChoices):
     """What memory a model call was given, and if none, why (the seed's withheld reasons)."""
@@ -69,6 +67,11 @@ class DeliveryCredential(models.Model):
         return f"credential slot of {self.conversation_id}"
 
 
+class AdmissionStatus(models.TextChoices):
+    ADMITTED = "admitted", "Admitted"
+    COMMITTED = "committed", "Committed"
+
+
 class Admission(models.Model):
     """The authority one sent turn was admitted under, frozen at the moment of sending.
 
@@ -76,9 +79,7 @@ class Admission(models.Model):
     admitted; the commit fence compares these columns with the live rows.
     """
 
-    class Status(models.TextChoices):
-        ADMITTED = "admitted", "Admitted"
-        COMMITTED = "committed", "Committed"
+    Status = AdmissionStatus
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="admissions")
@@ -100,7 +101,7 @@ class Admission(models.Model):
     acknowledged_version = models.BigIntegerField(null=True, blank=True)
     save_in_flight = models.BooleanField(null=True, blank=True)
     has_unresolved_conflict = models.BooleanField(null=True, blank=True)
-    credential_digest = models.CharField(max_length=64, unique=True)
+    credential_digest = models.CharField(max_length=64)
     admitted_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ADMITTED)
@@ -128,19 +129,30 @@ class Admission(models.Model):
                 name="automation_admission_idempotency_key_unique",
                 violation_error_code="IDEMPOTENCY_KEY_REUSED",
             ),
+            models.UniqueConstraint(
+                fields=["credential_digest"],
+                name="automation_admission_credential_digest_unique",
+                violation_error_code="DIGEST_TAKEN",
+            ),
             models.CheckConstraint(
-                condition=Q(mode__in=["off", "read_only", "auto"]),
+                condition=Q(mode__in=MemoryPolicy.Mode.values),
                 name="automation_admission_mode_valid",
                 violation_error_code="MODE_INVALID",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["admitted", "committed"]),
+                condition=Q(status__in=AdmissionStatus.values),
                 name="automation_admission_status_valid",
                 violation_error_code="STATUS_INVALID",
             ),
             models.CheckConstraint(
-                condition=(~Q(status="committed") & Q(committed_at__isnull=True, capture_digest=""))
-                | (Q(status="committed", committed_at__isnull=False) & ~Q(capture_digest="")),
+                condition=(
+                    ~Q(status=AdmissionStatus.COMMITTED)
+                    & Q(committed_at__isnull=True, capture_digest="")
+                )
+                | (
+                    Q(status=AdmissionStatus.COMMITTED, committed_at__isnull=False)
+                    & ~Q(capture_digest="")
+                ),
                 name="automation_admission_committed_has_receipt",
                 violation_error_code="STATUS_INVALID",
             ),
@@ -199,7 +211,7 @@ class CommitFence(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(ok=1),
-                name=FENCE_CONSTRAINT,
+                name="automation_commitfence_ok",
                 violation_error_code="CAPTURE_RETIRED",
             ),
         ]
@@ -208,14 +220,17 @@ class CommitFence(models.Model):
         return f"fence of {self.admission_id}"
 
 
+class TurnState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+
+
 class Turn(models.Model):
     """One run of the assistant for one admitted message."""
 
-    class State(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        COMPLETED = "completed", "Completed"
-        FAILED = "failed", "Failed"
+    State = TurnState
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     admission = models.OneToOneField(Admission, on_delete=models.CASCADE, related_name="turn")
@@ -228,7 +243,7 @@ class Turn(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=Q(state__in=["queued", "running", "completed", "failed"]),
+                condition=Q(state__in=TurnState.values),
                 name="automation_turn_state_valid",
                 violation_error_code="STATE_INVALID",
             ),
@@ -238,6 +253,12 @@ class Turn(models.Model):
         return f"turn {self.id} ({self.state})"
 
 
+class MessageRole(models.TextChoices):
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+    TOOL = "tool", "Tool"
+
+
 class Message(models.Model):
     """One entry of a conversation's transcript, sealed under the workspace key.
 
@@ -245,10 +266,7 @@ class Message(models.Model):
     model only at the binding, fresh each call, so a cleared memory is not replayed.
     """
 
-    class Role(models.TextChoices):
-        USER = "user", "User"
-        ASSISTANT = "assistant", "Assistant"
-        TOOL = "tool", "Tool"
+    Role = MessageRole
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     conversation = models.ForeignKey(
@@ -263,7 +281,7 @@ class Message(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=Q(role__in=["user", "assistant", "tool"]),
+                condition=Q(role__in=MessageRole.values),
                 name="automation_message_role_valid",
                 violation_error_code="ROLE_INVALID",
             ),

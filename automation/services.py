@@ -54,6 +54,7 @@ from workspaces.services import (
     key_session_revoke,
     workspace_key_ensure,
 )
+from workspaces.violations import violation_code
 
 logger = logging.getLogger(__name__)
 
@@ -166,8 +167,10 @@ def message_admit(
             # After the credential is in the cache: the runtime needs it. Eager in the
             # embedded default, so the turn has run by the time the request answers.
             transaction.on_commit(lambda: turn_enqueue(turn_id=turn.pk))
-    except IntegrityError:
-        # A concurrent resend with the same key won the insert; answer as a resend.
+    except IntegrityError as error:
+        if violation_code(error) != IdempotencyKeyReused.code:
+            raise
+        # A concurrent send with the same key won the insert; answer as to a resend of it.
         raced = _admission_for_key(conversation, idempotency_key, request_digest)
         if raced is None:
             raise

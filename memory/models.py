@@ -11,6 +11,12 @@ from django.utils import timezone
 from workspaces.models import User, Workspace
 
 
+class MemoryMode(models.TextChoices):
+    OFF = "off", "Off"
+    READ_ONLY = "read_only", "Read only"
+    AUTO = "auto", "Auto"
+
+
 class MemoryPolicy(models.Model):
     """One row per workspace; a missing row reads as read only, revision 0, generation 0.
 
@@ -19,10 +25,7 @@ class MemoryPolicy(models.Model):
     before it. Neither ever goes back.
     """
 
-    class Mode(models.TextChoices):
-        OFF = "off", "Off"
-        READ_ONLY = "read_only", "Read only"
-        AUTO = "auto", "Auto"
+    Mode = MemoryMode
 
     workspace = models.OneToOneField(
         Workspace, on_delete=models.CASCADE, primary_key=True, related_name="memory_policy"
@@ -39,7 +42,7 @@ class MemoryPolicy(models.Model):
         verbose_name_plural = "memory policies"
         constraints = [
             models.CheckConstraint(
-                condition=Q(mode__in=["off", "read_only", "auto"]),
+                condition=Q(mode__in=MemoryMode.values),
                 name="memory_memorypolicy_mode_valid",
                 violation_error_code="MODE_INVALID",
             ),
@@ -64,6 +67,17 @@ class MemoryPolicy(models.Model):
 MEMORY_PATH = ".zudotext/memory/memory.md"
 
 
+class ProposalStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    APPLIED = "applied", "Applied"
+    DISMISSED = "dismissed", "Dismissed"
+
+
+class ProposalReason(models.TextChoices):
+    READ_ONLY = "read_only", "Memory is read only"
+    VERSION_CONFLICT = "version_conflict", "Memory changed since the assistant read it"
+
+
 class Proposal(models.Model):
     """A change the assistant suggested but did not write: in Read only, or after a conflict.
 
@@ -72,14 +86,8 @@ class Proposal(models.Model):
     cleared it can no longer be applied.
     """
 
-    class Status(models.TextChoices):
-        OPEN = "open", "Open"
-        APPLIED = "applied", "Applied"
-        DISMISSED = "dismissed", "Dismissed"
-
-    class Reason(models.TextChoices):
-        READ_ONLY = "read_only", "Memory is read only"
-        VERSION_CONFLICT = "version_conflict", "Memory changed since the assistant read it"
+    Status = ProposalStatus
+    Reason = ProposalReason
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="proposals")
@@ -100,18 +108,18 @@ class Proposal(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=Q(status__in=["open", "applied", "dismissed"]),
+                condition=Q(status__in=ProposalStatus.values),
                 name="memory_proposal_status_valid",
                 violation_error_code="STATUS_INVALID",
             ),
             models.CheckConstraint(
-                condition=Q(reason__in=["read_only", "version_conflict"]),
+                condition=Q(reason__in=ProposalReason.values),
                 name="memory_proposal_reason_valid",
                 violation_error_code="REASON_INVALID",
             ),
             models.CheckConstraint(
-                condition=Q(status="open", resolved_at__isnull=True)
-                | (~Q(status="open") & Q(resolved_at__isnull=False)),
+                condition=Q(status=ProposalStatus.OPEN, resolved_at__isnull=True)
+                | (~Q(status=ProposalStatus.OPEN) & Q(resolved_at__isnull=False)),
                 name="memory_proposal_resolved_iff_closed",
                 violation_error_code="STATUS_INVALID",
             ),

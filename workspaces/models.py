@@ -19,13 +19,18 @@ class User(AbstractUser):
     field can be added later without swapping the user model."""
 
 
-class Org(models.Model):
-    class Status(models.TextChoices):
-        ACTIVE = "active", "Active"
-        PENDING_DELETION = "pending_deletion", "Pending deletion"
-        PURGING = "purging", "Being purged"
+# Choices are declared beside their model, not inside it, so that the model's CHECK
+# constraints (in Meta, which cannot see the model's own names) can list their values.
+class OrgStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    PENDING_DELETION = "pending_deletion", "Pending deletion"
+    PURGING = "purging", "Being purged"
 
-    name = models.CharField(max_length=200, unique=True)
+
+class Org(models.Model):
+    Status = OrgStatus
+
+    name = models.CharField(max_length=200)
     status = models.CharField(max_length=32, choices=Status.choices, default=Status.ACTIVE)
     deletion_due_at = models.DateTimeField(null=True, blank=True)
     memory_quota_bytes = models.BigIntegerField(
@@ -41,23 +46,31 @@ class Org(models.Model):
 
     class Meta:
         constraints = [
+            models.UniqueConstraint(
+                fields=["name"],
+                name="workspaces_org_name_unique",
+                violation_error_code="NAME_TAKEN",
+            ),
             models.CheckConstraint(
-                condition=Q(status__in=["active", "pending_deletion", "purging"]),
+                condition=Q(status__in=OrgStatus.values),
                 name="workspaces_org_status_valid",
                 violation_error_code="ORG_STATUS_INVALID",
             ),
             models.CheckConstraint(
                 condition=(
-                    Q(status__in=["pending_deletion", "purging"], deletion_due_at__isnull=False)
-                    | (Q(status="active") & Q(deletion_due_at__isnull=True))
-                    | ~Q(status__in=["active", "pending_deletion", "purging"])
+                    Q(
+                        status__in=[OrgStatus.PENDING_DELETION, OrgStatus.PURGING],
+                        deletion_due_at__isnull=False,
+                    )
+                    | (Q(status=OrgStatus.ACTIVE) & Q(deletion_due_at__isnull=True))
+                    | ~Q(status__in=OrgStatus.values)
                 ),
                 name="workspaces_org_deletion_due_iff_pending",
                 violation_error_code="ORG_STATUS_INVALID",
             ),
             models.CheckConstraint(
-                condition=Q(status="purging", purge_claimed_at__isnull=False)
-                | (~Q(status="purging") & Q(purge_claimed_at__isnull=True)),
+                condition=Q(status=OrgStatus.PURGING, purge_claimed_at__isnull=False)
+                | (~Q(status=OrgStatus.PURGING) & Q(purge_claimed_at__isnull=True)),
                 name="workspaces_org_purge_claim_iff_purging",
                 violation_error_code="ORG_STATUS_INVALID",
             ),
@@ -121,12 +134,15 @@ class TeamStorageUsage(models.Model):
         return f"storage of team {self.team_id}: {self.used_bytes} bytes"
 
 
+class TeamRole(models.TextChoices):
+    OWNER = "owner", "Owner"
+    MEMBER = "member", "Member"
+
+
 class TeamMembership(models.Model):
     """Belonging to a team: what lets a user hold credentials scoped to it."""
 
-    class Role(models.TextChoices):
-        OWNER = "owner", "Owner"
-        MEMBER = "member", "Member"
+    Role = TeamRole
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="team_memberships")
@@ -141,7 +157,7 @@ class TeamMembership(models.Model):
                 violation_error_code="ALREADY_MEMBER",
             ),
             models.CheckConstraint(
-                condition=Q(role__in=["owner", "member"]),
+                condition=Q(role__in=TeamRole.values),
                 name="workspaces_teammembership_role_valid",
                 violation_error_code="ROLE_INVALID",
             ),
@@ -178,12 +194,15 @@ class Workspace(models.Model):
         return self.name
 
 
+class WorkspaceRole(models.TextChoices):
+    ADMIN = "admin", "Admin"
+    MEMBER = "member", "Member"
+
+
 class WorkspaceMembership(models.Model):
     """Normal authenticated workspace access; admins may also change workspace AI consent."""
 
-    class Role(models.TextChoices):
-        ADMIN = "admin", "Admin"
-        MEMBER = "member", "Member"
+    Role = WorkspaceRole
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="workspace_memberships")
@@ -198,7 +217,7 @@ class WorkspaceMembership(models.Model):
                 violation_error_code="ALREADY_MEMBER",
             ),
             models.CheckConstraint(
-                condition=Q(role__in=["admin", "member"]),
+                condition=Q(role__in=WorkspaceRole.values),
                 name="workspaces_workspacemembership_role_valid",
                 violation_error_code="ROLE_INVALID",
             ),
@@ -212,6 +231,11 @@ class WorkspaceMembership(models.Model):
         return self.role == self.Role.ADMIN
 
 
+class TokenScope(models.TextChoices):
+    API = "api", "Person API"
+    MCP = "mcp", "MCP server only"
+
+
 class ApiToken(models.Model):
     """A personal access token (iap_...). Only its SHA-256 is stored; the token is shown once.
 
@@ -220,9 +244,7 @@ class ApiToken(models.Model):
     client cannot read, Save or Clear memory through the person routes.
     """
 
-    class Scope(models.TextChoices):
-        API = "api", "Person API"
-        MCP = "mcp", "MCP server only"
+    Scope = TokenScope
 
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_tokens")
@@ -230,13 +252,18 @@ class ApiToken(models.Model):
     # Tokens minted before scopes existed were used on the person API, so that is what
     # the migration gives them; an MCP client needs a new, MCP-only token.
     scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.API)
-    token_hash = models.CharField(max_length=64, unique=True)
+    token_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
+            models.UniqueConstraint(
+                fields=["token_hash"],
+                name="workspaces_apitoken_hash_unique",
+                violation_error_code="TOKEN_HASH_TAKEN",
+            ),
             models.CheckConstraint(
                 condition=Q(expires_at__gt=models.F("created_at")),
                 name="workspaces_apitoken_expires_after_created",
@@ -248,7 +275,7 @@ class ApiToken(models.Model):
                 violation_error_code="TOKEN_HASH_INVALID",
             ),
             models.CheckConstraint(
-                condition=Q(scope__in=["api", "mcp"]),
+                condition=Q(scope__in=TokenScope.values),
                 name="workspaces_apitoken_scope_valid",
                 violation_error_code="TOKEN_SCOPE_INVALID",
             ),
@@ -307,7 +334,7 @@ class File(models.Model):
             models.UniqueConstraint(
                 fields=["workspace", "path"],
                 name="workspaces_file_path_unique_in_workspace",
-                violation_error_code="VERSION_CONFLICT",
+                violation_error_code="DOCUMENT_EXISTS",
             ),
             models.CheckConstraint(
                 condition=Q(current_version__gte=1),
@@ -324,19 +351,24 @@ class File(models.Model):
         return self.deleted_at is not None
 
 
+class AuthorKind(models.TextChoices):
+    HUMAN = "human", "A person"
+    AUTOMATIC = "automatic", "The assistant"
+    IMPORT = "import", "An import"
+
+
+class ChangeKind(models.TextChoices):
+    SAVE = "save", "Save"
+    CLEAR = "clear", "Clear"
+    UNDO = "undo", "Undo"
+    CAPTURE = "capture", "Capture"
+
+
 class FileVersion(models.Model):
     """An immutable revision: ciphertext, its SHA-256, and sizes. Never plaintext, never a diff."""
 
-    class AuthorKind(models.TextChoices):
-        HUMAN = "human", "A person"
-        AUTOMATIC = "automatic", "The assistant"
-        IMPORT = "import", "An import"
-
-    class ChangeKind(models.TextChoices):
-        SAVE = "save", "Save"
-        CLEAR = "clear", "Clear"
-        UNDO = "undo", "Undo"
-        CAPTURE = "capture", "Capture"
+    AuthorKind = AuthorKind
+    ChangeKind = ChangeKind
 
     file = models.ForeignKey(File, on_delete=models.CASCADE, related_name="versions")
     version = models.BigIntegerField()
@@ -373,12 +405,12 @@ class FileVersion(models.Model):
                 violation_error_code="DIGEST_INVALID",
             ),
             models.CheckConstraint(
-                condition=Q(author_kind__in=["human", "automatic", "import"]),
+                condition=Q(author_kind__in=AuthorKind.values),
                 name="workspaces_fileversion_author_kind_valid",
                 violation_error_code="AUTHOR_KIND_INVALID",
             ),
             models.CheckConstraint(
-                condition=Q(change_kind__in=["save", "clear", "undo", "capture"]),
+                condition=Q(change_kind__in=ChangeKind.values),
                 name="workspaces_fileversion_change_kind_valid",
                 violation_error_code="CHANGE_KIND_INVALID",
             ),
@@ -433,6 +465,21 @@ class KeySessionRevocation(models.Model):
         return f"revocation of {self.key_session_id}"
 
 
+class AuditAction(models.TextChoices):
+    POLICY_CHANGED = "policy_changed", "Memory mode changed"
+    MEMORY_CLEARED = "memory_cleared", "Memory cleared"
+    KEY_SESSION_REVOKED = "key_session_revoked", "Key session revoked"
+    AI_CONSENT_CHANGED = "ai_consent_changed", "Workspace AI consent changed"
+    ORG_QUOTA_CHANGED = "org_quota_changed", "Org memory quota changed"
+    ORG_DELETION_REQUESTED = "org_deletion_requested", "Org deletion requested"
+    ORG_RESTORED = "org_restored", "Org restored"
+    ORG_PURGED = "org_purged", "Org purged"
+    TOKEN_CREATED = "token_created", "Personal access token created"
+    TOKEN_REVOKED = "token_revoked", "Personal access token revoked"
+    SIGN_IN_SUCCEEDED = "sign_in_succeeded", "Signed in"
+    SIGN_IN_FAILED = "sign_in_failed", "Sign-in failed"
+
+
 class AuditEvent(models.Model):
     """Who did which security-relevant thing to what, and when. Ids and versions only:
     never memory text, never a key or token.
@@ -441,19 +488,7 @@ class AuditEvent(models.Model):
     describes (an org purge removes the org but keeps the record that it was purged).
     """
 
-    class Action(models.TextChoices):
-        POLICY_CHANGED = "policy_changed", "Memory mode changed"
-        MEMORY_CLEARED = "memory_cleared", "Memory cleared"
-        KEY_SESSION_REVOKED = "key_session_revoked", "Key session revoked"
-        AI_CONSENT_CHANGED = "ai_consent_changed", "Workspace AI consent changed"
-        ORG_QUOTA_CHANGED = "org_quota_changed", "Org memory quota changed"
-        ORG_DELETION_REQUESTED = "org_deletion_requested", "Org deletion requested"
-        ORG_RESTORED = "org_restored", "Org restored"
-        ORG_PURGED = "org_purged", "Org purged"
-        TOKEN_CREATED = "token_created", "Personal access token created"
-        TOKEN_REVOKED = "token_revoked", "Personal access token revoked"
-        SIGN_IN_SUCCEEDED = "sign_in_succeeded", "Signed in"
-        SIGN_IN_FAILED = "sign_in_failed", "Sign-in failed"
+    Action = AuditAction
 
     occurred_at = models.DateTimeField(default=timezone.now)
     actor = models.ForeignKey(
@@ -470,22 +505,7 @@ class AuditEvent(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=Q(
-                    action__in=[
-                        "policy_changed",
-                        "memory_cleared",
-                        "key_session_revoked",
-                        "ai_consent_changed",
-                        "org_quota_changed",
-                        "org_deletion_requested",
-                        "org_restored",
-                        "org_purged",
-                        "token_created",
-                        "token_revoked",
-                        "sign_in_succeeded",
-                        "sign_in_failed",
-                    ]
-                ),
+                condition=Q(action__in=AuditAction.values),
                 name="workspaces_auditevent_action_valid",
                 violation_error_code="ACTION_INVALID",
             ),

@@ -59,6 +59,7 @@ from workspaces.ratelimit import client_address
 from workspaces.selectors import workspace_data_key
 from workspaces.sql import datetime_param, table
 from workspaces.tokens import jwt_encode, pat_generate
+from workspaces.violations import violation_code
 
 logger = logging.getLogger(__name__)
 
@@ -369,15 +370,13 @@ def workspace_key_ensure(*, workspace: Workspace) -> bytes:
     existing = workspace_data_key(workspace=workspace)
     if existing is not None:
         return existing
-    try:
-        with transaction.atomic():
-            row = WorkspaceKey.objects.create(
-                workspace=workspace,
-                wrapped_key=data_key_generate(),
-                wrapping_key_id=deployment_key_id(settings.DEPLOYMENT_KEY),
-            )
-    except IntegrityError:
-        row = WorkspaceKey.objects.get(workspace=workspace)
+    row, _ = WorkspaceKey.objects.get_or_create(
+        workspace=workspace,
+        defaults={
+            "wrapped_key": data_key_generate(),
+            "wrapping_key_id": deployment_key_id(settings.DEPLOYMENT_KEY),
+        },
+    )
     return bytes(row.wrapped_key)
 
 
@@ -536,10 +535,12 @@ def _file_create(*, workspace: Workspace, path: str, now: datetime) -> File:
             return File.objects.create(
                 workspace=workspace, path=path, current_version=1, created_at=now, updated_at=now
             )
-    except IntegrityError:
-        if File.objects.filter(workspace=workspace, path=path).exists():
-            raise _conflict(workspace=workspace, path=path) from None
-        raise
+    except IntegrityError as error:
+        # The path is taken. To a first write (base version 0) that is a stale view of the
+        # document, answered like any stale base version, with the version held now.
+        if violation_code(error) != DocumentExists.code:
+            raise
+        raise _conflict(workspace=workspace, path=path) from None
 
 
 def _conflict(*, workspace: Workspace, path: str) -> VersionConflict:
@@ -743,10 +744,10 @@ def file_move(*, workspace: Workspace, source: str, destination: str, base_versi
                     current_version=base_version,
                     deleted_at__isnull=True,
                 ).update(path=destination, updated_at=now)
-        except IntegrityError:
-            if File.objects.filter(workspace=workspace, path=destination).exists():
-                raise DocumentExists(path=destination) from None
-            raise
+        except IntegrityError as error:
+            if violation_code(error) != DocumentExists.code:
+                raise
+            raise DocumentExists(path=destination) from None
         if updated != 1:
             raise _state_conflict(workspace=workspace, path=source)
     return File.objects.get(workspace=workspace, path=destination)

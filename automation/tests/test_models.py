@@ -7,13 +7,34 @@ from django.apps import apps
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
+from automation.errors import CaptureRetired, IdempotencyKeyReused
 from automation.models import Admission, CommitFence, DeliveryCredential, Message, Turn
 from conftest import violates
+from workspaces.tests.test_violations import caught
+from workspaces.violations import violated_constraint, violation_code
 
 
 @pytest.fixture
 def admission(assistant) -> Admission:
     return assistant.send()
+
+
+def admission_copy(admission: Admission, **change: object) -> Admission:
+    """A second admission of the conversation, written past Python validation."""
+    fields = {
+        "owner": admission.owner,
+        "workspace": admission.workspace,
+        "conversation": admission.conversation,
+        "idempotency_key": "another-key",
+        "request_digest": "0" * 64,
+        "mode": "auto",
+        "policy_revision": 0,
+        "clear_generation": 0,
+        "ai_consent_revision": 0,
+        "credential_digest": "1" * 64,
+        "expires_at": timezone.now() + timedelta(minutes=1),
+    }
+    return Admission.objects.create(**{**fields, **change})
 
 
 ADMISSION_CASES = [
@@ -50,20 +71,32 @@ def test_admission_expires_after_it_was_admitted(admission):
 def test_idempotency_key_is_unique_per_conversation(admission):
     violates(
         "automation_admission_idempotency_key_unique",
-        lambda: Admission.objects.create(
-            owner=admission.owner,
-            workspace=admission.workspace,
-            conversation=admission.conversation,
-            idempotency_key=admission.idempotency_key,
-            request_digest="0" * 64,
-            mode="auto",
-            policy_revision=0,
-            clear_generation=0,
-            ai_consent_revision=0,
-            credential_digest="1" * 64,
-            expires_at=timezone.now() + timedelta(minutes=1),
-        ),
+        lambda: admission_copy(admission, idempotency_key=admission.idempotency_key),
     )
+
+
+def test_a_reused_idempotency_key_is_read_as_idempotency_key_reused(admission):
+    error = caught(lambda: admission_copy(admission, idempotency_key=admission.idempotency_key))
+
+    assert violated_constraint(error) == "automation_admission_idempotency_key_unique"
+    assert violation_code(error) == IdempotencyKeyReused.code
+
+
+def test_a_taken_delivery_credential_is_read_by_its_named_constraint(admission):
+    error = caught(lambda: admission_copy(admission, credential_digest=admission.credential_digest))
+
+    assert violated_constraint(error) == "automation_admission_credential_digest_unique"
+    assert violation_code(error) == "DIGEST_TAKEN"
+
+
+def test_a_false_fence_is_read_as_capture_retired(assistant, admission):
+    assistant.capture(admission)
+
+    error = caught(lambda: CommitFence.objects.filter(admission=admission).update(ok=0))
+
+    assert violated_constraint(error) == "automation_commitfence_ok"
+    assert violation_code(error) == CaptureRetired.code
+    assert CommitFence.objects.get(admission=admission).ok == 1
 
 
 def test_credential_slot_holds_a_sha256(admission):

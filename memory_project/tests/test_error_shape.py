@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from django.apps import apps
 from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
@@ -166,3 +167,12 @@ def test_every_framework_error_code_is_documented_with_its_one_status():
         *((code, status) for status, code in EDGE_ERROR_CODES.items()),
     ]:
         assert documented.get(code) == status, f"{code} missing from errors.md"
+
+
+def test_every_constraint_carries_a_documented_code():
+    # The HTTP table and the table of constraint codes below it: every row's first cell.
+    documented = set(re.findall(r"^\| `([A-Z_]+)` \|", ERRORS_DOC.read_text(), re.MULTILINE))
+    for app in ("workspaces", "memory", "automation"):
+        for model in apps.get_app_config(app).get_models():
+            for constraint in model._meta.constraints:
+                assert constraint.violation_error_code in documented, constraint.name
