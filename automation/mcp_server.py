@@ -53,7 +53,7 @@ from django.db import close_old_connections, connections, transaction
 from django.http import HttpRequest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 from rest_framework.exceptions import AuthenticationFailed, Throttled, ValidationError
 from rest_framework.request import Request
 from starlette.applications import Starlette
@@ -64,7 +64,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from automation.api import serializers as shapes
 from automation.models import Admission, Turn
-from automation.selectors import conversation_get_for_owner, turn_progress_get
+from automation.selectors import TurnProgress, conversation_get_for_owner, turn_progress_get
 from automation.services import conversation_create, message_admit_from_mcp, turn_key_session_end
 from memory import documents
 from memory.api.document_common import DocumentListQuerySerializer, validated
@@ -300,13 +300,8 @@ class CreatedNote(BaseModel):
     version: int
 
 
-class AgentTurn(BaseModel):
-    conversation_id: uuid.UUID
-    admission_id: uuid.UUID
-    turn_id: uuid.UUID
-    state: str
-    answer: str | None
-    failure_code: str | None
+# A turn's progress is the selector's own dataclass: the tool's output schema is built from it.
+_TURN_PROGRESS = TypeAdapter(TurnProgress)
 
 
 # --- The tools' work (in the ORM's thread) -----------------------------------------------------
@@ -364,7 +359,7 @@ def _create(credential: Credential, workspace_id: int, path: str, content: str) 
 
 def _ask(
     credential: Credential, workspace_id: int, text: str, conversation_id: uuid.UUID | None
-) -> AgentTurn:
+) -> TurnProgress:
     workspace = _workspace(credential, workspace_id)
     # One transaction, so a refused turn (workspace AI off, invalid text) leaves no empty
     # conversation behind. The turn runs on its commit (eagerly in the embedded default).
@@ -387,9 +382,8 @@ def _turn_authority_end(credential: Credential, turn_id: uuid.UUID) -> None:
     turn_key_session_end(admission=Admission.objects.get(turn__pk=turn_id, owner=credential.user))
 
 
-def _turn_view(credential: Credential, turn_id: uuid.UUID) -> AgentTurn:
-    progress = turn_progress_get(turn_id=turn_id, owner=credential.user)
-    return AgentTurn.model_validate(progress, from_attributes=True)
+def _turn_view(credential: Credential, turn_id: uuid.UUID) -> TurnProgress:
+    return turn_progress_get(turn_id=turn_id, owner=credential.user)
 
 
 # --- The tools ---------------------------------------------------------------------------------
@@ -451,7 +445,7 @@ async def ask_zudo_agent(
         uuid.UUID | None,
         Field(description="Continue one of your conversations in this workspace; omit for new."),
     ] = None,
-) -> Annotated[CallToolResult, AgentTurn]:
+) -> Annotated[CallToolResult, TurnProgress]:
     """Send a message to the workspace assistant and return its turn: id, state and answer.
 
     An ordinary assistant turn under the workspace's memory policy, with your authority for
@@ -474,7 +468,7 @@ async def ask_zudo_agent(
                 await _in_db_thread(_turn_authority_end)(credential, turn.turn_id)
     except DomainError as error:
         return _refusal(error)
-    return _result(turn.model_dump(mode="json"))
+    return _result(_TURN_PROGRESS.dump_python(turn, mode="json"))
 
 
 INSTRUCTIONS = (
