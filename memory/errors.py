@@ -36,3 +36,51 @@ class MemoryNamespaceReserved(DomainError):
         "Paths under .zudotext/memory/ are reserved for the memory document; "
         "nothing was read or written."
     )
+
+
+class SpaceInvalid(DomainError):
+    """The query does not name a valid memory space. `detail.reason` says why (one of
+    unknown_visibility, missing_name, bad_name, missing_qualifier, bad_qualifier,
+    unexpected_qualifier) and `detail.field` which field."""
+
+    code = "SPACE_INVALID"
+    status = 400
+    default_message = "The query does not name a valid memory space."
+
+
+class GlobalSpaceWriteDenied(DomainError):
+    code = "GLOBAL_SPACE_WRITE_DENIED"
+    status = 403
+    default_message = "Only a superuser may write, delete or import in the global memory space."
+
+
+class SpaceQuotaExceeded(DomainError):
+    """The write would take the space past its quota; `detail` has usedBytes, deltaBytes
+    and quotaBytes. Nothing was written and no counter moved."""
+
+    code = "SPACE_QUOTA_EXCEEDED"
+    status = 422
+    default_message = "The memory space's quota would be exceeded; nothing was written."
+
+
+class SecretDetected(DomainError):
+    """The text holds what looks like a live credential. `detail` names the path, the rule
+    and the line, never the value. Nothing was written."""
+
+    code = "SECRET_DETECTED"
+    status = 422
+    default_message = "The text contains what looks like a credential; nothing was written."
+
+
+class StoreUnavailable(DomainError):
+    code = "STORE_UNAVAILABLE"
+    status = 503
+    default_message = "The memory store cannot be reached; nothing was written. Retry later."
+
+
+class StoreBusy(DomainError):
+    """The space stayed locked by another writer past the bounded wait (filesystem store)."""
+
+    code = "STORE_BUSY"
+    status = 503
+    default_message = "The memory space is busy with another write; nothing was written. Retry."

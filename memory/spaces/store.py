@@ -1,0 +1,100 @@
+"""The one seam every writer of a memory space meets: the `MemoryStore` protocol.
+
+Two adapters implement it, `database.DatabaseStore` (the default) and
+`filesystem.FilesystemStore` (under `DATA_DIR/spaces/`), and one contract suite
+(`memory/tests/spaces/test_store_contract.py`) runs every behaviour against both: a
+difference between them is a defect.
+
+The store trusts its caller for tenancy, the global write gate, the path rule, the
+document ceiling and the secret scan (`memory.spaces.services` applies them, for every
+writer, before it calls the store). The store owns what must be atomic with the bytes: the
+revision compare-and-set and the two byte counters, checked against the quotas the caller
+resolved at write time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from memory.spaces.handle import SpaceHandle
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """The caps a write is checked against, resolved when it happens (0: no cap).
+    `tenant_bytes` is ignored for a space with no tenant (global)."""
+
+    space_bytes: int
+    tenant_bytes: int
+
+
+@dataclass(frozen=True)
+class DocumentMeta:
+    path: str
+    size: int  # bytes of the body
+    checksum: str  # "sha256:<hex>" of the body
+    revision: int  # 1 on create, +1 on every write
+    updated_by: str  # "user:<id>", "bot:<id>", "import:<user id>", "mirror:<bot id>"
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    meta: DocumentMeta
+    body: bytes
+
+
+@dataclass(frozen=True)
+class SpaceUsage:
+    used_bytes: int
+    tenant_used_bytes: int  # 0 for a space with no tenant
+
+
+class MemoryStore(Protocol):
+    def describe(self, handle: SpaceHandle) -> str:
+        """Where the space lives, for people (a table and key, or a directory)."""
+
+    def list(self, handle: SpaceHandle, *, prefix: str = "") -> Sequence[DocumentMeta]:
+        """Every document under `prefix` (a canonical directory, "" for all), recursively,
+        sorted by path. A space never written lists nothing."""
+
+    def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
+        """The current body and metadata, or None when the document does not exist."""
+
+    def write(
+        self,
+        handle: SpaceHandle,
+        path: str,
+        body: bytes,
+        *,
+        expected_revision: int | None,
+        updated_by: str,
+        quotas: Quotas,
+        deadline: float,
+    ) -> DocumentMeta:
+        """Create or replace one document, atomically with its counters.
+
+        `expected_revision` 0 creates only; N replaces revision N only; None replaces
+        whatever is current (import and the mirror, after their own checks). A stale one
+        raises VersionConflict(currentVersion=...). Overwriting charges the difference in
+        size; growth past either quota raises SpaceQuotaExceeded or TenantQuotaExceeded
+        (the tenant one when both would fail) with usedBytes, deltaBytes, quotaBytes.
+        `deadline` is a time.monotonic() value: a write that cannot take its locks by then
+        raises StoreBusy. A refused write changes nothing, counters included.
+        """
+
+    def delete(
+        self, handle: SpaceHandle, path: str, *, expected_revision: int | None, deadline: float
+    ) -> None:
+        """Remove one document and free its bytes; NotFound when absent, VersionConflict
+        when `expected_revision` is stale, StoreBusy past the deadline."""
+
+    def usage(self, handle: SpaceHandle) -> SpaceUsage:
+        """The space's and its tenant's used bytes; 0 for a space never written."""
+
+    def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
+        """Remove every space, document and counter of these tenants; return the count of
+        documents removed. Used by the nightly org purge."""
