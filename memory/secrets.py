@@ -1,0 +1,306 @@
+"""The one secret scanner: every writer of memory text calls it before anything is stored.
+
+`secret_find` answers the first credential-shaped value in a text, as a rule name and a
+1-based line; it never returns, logs or raises the value itself. `secret_refuse` turns a
+finding into `SecretDetected` (422 `SECRET_DETECTED`).
+
+It builds on detect-secrets where that library's plugins serve as they are: the private-key
+armour lines (`PrivateKeyDetector`), the PyPI macaroon prefixes (`PypiTokenDetector`), the
+JWT's structural check (`JwtTokenDetector.is_formally_valid`) and its sequential-string
+filter. Its other plugins are not used as they are, for reasons that hold here: they have no
+left boundary (so `desk_live_...` matches inside a word), no randomness check (so
+`glpat-personal-access-token` is a GitLab token), and a few are quadratic on adversarial
+input (`eyJ` repeated without a dot). Our own rules below carry the current token shapes with
+boundaries, bounded possessive quantifiers and a randomness check on the body.
+
+Time is linear in the text: every pattern either starts with a literal behind a boundary
+lookbehind (so within one run of token characters only its start can begin a match) and uses
+bounded possessive quantifiers (no backtracking), and a rule runs only when its literal occurs
+in the text at all.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from detect_secrets.filters.heuristic import is_sequential_string
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+
+from memory.errors import SecretDetected
+
+# CSI (ESC [ ... final byte, or the 8-bit CSI) and OSC (ESC ] ... BEL or ST) sequences. They
+# never span a newline here, so stripping them keeps every line where it was: a token
+# coloured by a terminal is scanned as the token, and its line is the original line.
+_ANSI = re.compile(r"(?:\x1b\[|\x9b)[0-?]*+[ -/]*+[@-~]|\x1b\][^\x07\x1b\n]*+(?:\x07|\x1b\\)")
+
+# A value that is plainly a stand-in, not a credential: a run of one repeated character
+# (`XXXXXXXX`, `00000000`) or the markers that documentation samples carry (AWS's own
+# examples end in EXAMPLE / EXAMPLEKEY).
+_PLACEHOLDER_RUN = re.compile(r"(.)\1{5}")
+_PLACEHOLDER_WORDS = ("EXAMPLE", "REDACTED")
+
+
+@dataclass(frozen=True)
+class SecretFinding:
+    rule: str  # a stable rule name such as "github_token"
+    line: int  # 1-based, in the text as given
+
+
+@dataclass(frozen=True)
+class _Rule:
+    name: str
+    # Lower-case literals of which every match holds one: the pattern runs only when the
+    # lower-cased text contains one, which keeps a scan of ordinary prose cheap.
+    needles: tuple[str, ...]
+    pattern: re.Pattern[str]
+    accept: Callable[[re.Match[str]], bool]
+
+
+def _is_placeholder(value: str) -> bool:
+    return (
+        _PLACEHOLDER_RUN.search(value) is not None
+        or any(word in value for word in _PLACEHOLDER_WORDS)
+        or is_sequential_string(value)
+    )
+
+
+def _character_classes(value: str) -> int:
+    return sum(
+        (
+            any("a" <= char <= "z" for char in value),
+            any("A" <= char <= "Z" for char in value),
+            any("0" <= char <= "9" for char in value),
+        )
+    )
+
+
+def _random_body(match: re.Match[str]) -> bool:
+    """The `body` group mixes at least two of lower case, upper case and digits and is no
+    placeholder. Random tokens of 20 characters or more fail this with negligible
+    probability; words, kebab-case and snake_case prose (`glpat-personal-access-token`,
+    `xoxb-is-the-bot-prefix`) always fail it."""
+    body = match["body"]
+    return _character_classes(body) >= 2 and not _is_placeholder(body)
+
+
+def _random_body_with_digit(match: re.Match[str]) -> bool:
+    return _random_body(match) and any("0" <= char <= "9" for char in match["body"])
+
+
+def _random_body_all_classes(match: re.Match[str]) -> bool:
+    """For long bodies (48 characters or more), which random tokens fill with all three."""
+    return _character_classes(match["body"]) == 3 and not _is_placeholder(match["body"])
+
+
+def _not_placeholder(match: re.Match[str]) -> bool:
+    return not _is_placeholder(match[0])
+
+
+def _always(match: re.Match[str]) -> bool:
+    return True
+
+
+def _aws_secret_access_key(match: re.Match[str]) -> bool:
+    """A 40-character base64 value is an AWS secret access key only with `aws` or `secret`
+    shortly before it on the same line, and only if it mixes upper case, lower case and
+    digits: a git SHA (hex) or a word never does."""
+    body = match["body"]
+    if _character_classes(body) < 3 or _is_placeholder(body):
+        return False
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    before = text[max(line_start, match.start() - 64) : match.start()].lower()
+    return "aws" in before or "secret" in before
+
+
+def _jwt(match: re.Match[str]) -> bool:
+    """Three base64url parts whose header decodes to a JSON object naming an `alg`."""
+    token = match[0]
+    if not JwtTokenDetector.is_formally_valid(token):
+        return False
+    header = token.split(".", 1)[0]
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))
+    except (ValueError, binascii.Error):
+        return False
+    return isinstance(decoded, dict) and "alg" in decoded
+
+
+def _gcp_service_account(match: re.Match[str]) -> bool:
+    return _GCP_SERVICE_ACCOUNT_TYPE.search(match.string) is not None
+
+
+# Characters that may continue a token: a match must not start right after one.
+_B = r"(?<![A-Za-z0-9_\-])"
+# ... nor end right before one.
+_E = r"(?![A-Za-z0-9_\-])"
+
+_GCP_SERVICE_ACCOUNT_TYPE = re.compile(r'"type"[ \t]{0,16}+:[ \t]{0,16}+"service_account"')
+
+
+def _regex(*alternatives: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{alternative})" for alternative in alternatives))
+
+
+_RULES: tuple[_Rule, ...] = (
+    # A service-account key file: its "private_key" member locates it (the armour line inside
+    # the escaped PEM would otherwise report the less telling `private_key`).
+    _Rule(
+        "gcp_service_account",
+        ('"private_key"',),
+        re.compile(r'"private_key"[ \t]{0,16}+:[ \t]{0,16}+"'),
+        _gcp_service_account,
+    ),
+    _Rule(
+        "private_key",
+        ("private key", "putty-user-key-file"),
+        # The plugin's armour lines, plus PKCS#8's encrypted form, which it lacks.
+        _regex(
+            *(pattern.pattern for pattern in PrivateKeyDetector.denylist),
+            r"BEGIN ENCRYPTED PRIVATE KEY",
+        ),
+        _always,
+    ),
+    _Rule(
+        "anthropic_api_key",
+        ("sk-ant-",),
+        re.compile(_B + r"sk-ant-[a-z]{2,8}+[0-9]{0,3}+-(?P<body>[A-Za-z0-9_\-]{32,200}+)" + _E),
+        _random_body,
+    ),
+    _Rule(
+        "openai_api_key",
+        ("sk-proj-", "sk-svcacct-", "sk-admin-"),
+        re.compile(_B + r"sk-(?:proj|svcacct|admin)-(?P<body>[A-Za-z0-9_\-]{40,250}+)" + _E),
+        _random_body_with_digit,
+    ),
+    _Rule(
+        "openai_api_key",
+        ("sk-",),
+        # The legacy shape: 48 letters and digits straight after `sk-`.
+        re.compile(_B + r"sk-(?P<body>[A-Za-z0-9]{48})" + _E),
+        _random_body_all_classes,
+    ),
+    _Rule(
+        "github_token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        re.compile(_B + r"gh[pousr]_(?P<body>[A-Za-z0-9]{36,251}+)" + _E),
+        _random_body,
+    ),
+    _Rule(
+        "github_token",
+        ("github_pat_",),
+        re.compile(_B + r"github_pat_(?P<body>[A-Za-z0-9_]{60,251}+)" + _E),
+        _random_body_all_classes,
+    ),
+    _Rule(
+        "gitlab_token",
+        ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glsoat-", "gloas-"),
+        re.compile(
+            _B + r"gl(?:pat|dt|rt|cbt|ptt|ft|soat|oas)-(?P<body>[A-Za-z0-9_\-]{20,255}+)" + _E
+        ),
+        _random_body,
+    ),
+    _Rule(
+        "slack_token",
+        ("xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-"),
+        re.compile(_B + r"xox[bpars]-(?P<body>[A-Za-z0-9][A-Za-z0-9\-]{18,250}+)" + _E),
+        _random_body_with_digit,
+    ),
+    _Rule(
+        "slack_webhook",
+        ("hooks.slack.com/",),
+        re.compile(
+            r"hooks\.slack\.com/(?:services|workflows|triggers)/"
+            r"(?P<body>T[A-Z0-9]{6,16}+/[A-Z0-9]{6,24}+/[A-Za-z0-9]{16,64}+)",
+            re.IGNORECASE,
+        ),
+        _random_body,
+    ),
+    _Rule(
+        "aws_access_key_id",
+        ("akia", "asia"),
+        # A key id is the prefix and 16 upper-case letters or digits. Without a digit the
+        # `ASIA` form is as likely an upper-case word (ASIAPACIFIC...), so that one needs one.
+        re.compile(
+            r"(?<![A-Za-z0-9_])(?:AKIA|ASIA(?=[A-Z]{0,15}+[0-9]))(?P<body>[A-Z0-9]{16})(?![A-Za-z0-9])"
+        ),
+        _not_placeholder,
+    ),
+    _Rule(
+        "aws_secret_access_key",
+        ("aws", "secret"),
+        re.compile(r"(?<![A-Za-z0-9/+=])(?P<body>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"),
+        _aws_secret_access_key,
+    ),
+    _Rule(
+        "stripe_live_key",
+        ("sk_live_", "rk_live_"),
+        re.compile(r"(?<![A-Za-z0-9])[sr]k_live_(?P<body>[A-Za-z0-9]{24,247}+)" + _E),
+        _random_body,
+    ),
+    _Rule(
+        "google_api_key",
+        ("aiza",),
+        re.compile(_B + r"AIza(?P<body>[A-Za-z0-9_\-]{35})" + _E),
+        _random_body,
+    ),
+    _Rule(
+        "jwt",
+        ("eyj",),
+        re.compile(
+            _B
+            + r"eyJ[A-Za-z0-9_\-]{8,4096}+\.[A-Za-z0-9_\-]{2,16384}+\.[A-Za-z0-9_\-]{16,4096}+"
+            + _E
+        ),
+        _jwt,
+    ),
+    _Rule(
+        "npm_token",
+        ("npm_",),
+        re.compile(_B + r"npm_(?P<body>[A-Za-z0-9]{36})" + _E),
+        _random_body,
+    ),
+    _Rule(
+        "pypi_token",
+        ("pypi-",),
+        _regex(*(pattern.pattern for pattern in PypiTokenDetector.denylist)),
+        _not_placeholder,
+    ),
+)
+
+
+def secret_find(text: str) -> SecretFinding | None:
+    """Return the first credential-shaped value in `text` (by position; on one position, by
+    rule order), or None. ANSI escape sequences are ignored; the line is 1-based."""
+    scanned = _ANSI.sub("", text)
+    lowered = scanned.lower()
+    first: tuple[int, int, str] | None = None  # (position, rule order, rule name)
+    for order, rule in enumerate(_RULES):
+        if not any(needle in lowered for needle in rule.needles):
+            continue
+        for match in rule.pattern.finditer(scanned):
+            if first is not None and match.start() > first[0]:
+                break
+            if rule.accept(match):
+                candidate = (match.start(), order, rule.name)
+                first = candidate if first is None else min(first, candidate)
+                break
+    if first is None:
+        return None
+    position, _, name = first
+    return SecretFinding(rule=name, line=scanned.count("\n", 0, position) + 1)
+
+
+def secret_refuse(text: str, *, path: str) -> None:
+    """Raise `SecretDetected` naming `path`, the rule and the line if `text` holds a
+    credential. The value never leaves this function."""
+    finding = secret_find(text)
+    if finding is not None:
+        raise SecretDetected(path=path, rule=finding.rule, line=finding.line)
