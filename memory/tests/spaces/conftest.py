@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection, transaction
@@ -129,9 +130,13 @@ def team(make_team: Callable[[], Team]) -> Team:
 
 
 def handle_of(
-    team: Team | None, visibility: Visibility = Visibility.PROJECT, name: str = "notes", **axes
+    tenant: Team | int | None,
+    visibility: Visibility = Visibility.PROJECT,
+    name: str = "notes",
+    **axes: Any,
 ) -> SpaceHandle:
-    """A space handle as the handle parser would build it for a caller of `team`."""
+    """A space handle as the handle parser would build it for a caller of `tenant` (a team
+    or its id; None for the global space)."""
     defaults = {
         Visibility.PRIVATE: {"run": "run-1", "user_id": 7},
         Visibility.BOT: {"project": "app", "bot": "helper"},
@@ -141,6 +146,6 @@ def handle_of(
     return SpaceHandle(
         visibility=visibility,
         name=name,
-        tenant_id=None if team is None else team.pk,
+        tenant_id=tenant.pk if isinstance(tenant, Team) else tenant,
         **{**defaults, **axes},
     )
