@@ -137,12 +137,13 @@ def handle_of(
 ) -> SpaceHandle:
     """A space handle as the handle parser would build it for a caller of `tenant` (a team
     or its id; None for the global space)."""
-    defaults = {
+    qualifiers: dict[Visibility, dict[str, Any]] = {
         Visibility.PRIVATE: {"run": "run-1", "user_id": 7},
         Visibility.BOT: {"project": "app", "bot": "helper"},
         Visibility.PROJECT: {"project": "app"},
         Visibility.USER: {"user_id": 7},
-    }.get(visibility, {})
+    }
+    defaults = qualifiers.get(visibility, {})
     return SpaceHandle(
         visibility=visibility,
         name=name,

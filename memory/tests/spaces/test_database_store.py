@@ -43,7 +43,9 @@ def test_a_body_and_its_checksum_are_stored_only_sealed(team):
 
     assert tables_holding(MARKER) == []
     assert tables_holding(hashlib.sha256(body).hexdigest()) == []
-    assert store.read(handle, "a.md").body == body
+    stored = store.read(handle, "a.md")
+    assert stored is not None
+    assert stored.body == body
 
 
 def test_the_global_space_and_each_tenant_have_their_own_key(make_team):
@@ -107,5 +109,6 @@ def test_a_connection_lost_under_a_write_is_store_unavailable_and_writes_nothing
 
     connection.close()
     stored = store.read(handle, "a.md")
+    assert stored is not None
     assert (stored.body, stored.meta.revision) == (b"one", 1)
     assert store.usage(handle).used_bytes == 3
