@@ -1,14 +1,19 @@
-"""The memory document's policy. The document itself is a file of the workspace store."""
+"""The memory document's policy (the document itself is a file of the workspace store), and
+the rows of the memory spaces' database adapter."""
 
 from __future__ import annotations
 
 import uuid
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import Q, Value
+from django.db.models.functions import Coalesce, Length
+from django.db.models.lookups import Exact
 from django.utils import timezone
 
-from workspaces.models import User, Workspace
+from memory.spaces.handle import USER_BOUND, Visibility
+from workspaces.crypto import WrappedKeyField
+from workspaces.models import Team, User, Workspace
 
 
 class MemoryMode(models.TextChoices):
@@ -133,3 +138,190 @@ class Proposal(models.Model):
 
     def __str__(self) -> str:
         return f"proposal {self.id} ({self.status})"
+
+
+# Memory spaces (memory/spaces/): the rows of the database adapter. A body is stored only
+# sealed under its tenant's space key; the checksum of a body is sealed too, since a clear
+# digest of a short note would let anyone holding the table confirm a guess at its text.
+
+
+# The handle's visibilities, the one list of them (memory/spaces/handle.py).
+_VISIBILITIES = [visibility.value for visibility in Visibility]
+_USER_BOUND_VISIBILITIES = sorted(visibility.value for visibility in USER_BOUND)
+
+
+class MemorySpace(models.Model):
+    """One memory space: the handle's axes as columns, and the space's byte counter.
+
+    `handle_id` is the handle's deterministic id (`SpaceHandle.id`), the key every lookup
+    uses. The row is created by the first write and locked by every write and delete (the
+    first lock a change of the space takes). No quota is kept here: quotas are resolved
+    at write time from the settings, so changing one applies to existing spaces.
+    """
+
+    handle_id = models.CharField(max_length=2048)
+    visibility = models.CharField(
+        max_length=16, choices=[(value, value.replace("_", " ")) for value in _VISIBILITIES]
+    )
+    name = models.CharField(max_length=128)
+    # The team; None only for the global space, which belongs to the whole deployment.
+    tenant = models.ForeignKey(
+        Team, on_delete=models.CASCADE, null=True, blank=True, related_name="memory_spaces"
+    )
+    project = models.CharField(max_length=128, blank=True, default="")
+    bot = models.CharField(max_length=128, blank=True, default="")
+    # The person a `private` or `user` space belongs to. A plain id, not a foreign key: the
+    # space is named by it, and removing a person must not silently drop documents whose
+    # bytes the tenant's counter still holds (the tenant's purge removes them).
+    user_id = models.BigIntegerField(null=True, blank=True)
+    run = models.CharField(max_length=128, blank=True, default="")
+    used_bytes = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["handle_id"],
+                name="memory_memoryspace_handle_unique",
+                violation_error_code="SPACE_EXISTS",
+            ),
+            models.CheckConstraint(
+                condition=Q(visibility__in=_VISIBILITIES),
+                name="memory_memoryspace_visibility_valid",
+                violation_error_code="SPACE_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(visibility=Visibility.GLOBAL.value, tenant__isnull=True)
+                | (~Q(visibility=Visibility.GLOBAL.value) & Q(tenant__isnull=False)),
+                name="memory_memoryspace_tenant_iff_not_global",
+                violation_error_code="SPACE_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(visibility__in=_USER_BOUND_VISIBILITIES, user_id__isnull=False)
+                | (~Q(visibility__in=_USER_BOUND_VISIBILITIES) & Q(user_id__isnull=True)),
+                name="memory_memoryspace_user_iff_user_bound",
+                violation_error_code="SPACE_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(used_bytes__gte=0),
+                name="memory_memoryspace_used_non_negative",
+                violation_error_code="USAGE_INVALID",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.visibility} space {self.name!r} ({self.used_bytes} bytes)"
+
+
+class SpaceDocument(models.Model):
+    """One document of a space: its current revision only, sealed.
+
+    `revision` is the compare-and-set point (a conditional UPDATE on the expected one, or
+    an INSERT guarded by the path's uniqueness for a create). `size` is the body's length
+    in bytes, which the counters add up; the body and its checksum are ciphertext under the
+    tenant's space key, bound to the space, path and revision.
+    """
+
+    space = models.ForeignKey(MemorySpace, on_delete=models.CASCADE, related_name="documents")
+    path = models.CharField(max_length=1024)
+    revision = models.BigIntegerField()
+    size = models.BigIntegerField()
+    body_ciphertext = models.BinaryField()
+    checksum_ciphertext = models.BinaryField()
+    updated_by = models.CharField(max_length=200)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["space", "path"],
+                name="memory_spacedocument_path_unique_in_space",
+                violation_error_code="VERSION_CONFLICT",
+            ),
+            models.CheckConstraint(
+                condition=Q(revision__gte=1),
+                name="memory_spacedocument_revision_positive",
+                violation_error_code="VERSION_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(size__gte=0),
+                name="memory_spacedocument_size_non_negative",
+                violation_error_code="SIZE_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=~Q(updated_by=""),
+                name="memory_spacedocument_updated_by_present",
+                violation_error_code="ATTRIBUTION_INVALID",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} @ {self.revision}"
+
+
+class TenantSpaceUsage(models.Model):
+    """The bytes of every memory space of one team, which its space quota bounds.
+
+    Apart from the team's document storage (`workspaces.TeamStorageUsage`): both adapters
+    keep this aggregate the same way, and the filesystem one has no workspace documents.
+    Changed in the same transaction as each space write and delete, by conditional
+    updates; `manage.py memory reconcile` recomputes it from the documents.
+    `quota_override_bytes`, when set, replaces MEMORY_QUOTA_TENANT_BYTES for this team
+    (0: no cap); staff set it through `space_tenant_quota_override_set`, which audits it.
+    """
+
+    team = models.OneToOneField(
+        Team, on_delete=models.CASCADE, primary_key=True, related_name="space_usage"
+    )
+    used_bytes = models.BigIntegerField(default=0)
+    quota_override_bytes = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(used_bytes__gte=0),
+                name="memory_tenantspaceusage_used_non_negative",
+                violation_error_code="USAGE_INVALID",
+            ),
+            models.CheckConstraint(
+                condition=Q(quota_override_bytes__isnull=True) | Q(quota_override_bytes__gte=0),
+                name="memory_tenantspaceusage_quota_override_non_negative",
+                violation_error_code="QUOTA_INVALID",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"space usage of team {self.team_id}: {self.used_bytes} bytes"
+
+
+class SpaceKey(models.Model):
+    """The data key that seals a tenant's space documents, stored only wrapped by the
+    deployment key (as workspace keys are). The global space has its own key: the row
+    with no tenant. At most one row per tenant, and one for global."""
+
+    tenant = models.ForeignKey(
+        Team, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    wrapped_key = WrappedKeyField()
+    wrapping_key_id = models.CharField(max_length=16)
+    created_at = models.DateTimeField(default=timezone.now)
+    rewrapped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # Coalesce: a plain unique column lets any number of NULLs through, and the
+            # global key must be one row too.
+            models.UniqueConstraint(
+                Coalesce("tenant", Value(0)),
+                name="memory_spacekey_tenant_unique",
+                violation_error_code="KEY_EXISTS",
+            ),
+            models.CheckConstraint(
+                condition=Exact(Length("wrapping_key_id"), 16),
+                name="memory_spacekey_wrapping_key_id_valid",
+                violation_error_code="KEY_ID_INVALID",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return "space key of global" if self.tenant_id is None else f"space key of {self.tenant_id}"

@@ -216,6 +216,26 @@ if MEMORY_MAX_DOCUMENT_BYTES * 6 + 1024 > REQUEST_MAX_BODY_BYTES:
         "REQUEST_MAX_BODY_BYTES must leave room for a document at MEMORY_MAX_DOCUMENT_BYTES "
         "written as JSON (up to 6 bytes per byte when every character is escaped)"
     )
+# Memory spaces (memory/spaces/): where their documents live, and the byte quotas both
+# stores apply at write time (0: no cap). One quota per visibility for each space, and one
+# for the sum of a team's spaces, which staff may override per team in the admin.
+MEMORY_STORE = env_choice("MEMORY_STORE", "database", {"database", "filesystem"})
+_MIB = 1024 * 1024
+MEMORY_QUOTA_TENANT_BYTES = env_int("MEMORY_QUOTA_TENANT_BYTES", 1024 * _MIB, minimum=0)
+MEMORY_QUOTA_SPACE_BYTES = {
+    visibility: env_int(f"MEMORY_QUOTA_{visibility.upper()}_BYTES", default, minimum=0)
+    for visibility, default in (
+        ("private", 64 * _MIB),
+        ("bot", 256 * _MIB),
+        ("project", 256 * _MIB),
+        ("cross_project", 512 * _MIB),
+        ("user", 128 * _MIB),
+        ("org", 1024 * _MIB),
+        ("global", 1024 * _MIB),
+    )
+}
+# How long a space write or delete waits for the space's locks before answering STORE_BUSY.
+MEMORY_STORE_WAIT_SECONDS = env_int("MEMORY_STORE_WAIT_SECONDS", 5, minimum=1, maximum=300)
 # One document search decrypts at most this many bytes before it answers with a cursor to
 # continue from, and one person runs at most this many searches at once.
 SEARCH_MAX_DECRYPTED_BYTES = env_int(

@@ -113,7 +113,7 @@ class TeamStorageUsage(models.Model):
 
     Kept by conditional updates in the same transaction as each write, delete and restore
     (`workspaces.services.team_storage_charge`), never recomputed from the documents. Memory
-    spaces add to the same aggregate.
+    spaces keep an aggregate of their own (`memory.TenantSpaceUsage`).
     """
 
     team = models.OneToOneField(
@@ -478,6 +478,9 @@ class AuditAction(models.TextChoices):
     TOKEN_REVOKED = "token_revoked", "Personal access token revoked"
     SIGN_IN_SUCCEEDED = "sign_in_succeeded", "Signed in"
     SIGN_IN_FAILED = "sign_in_failed", "Sign-in failed"
+    SPACE_GLOBAL_WRITTEN = "space_global_written", "Global memory space written"
+    SPACE_GLOBAL_DELETED = "space_global_deleted", "Global memory space document deleted"
+    SPACE_QUOTA_OVERRIDDEN = "space_quota_overridden", "Team memory space quota overridden"
 
 
 class AuditEvent(models.Model):

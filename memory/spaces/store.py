@@ -14,12 +14,14 @@ resolved at write time.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 from memory.spaces.handle import SpaceHandle
+from workspaces.errors import InvalidDocumentPath
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,35 @@ class SpaceUsage:
     tenant_used_bytes: int  # 0 for a space with no tenant
 
 
+@dataclass(frozen=True)
+class CounterDrift:
+    """One counter as `reconcile` found it: `scope` is a space id or `tenant:<id>`."""
+
+    scope: str
+    recorded: int
+    actual: int
+
+    @property
+    def drift(self) -> int:
+        return self.recorded - self.actual
+
+
+def body_checksum(body: bytes) -> str:
+    return "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+def path_conflict_check(path: str, near: Sequence[str]) -> None:
+    """Refuse a new document that would be both a file and a directory of the space's tree:
+    `near` are the documents at an ancestor of `path` or below it. Both stores refuse it,
+    so that every space can be laid out as files (the filesystem store, an export)."""
+    if near:
+        raise InvalidDocumentPath(
+            "A document of this space is in the way of this path; nothing was written.",
+            reason="path_conflict",
+            conflictsWith=near[0],
+        )
+
+
 class MemoryStore(Protocol):
     def describe(self, handle: SpaceHandle) -> str:
         """Where the space lives, for people (a table and key, or a directory)."""
@@ -83,7 +114,9 @@ class MemoryStore(Protocol):
         size; growth past either quota raises SpaceQuotaExceeded or TenantQuotaExceeded
         (the tenant one when both would fail) with usedBytes, deltaBytes, quotaBytes.
         `deadline` is a time.monotonic() value: a write that cannot take its locks by then
-        raises StoreBusy. A refused write changes nothing, counters included.
+        raises StoreBusy. A new document that would be both a file and a directory of the
+        space's tree (`a.md` beside `a.md/b.md`) is InvalidDocumentPath (`path_conflict`).
+        A refused write changes nothing, counters included.
         """
 
     def delete(
@@ -98,3 +131,7 @@ class MemoryStore(Protocol):
     def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
         """Remove every space, document and counter of these tenants; return the count of
         documents removed. Used by the nightly org purge."""
+
+    def reconcile(self) -> Sequence[CounterDrift]:
+        """Recompute every space's and tenant's counter from the documents, under the
+        writers' locks, fix any that differ, and return every counter as found."""

@@ -1,0 +1,446 @@
+"""The database adapter of the `MemoryStore` seam: spaces as rows, bodies sealed.
+
+Every body (and its checksum) is sealed with AES-256-GCM under the tenant's space key (the
+global space has its own), with associated data naming the space, the path and the
+revision, so a ciphertext copied to any other row or revision fails to open.
+
+A write or delete is one transaction that locks, in this order: the space row, then the
+document row, then the tenant's counter row. Every change of a space takes the space row
+first, so two writers of one space queue there and never cross; the tenant counter is
+always the last lock, so writers of two spaces of one tenant cannot deadlock on it.
+Counters move by conditional UPDATEs (`used + delta <= quota`) in that same transaction:
+a refused or rolled-back write leaves every counter as it was.
+
+The deadline becomes PostgreSQL's `lock_timeout` for the transaction: a lock not granted
+in time is StoreBusy; any other operational failure (the server gone, the connection
+dropped) is StoreUnavailable. On SQLite the IMMEDIATE transaction's busy wait plays the
+lock's part.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import (
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    transaction,
+)
+from django.db.models import F, QuerySet, Sum
+from django.db.models.functions import Greatest
+from django.utils import timezone
+
+from memory.errors import SpaceQuotaExceeded, StoreBusy, StoreUnavailable
+from memory.models import MemorySpace, SpaceDocument, SpaceKey, TenantSpaceUsage
+from memory.spaces.handle import SpaceHandle
+from memory.spaces.store import (
+    CounterDrift,
+    DocumentMeta,
+    Quotas,
+    SpaceUsage,
+    StoredDocument,
+    body_checksum,
+    path_conflict_check,
+)
+from workspaces.crypto import (
+    CiphertextRejected,
+    data_key_generate,
+    deployment_key_id,
+    seal,
+    unseal,
+)
+from workspaces.errors import DocumentUnreadable, NotFound, TenantQuotaExceeded, VersionConflict
+from workspaces.violations import violation_code
+
+# PostgreSQL's SQLSTATE for a lock not granted within lock_timeout.
+_LOCK_NOT_AVAILABLE = "55P03"
+
+
+def space_data_key(*, tenant_id: int | None) -> bytes | None:
+    """The tenant's unwrapped space key (None: the global space's), or None before its
+    first write."""
+    row = SpaceKey.objects.filter(tenant_id=tenant_id).first()
+    return None if row is None else bytes(row.wrapped_key)
+
+
+def space_data_key_ensure(*, tenant_id: int | None) -> bytes:
+    """The tenant's space key, created on first use. Two first writers may race: the
+    loser's insert is ignored by the uniqueness of the tenant and it reads the winner's."""
+    existing = space_data_key(tenant_id=tenant_id)
+    if existing is not None:
+        return existing
+    SpaceKey.objects.bulk_create(
+        [
+            SpaceKey(
+                tenant_id=tenant_id,
+                wrapped_key=data_key_generate(),
+                wrapping_key_id=deployment_key_id(settings.DEPLOYMENT_KEY),
+            )
+        ],
+        ignore_conflicts=True,
+    )
+    created = space_data_key(tenant_id=tenant_id)
+    assert created is not None  # inserted above, or by the writer it raced
+    return created
+
+
+def space_associated_data(*, space_id: str, path: str, revision: int, part: str) -> bytes:
+    # The path comes last: it may hold `/`, which neither the space id nor a revision can.
+    return f"memory-space/v1/{part}/{space_id}/{revision}/{path}".encode()
+
+
+@dataclass(frozen=True)
+class _Current:
+    pk: int
+    revision: int
+    size: int
+
+
+class DatabaseStore:
+    def describe(self, handle: SpaceHandle) -> str:
+        return f"database: table {SpaceDocument._meta.db_table}, space {handle.id}"
+
+    def list(self, handle: SpaceHandle, *, prefix: str = "") -> Sequence[DocumentMeta]:
+        rows = SpaceDocument.objects.filter(space__handle_id=handle.id).defer("body_ciphertext")
+        if prefix:
+            rows = rows.filter(path__startswith=prefix.rstrip("/") + "/")
+        with _store_errors():
+            documents = list(rows)
+            data_key = space_data_key(tenant_id=handle.tenant_id) if documents else None
+        # Sorted here, by code point, not by the database's collation: both stores list in
+        # the same order whatever the deployment's locale.
+        return sorted(
+            (_meta(handle, document, data_key) for document in documents),
+            key=lambda meta: meta.path,
+        )
+
+    def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
+        with _store_errors():
+            document = SpaceDocument.objects.filter(space__handle_id=handle.id, path=path).first()
+            if document is None:
+                return None
+            data_key = space_data_key(tenant_id=handle.tenant_id)
+        meta = _meta(handle, document, data_key)
+        body = _open(
+            data_key,
+            bytes(document.body_ciphertext),
+            space_associated_data(
+                space_id=handle.id, path=path, revision=document.revision, part="body"
+            ),
+            path=path,
+            revision=document.revision,
+        )
+        return StoredDocument(meta=meta, body=body)
+
+    def write(
+        self,
+        handle: SpaceHandle,
+        path: str,
+        body: bytes,
+        *,
+        expected_revision: int | None,
+        updated_by: str,
+        quotas: Quotas,
+        deadline: float,
+    ) -> DocumentMeta:
+        checksum = body_checksum(body)
+        now = timezone.now()
+        with _store_errors():
+            data_key = space_data_key_ensure(tenant_id=handle.tenant_id)
+            with _locking_transaction(deadline):
+                space = _space_lock(handle, create=True)
+                assert space is not None
+                current = _document_lock(space, path)
+                if current is None:
+                    path_conflict_check(path, _paths_near(space, path))
+                delta = len(body) - (current.size if current else 0)
+                if handle.tenant_id is not None:
+                    _tenant_charge(handle.tenant_id, delta, quotas.tenant_bytes)
+                _space_charge(space, delta, quotas.space_bytes)
+                current_revision = current.revision if current else 0
+                base = current_revision if expected_revision is None else expected_revision
+                revision = base + 1
+
+                def sealed(plaintext: bytes, part: str) -> bytes:
+                    associated_data = space_associated_data(
+                        space_id=handle.id, path=path, revision=revision, part=part
+                    )
+                    return seal(
+                        data_key=data_key, plaintext=plaintext, associated_data=associated_data
+                    )
+
+                fields = {
+                    "size": len(body),
+                    "body_ciphertext": sealed(body, "body"),
+                    "checksum_ciphertext": sealed(checksum.encode(), "checksum"),
+                    "updated_by": updated_by,
+                    "updated_at": now,
+                }
+                if base == 0:
+                    _document_create(space, path, fields, current_revision)
+                else:
+                    # The compare-and-set: applies only while the row still holds `base`.
+                    updated = SpaceDocument.objects.filter(
+                        space=space, path=path, revision=base
+                    ).update(revision=F("revision") + 1, **fields)
+                    if updated != 1:
+                        raise VersionConflict(currentVersion=current_revision)
+        return DocumentMeta(
+            path=path,
+            size=len(body),
+            checksum=checksum,
+            revision=revision,
+            updated_by=updated_by,
+            updated_at=now,
+        )
+
+    def delete(
+        self, handle: SpaceHandle, path: str, *, expected_revision: int | None, deadline: float
+    ) -> None:
+        with _store_errors(), _locking_transaction(deadline):
+            space = _space_lock(handle, create=False)
+            current = None if space is None else _document_lock(space, path)
+            if space is None or current is None:
+                raise NotFound("No such document in this memory space.")
+            if expected_revision is not None and expected_revision != current.revision:
+                raise VersionConflict(currentVersion=current.revision)
+            SpaceDocument.objects.filter(pk=current.pk).delete()
+            # The size was read under the document's row lock: a racing write cannot make
+            # the credit stale.
+            if handle.tenant_id is not None:
+                _tenant_charge(handle.tenant_id, -current.size, 0)
+            _space_charge(space, -current.size, 0)
+
+    def usage(self, handle: SpaceHandle) -> SpaceUsage:
+        with _store_errors():
+            used = (
+                MemorySpace.objects.filter(handle_id=handle.id)
+                .values_list("used_bytes", flat=True)
+                .first()
+            )
+            tenant_used = None
+            if handle.tenant_id is not None:
+                tenant_used = (
+                    TenantSpaceUsage.objects.filter(team_id=handle.tenant_id)
+                    .values_list("used_bytes", flat=True)
+                    .first()
+                )
+        return SpaceUsage(used_bytes=used or 0, tenant_used_bytes=tenant_used or 0)
+
+    def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
+        with _store_errors(), transaction.atomic():
+            documents, _ = SpaceDocument.objects.filter(space__tenant_id__in=tenant_ids).delete()
+            MemorySpace.objects.filter(tenant_id__in=tenant_ids).delete()
+            TenantSpaceUsage.objects.filter(team_id__in=tenant_ids).delete()
+            SpaceKey.objects.filter(tenant_id__in=tenant_ids).delete()
+        return documents
+
+    def reconcile(self) -> Sequence[CounterDrift]:
+        drifts: list[CounterDrift] = []
+        tenant_ids = set(MemorySpace.objects.values_list("tenant_id", flat=True).distinct())
+        tenant_ids |= set(TenantSpaceUsage.objects.values_list("team_id", flat=True))
+        for tenant_id in sorted(tenant_ids, key=lambda value: (value is not None, value or 0)):
+            with _store_errors(), transaction.atomic():
+                drifts.extend(_tenant_reconcile(tenant_id))
+        return drifts
+
+
+def _tenant_reconcile(tenant_id: int | None) -> list[CounterDrift]:
+    """Recompute the counters of one tenant's spaces (or of the global space) and of the
+    tenant from the documents. Call inside a transaction: it takes the writers' lock order,
+    every space row of the tenant (in primary-key order), then the tenant's counter."""
+    drifts = []
+    total = 0
+    spaces = MemorySpace.objects.select_for_update().filter(tenant_id=tenant_id).order_by("pk")
+    for space in spaces:
+        actual = space.documents.aggregate(total=Sum("size"))["total"] or 0
+        total += actual
+        drifts.append(CounterDrift(scope=space.handle_id, recorded=space.used_bytes, actual=actual))
+        if space.used_bytes != actual:
+            MemorySpace.objects.filter(pk=space.pk).update(used_bytes=actual)
+    if tenant_id is not None:
+        TenantSpaceUsage.objects.bulk_create(
+            [TenantSpaceUsage(team_id=tenant_id)], ignore_conflicts=True
+        )
+        usage = TenantSpaceUsage.objects.select_for_update().get(team_id=tenant_id)
+        drifts.append(
+            CounterDrift(scope=f"tenant:{tenant_id}", recorded=usage.used_bytes, actual=total)
+        )
+        if usage.used_bytes != total:
+            TenantSpaceUsage.objects.filter(pk=tenant_id).update(used_bytes=total)
+    return drifts
+
+
+@contextmanager
+def _store_errors() -> Iterator[None]:
+    """Answer a failure of the database as the store's refusal: a lock not granted in time
+    is StoreBusy, anything else operational (server gone, connection dropped) is
+    StoreUnavailable."""
+    try:
+        yield
+    except (OperationalError, InterfaceError) as error:
+        sqlstate = getattr(error.__cause__, "sqlstate", None)
+        if sqlstate == _LOCK_NOT_AVAILABLE or "database is locked" in str(error):
+            raise StoreBusy() from error
+        raise StoreUnavailable() from error
+
+
+@contextmanager
+def _locking_transaction(deadline: float) -> Iterator[None]:
+    """A transaction whose lock waits end at `deadline` (a time.monotonic() value)."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise StoreBusy()
+    is_nested = connection.in_atomic_block
+    with transaction.atomic():
+        if connection.vendor != "postgresql":
+            yield
+            return
+        with connection.cursor() as cursor:
+            # lock_timeout 0 would mean "wait for ever": never less than 1 ms.
+            cursor.execute(
+                "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)",
+                [f"{max(1, int(remaining * 1000))}ms"],
+            )
+            previous = cursor.fetchone()[0]
+        yield
+        if is_nested:
+            # The caller's transaction goes on after this one: give it its own wait back.
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
+
+
+def _space_lock(handle: SpaceHandle, *, create: bool) -> MemorySpace | None:
+    """Lock the space's row, the first lock of every change; create it first if asked.
+    Two first writers may race to create it: the loser's insert is ignored and it waits on
+    the winner's row lock."""
+    rows = MemorySpace.objects.select_for_update().filter(handle_id=handle.id)
+    space = rows.first()
+    if space is not None or not create:
+        return space
+    MemorySpace.objects.bulk_create(
+        [
+            MemorySpace(
+                handle_id=handle.id,
+                visibility=handle.visibility.value,
+                name=handle.name,
+                tenant_id=handle.tenant_id,
+                project=handle.project,
+                bot=handle.bot,
+                user_id=handle.user_id,
+                run=handle.run,
+            )
+        ],
+        ignore_conflicts=True,
+    )
+    return rows.get()
+
+
+def _document_lock(space: MemorySpace, path: str) -> _Current | None:
+    row = (
+        SpaceDocument.objects.select_for_update()
+        .filter(space=space, path=path)
+        .values("pk", "revision", "size")
+        .first()
+    )
+    return None if row is None else _Current(row["pk"], row["revision"], row["size"])
+
+
+def _paths_near(space: MemorySpace, path: str) -> list[str]:
+    """The space's documents a new document at `path` could collide with as a file tree:
+    one at an ancestor directory of it, or one below it."""
+    segments = path.split("/")
+    ancestors = ["/".join(segments[:end]) for end in range(1, len(segments))]
+    rows = SpaceDocument.objects.filter(space=space)
+    return list(
+        (rows.filter(path__in=ancestors) | rows.filter(path__startswith=path + "/")).values_list(
+            "path", flat=True
+        )[:1]
+    )
+
+
+def _document_create(
+    space: MemorySpace, path: str, fields: dict[str, object], current_revision: int
+) -> None:
+    try:
+        with transaction.atomic():
+            SpaceDocument.objects.create(space=space, path=path, revision=1, **fields)
+    except IntegrityError as error:
+        # The path is taken: to a create-only write that is a stale view of the space.
+        if violation_code(error) != VersionConflict.code:
+            raise
+        raise VersionConflict(currentVersion=current_revision) from None
+
+
+def _tenant_charge(tenant_id: int, delta: int, quota: int) -> None:
+    """Move the tenant's counter by `delta`. Checked before the space's, so that when both
+    quotas would refuse, the tenant's refusal is the one answered."""
+    rows = TenantSpaceUsage.objects.filter(team_id=tenant_id)
+    if _charge(rows, delta, quota):
+        return
+    # No row yet (the tenant's first write) or the quota refuses: make sure the row exists
+    # (a concurrent first writer waits on its key, then finds it) and ask once more.
+    TenantSpaceUsage.objects.bulk_create(
+        [TenantSpaceUsage(team_id=tenant_id)], ignore_conflicts=True
+    )
+    if _charge(rows, delta, quota):
+        return
+    used = rows.values_list("used_bytes", flat=True).get()
+    raise TenantQuotaExceeded(usedBytes=used, deltaBytes=delta, quotaBytes=quota)
+
+
+def _space_charge(space: MemorySpace, delta: int, quota: int) -> None:
+    if not _charge(MemorySpace.objects.filter(pk=space.pk), delta, quota):
+        raise SpaceQuotaExceeded(usedBytes=space.used_bytes, deltaBytes=delta, quotaBytes=quota)
+
+
+def _charge(
+    rows: QuerySet[MemorySpace] | QuerySet[TenantSpaceUsage], delta: int, quota: int
+) -> bool:
+    """One conditional UPDATE of one counter row: growth applies only while the counter
+    stays within `quota` (0: no cap), so concurrent writers cannot pass it together; a
+    shrink always applies, never below zero. False when no row was updated."""
+    if delta == 0:
+        return rows.exists()
+    if delta < 0:
+        return rows.update(used_bytes=Greatest(F("used_bytes") + delta, 0)) == 1
+    within_quota = rows if quota == 0 else rows.filter(used_bytes__lte=quota - delta)
+    return within_quota.update(used_bytes=F("used_bytes") + delta) == 1
+
+
+def _meta(handle: SpaceHandle, document: SpaceDocument, data_key: bytes | None) -> DocumentMeta:
+    checksum = _open(
+        data_key,
+        bytes(document.checksum_ciphertext),
+        space_associated_data(
+            space_id=handle.id, path=document.path, revision=document.revision, part="checksum"
+        ),
+        path=document.path,
+        revision=document.revision,
+    )
+    return DocumentMeta(
+        path=document.path,
+        size=document.size,
+        checksum=checksum.decode(),
+        revision=document.revision,
+        updated_by=document.updated_by,
+        updated_at=document.updated_at,
+    )
+
+
+def _open(
+    data_key: bytes | None, ciphertext: bytes, associated_data: bytes, *, path: str, revision: int
+) -> bytes:
+    """Open a sealed part whole, or refuse with DocumentUnreadable: no partial text."""
+    if data_key is None:
+        raise DocumentUnreadable(path=path, revision=revision)
+    try:
+        return unseal(data_key=data_key, ciphertext=ciphertext, associated_data=associated_data)
+    except CiphertextRejected:
+        raise DocumentUnreadable(path=path, revision=revision) from None
