@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import enum
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -42,10 +43,6 @@ from workspaces.errors import DocumentTooLarge, InvalidText, NotFound
 from workspaces.models import AuditEvent, User
 from workspaces.paths import document_path_require_canonical
 from workspaces.services import audit_record
-
-# How long a write or delete may wait for the space's locks before it answers STORE_BUSY.
-STORE_DEADLINE_SECONDS = 5.0
-
 
 class WriterKind(enum.StrEnum):
     USER = "user"  # a person, over REST or the web frame
@@ -119,10 +116,7 @@ def space_document_write(
     except UnicodeDecodeError:
         raise InvalidText("The document is not valid UTF-8; nothing was written.") from None
     secret_refuse(text, path=path)
-    # One transaction, so that a global write and its audit row commit together with the
-    # database store. The filesystem store issues no query, so no database transaction is
-    # open while it holds its lock: only the audit insert runs in it.
-    with transaction.atomic():
+    with _audited(handle):
         meta = store_get().write(
             handle,
             path,
@@ -130,7 +124,7 @@ def space_document_write(
             expected_revision=expected_revision,
             updated_by=writer.attribution,
             quotas=quotas_for(handle),
-            deadline=time.monotonic() + STORE_DEADLINE_SECONDS,
+            deadline=_deadline(),
         )
         if handle.is_global:
             _global_audit(
@@ -148,12 +142,12 @@ def space_document_delete(
     """Delete one document of a space and free its bytes (steps 1 to 3, then the store):
     NotFound when absent, VersionConflict when `expected_revision` is stale."""
     path = _admit(handle=handle, path=path, writer=writer)
-    with transaction.atomic():
+    with _audited(handle):
         store_get().delete(
             handle,
             path,
             expected_revision=expected_revision,
-            deadline=time.monotonic() + STORE_DEADLINE_SECONDS,
+            deadline=_deadline(),
         )
         if handle.is_global:
             _global_audit(
@@ -162,6 +156,18 @@ def space_document_delete(
                 writer=writer,
                 detail={"path": path, "expectedRevision": expected_revision},
             )
+
+
+def _deadline() -> float:
+    return time.monotonic() + settings.MEMORY_STORE_WAIT_SECONDS
+
+
+def _audited(handle: SpaceHandle) -> AbstractContextManager[object]:
+    """The transaction a global change and its audit row share, so that with the database
+    store both commit or neither does. (The filesystem store issues no query: only the
+    audit insert runs in it.) Other spaces are not audited and need none beyond the store's.
+    """
+    return transaction.atomic() if handle.is_global else nullcontext()
 
 
 def _global_audit(
