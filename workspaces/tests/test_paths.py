@@ -235,7 +235,7 @@ def test_a_directory_in_another_spelling_is_refused_with_the_canonical_one(raw, 
     [
         ("notes/../x", "dot_dot_segment"),
         ("..", "dot_dot_segment"),
-        ("notes\u200b", "invisible_character"),
+        ("notes\u034f", "invisible_character"),
         ("notes\x00", "control_character"),
         ("%FF", "invalid_encoding"),
         ("a" * 256, "segment_too_long"),
