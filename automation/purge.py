@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -28,7 +29,15 @@ from automation.models import (
     Turn,
 )
 from automation.tokens import delivery_credential_cache_key
-from memory.models import MemoryPolicy, Proposal
+from memory.models import (
+    MemoryPolicy,
+    MemorySpace,
+    Proposal,
+    SpaceDocument,
+    SpaceKey,
+    TenantSpaceUsage,
+)
+from memory.spaces.filesystem import FilesystemStore
 from workspaces.models import (
     ApiToken,
     AuditEvent,
@@ -70,6 +79,10 @@ PURGE_PLAN: tuple[PurgeStep, ...] = (
     PurgeStep(Conversation, "workspace__team__org"),
     PurgeStep(Proposal, "workspace__team__org"),
     PurgeStep(MemoryPolicy, "workspace__team__org"),
+    PurgeStep(SpaceDocument, "space__tenant__org"),
+    PurgeStep(MemorySpace, "tenant__org"),
+    PurgeStep(TenantSpaceUsage, "team__org"),
+    PurgeStep(SpaceKey, "tenant__org"),
     PurgeStep(FileVersion, "file__workspace__team__org"),
     PurgeStep(File, "workspace__team__org"),
     PurgeStep(WorkspaceKey, "workspace__team__org"),
@@ -114,13 +127,18 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
     )
     if claimed != 1:
         return False
+    # The filesystem store's spaces first, while the teams that name them still exist: a
+    # purge that dies after this is taken over and finds nothing left there. Both stores
+    # are purged whichever is configured, so switching MEMORY_STORE leaves nothing behind.
+    team_ids = list(Team.objects.filter(org_id=org_id).values_list("pk", flat=True))
+    spaces_removed = FilesystemStore(root=settings.DATA_DIR / "spaces").purge_tenants(team_ids)
     counts = {step.model._meta.label: _purge_step(step, org_id) for step in PURGE_PLAN}
     with transaction.atomic():
         audit_record(
             actor=None,
             action=AuditEvent.Action.ORG_PURGED,
             org_id=org_id,
-            detail={"deletedRows": counts},
+            detail={"deletedRows": counts, "filesystemSpaceDocuments": spaces_removed},
         )
         # By now nothing references the org, so the collector's look for related rows is
         # one empty read.

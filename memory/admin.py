@@ -1,17 +1,30 @@
-"""Staff inspection of memory policies and proposals. Both are view-only: the mode moves
-only by the compare-and-set service (which audits it), and a proposal is history whose
-changes are memory text, so its sealed body is never shown or loaded."""
+"""Staff inspection of memory policies, proposals and memory spaces.
+
+Policies and proposals are view-only: the mode moves only by the compare-and-set service
+(which audits it), and a proposal is history whose changes are memory text, so its sealed
+body is never shown or loaded. Spaces and their documents show metadata only: a body is
+never shown nor loaded, not even as ciphertext. The one thing staff change here is a
+team's space quota, through the audited service."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.contrib import admin
 from django.db.models import QuerySet
+from django.forms import ModelForm
 from django.http import HttpRequest
 
-from memory.models import MemoryPolicy, Proposal
-from workspaces.admin import ViewOnlyAdmin
+from memory.models import (
+    MemoryPolicy,
+    MemorySpace,
+    Proposal,
+    SpaceDocument,
+    SpaceKey,
+    TenantSpaceUsage,
+)
+from memory.spaces.quotas import space_tenant_quota_override_set, tenant_quota_bytes
+from workspaces.admin import ViewOnlyAdmin, acting_user, changelist_link
 
 
 @admin.register(MemoryPolicy)
@@ -51,3 +64,100 @@ class ProposalAdmin(ViewOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Proposal]:
         return super().get_queryset(request).defer("changes_ciphertext")
+
+
+@admin.register(MemorySpace)
+class MemorySpaceAdmin(ViewOnlyAdmin):
+    fields = (
+        "handle_id",
+        "visibility",
+        "name",
+        "tenant",
+        "project",
+        "bot",
+        "user_id",
+        "run",
+        "used_bytes",
+        "created_at",
+        "documents",
+    )
+    list_display = ("name", "visibility", "tenant", "project", "bot", "run", "used_bytes")
+    list_select_related = ("tenant",)
+    list_filter = ("visibility",)
+    search_fields = ("name", "=handle_id", "tenant__name", "tenant__org__name", "project", "bot")
+
+    @admin.display(description="Documents")
+    def documents(self, space: MemorySpace) -> str:
+        return changelist_link(
+            "memory.spacedocument", "Documents of this space", space__id=space.pk
+        )
+
+
+@admin.register(SpaceDocument)
+class SpaceDocumentAdmin(ViewOnlyAdmin):
+    # Never `body_ciphertext` nor `checksum_ciphertext`.
+    fields = ("space", "path", "revision", "size", "updated_by", "updated_at")
+    list_display = fields
+    list_select_related = ("space",)
+    list_filter = ("space__visibility", "updated_at")
+    search_fields = ("path", "=space__handle_id", "space__tenant__name", "=updated_by")
+    raw_id_fields = ("space",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SpaceDocument]:
+        return super().get_queryset(request).defer("body_ciphertext", "checksum_ciphertext")
+
+
+@admin.register(TenantSpaceUsage)
+class TenantSpaceUsageAdmin(admin.ModelAdmin):
+    """A team's bytes over all its spaces, and its own quota. Adding a row for a team that
+    has not written yet sets its quota ahead; either way the change goes through the
+    audited service. The counter itself is read-only."""
+
+    list_display = ("team", "org", "used_bytes", "quota_override_bytes", "quota_bytes")
+    list_select_related = ("team", "team__org")
+    list_filter = ("team__org",)
+    search_fields = ("team__name", "team__org__name", "team__id__exact")
+    raw_id_fields = ("team",)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if obj is None:
+            return ("team", "quota_override_bytes")
+        return ("team", "used_bytes", "quota_override_bytes", "quota_bytes")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if obj is None:
+            return ()
+        return ("team", "used_bytes", "quota_bytes")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="Org")
+    def org(self, usage: TenantSpaceUsage) -> str:
+        return str(usage.team.org)
+
+    @admin.display(description="Quota in force (bytes, 0: no cap)")
+    def quota_bytes(self, usage: TenantSpaceUsage) -> int:
+        return tenant_quota_bytes(team_id=usage.team_id)
+
+    def save_model(
+        self, request: HttpRequest, obj: TenantSpaceUsage, form: ModelForm, change: bool
+    ) -> None:
+        space_tenant_quota_override_set(
+            team=obj.team,
+            quota_bytes=form.cleaned_data["quota_override_bytes"],
+            actor=acting_user(request),
+        )
+
+
+@admin.register(SpaceKey)
+class SpaceKeyAdmin(ViewOnlyAdmin):
+    # Never `wrapped_key`: reading it unwraps the data key.
+    fields = ("tenant", "wrapping_key_id", "created_at", "rewrapped_at")
+    list_display = fields
+    list_select_related = ("tenant",)
+    list_filter = ("wrapping_key_id", "rewrapped_at")
+    search_fields = ("tenant__name", "tenant__id__exact", "=wrapping_key_id")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SpaceKey]:
+        return super().get_queryset(request).defer("wrapped_key")

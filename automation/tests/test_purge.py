@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -13,6 +14,11 @@ from automation.purge import PURGE_PLAN, PURGE_RECLAIM_AFTER, RETAINED, org_purg
 from automation.tools import TurnContext, create_note, remember_in_memory
 from conftest import postgres_only, run_concurrently
 from memory.services import memory_policy_set
+from memory.spaces.database import DatabaseStore
+from memory.spaces.filesystem import FilesystemStore
+from memory.spaces.handle import SpaceHandle, Visibility
+from memory.spaces.quotas import quotas_for
+from memory.spaces.store import MemoryStore
 from workspaces.errors import OrgStateConflict
 from workspaces.models import AuditEvent, KeySession, Org
 from workspaces.services import (
@@ -48,6 +54,24 @@ def populate(assistant) -> None:
     revoked = key_session_open(workspace=tenant.workspace, user=tenant.member)
     key_session_revoke(session=revoked, revoked_by=tenant.member)
     api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    space_write(DatabaseStore(), org_space(tenant.team), b"a space document")
+
+
+def org_space(team) -> SpaceHandle:
+    return SpaceHandle(visibility=Visibility.ORG, name="notes", tenant_id=team.pk)
+
+
+def space_write(store: MemoryStore, handle: SpaceHandle, body: bytes) -> SpaceHandle:
+    store.write(
+        handle,
+        "a.md",
+        body,
+        expected_revision=0,
+        updated_by="user:1",
+        quotas=quotas_for(handle),
+        deadline=time.monotonic() + 5,
+    )
+    return handle
 
 
 def rows_of(org_id: int) -> dict[str, int]:
@@ -89,6 +113,31 @@ def test_purge_removes_every_row_of_the_org_and_nothing_of_another(make_assistan
     assert Org.objects.filter(pk=bystander.org.pk, status="active").exists()
     event = AuditEvent.objects.get(org_id=org_id, action="org_purged")
     assert event.detail["deletedRows"]["workspaces.FileVersion"] >= 3
+
+
+def test_purge_removes_the_filesystem_spaces_of_the_orgs_teams_only(
+    make_tenant, settings, tmp_path
+):
+    settings.DATA_DIR = tmp_path
+    store = FilesystemStore(root=tmp_path / "spaces")
+    doomed, bystander = make_tenant(), make_tenant()
+    doomed_space = space_write(store, org_space(doomed.team), b"doomed")
+    kept_space = space_write(store, org_space(bystander.team), b"kept")
+    global_space = space_write(
+        store, SpaceHandle(visibility=Visibility.GLOBAL, name="notes", tenant_id=None), b"global"
+    )
+    make_due(doomed.org)
+
+    org_purge_due()
+
+    assert not (tmp_path / "spaces" / "tenants" / str(doomed.team.pk)).exists()
+    assert store.list(doomed_space) == []
+    for space, body in ((kept_space, b"kept"), (global_space, b"global")):
+        stored = store.read(space, "a.md")
+        assert stored is not None
+        assert stored.body == body
+    event = AuditEvent.objects.get(org_id=doomed.org.pk, action="org_purged")
+    assert event.detail["filesystemSpaceDocuments"] == 1
 
 
 def test_purge_forgets_the_cached_keys_of_the_orgs_key_sessions(assistant):

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.db import transaction
 
 from memory.models import TenantSpaceUsage
+from memory.spaces.database import DatabaseStore
+from memory.spaces.filesystem import FilesystemStore
 from memory.spaces.handle import SpaceHandle
 from memory.spaces.store import MemoryStore, Quotas
 from workspaces.models import AuditEvent, Team, User
@@ -68,11 +70,6 @@ def space_tenant_quota_override_set(
 
 def store_get() -> MemoryStore:
     """The store MEMORY_STORE names, read at each call so a test can switch it."""
-    # Imported here: each adapter pulls in what only it needs (the ORM rows, or fcntl).
     if settings.MEMORY_STORE == "filesystem":
-        from memory.spaces.filesystem import FilesystemStore
-
         return FilesystemStore(root=settings.DATA_DIR / "spaces")
-    from memory.spaces.database import DatabaseStore
-
     return DatabaseStore()

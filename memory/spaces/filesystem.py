@@ -1,0 +1,424 @@
+"""The filesystem adapter of the `MemoryStore` seam, under `DATA_DIR/spaces/`.
+
+Layout (every visibility has a home, `private` included):
+
+    spaces/tenants/<team id>/usage.json        the tenant's counter
+    spaces/tenants/<team id>/tenant.lock       the tenant's lock
+    spaces/tenants/<team id>/<space>/          one space (<space>: SHA-256 of the handle id)
+    spaces/global/<space>/                     the global space: no tenant, no tenant counter
+    <space>/tree/<path>                        the bodies, as the space's tree of files
+    <space>/meta/<SHA-256 of path>.json        each document's revision, size, checksum,
+                                               updatedBy, updatedAt (beside the tree, not in it)
+    <space>/space.json                         the handle's axes and the space's counter
+    <space>/space.lock                         the space's lock
+    <space>/tmp/                               where a file is written before its rename
+
+Every file is written to `tmp/`, fsynced, renamed into place and its directory fsynced, so a
+reader sees the old file or the new one, never a part. A change takes the space's lock,
+then the tenant's (the database store's order), each with `flock` and a bounded wait that
+ends at the deadline in StoreBusy; readers take the space's lock shared. Any OSError that
+reaches the store is StoreUnavailable. The body is renamed in first, then its metadata,
+then the counters: a crash between them leaves counters that `reconcile` recomputes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.utils import timezone
+
+from memory.errors import SpaceQuotaExceeded, StoreBusy, StoreUnavailable
+from memory.spaces.handle import SpaceHandle
+from memory.spaces.store import (
+    CounterDrift,
+    DocumentMeta,
+    Quotas,
+    SpaceUsage,
+    StoredDocument,
+    body_checksum,
+    path_conflict_check,
+)
+from workspaces.errors import NotFound, TenantQuotaExceeded, VersionConflict
+
+# The longest pause between two tries of a busy lock: short against the deadline, long
+# enough not to spin.
+_LOCK_POLL_MAX_SECONDS = 0.05
+
+Result = TypeVar("Result")
+
+
+class FilesystemStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def describe(self, handle: SpaceHandle) -> str:
+        return f"filesystem: {self._space_dir(handle) / 'tree'}"
+
+    def list(self, handle: SpaceHandle, *, prefix: str = "") -> Sequence[DocumentMeta]:
+        directory = prefix.rstrip("/") + "/" if prefix else ""
+
+        def collect() -> list[DocumentMeta]:
+            meta_dir = self._space_dir(handle) / "meta"
+            if not meta_dir.is_dir():
+                return []
+            found = (_meta_read(entry) for entry in meta_dir.iterdir())
+            return sorted(
+                (meta for meta in found if meta.path.startswith(directory)),
+                key=lambda meta: meta.path,
+            )
+
+        return self._shared(handle, collect)
+
+    def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
+        def fetch() -> StoredDocument | None:
+            meta_file = self._meta_file(handle, path)
+            if not meta_file.exists():
+                return None
+            body = (self._space_dir(handle) / "tree" / path).read_bytes()
+            return StoredDocument(meta=_meta_read(meta_file), body=body)
+
+        return self._shared(handle, fetch)
+
+    def write(
+        self,
+        handle: SpaceHandle,
+        path: str,
+        body: bytes,
+        *,
+        expected_revision: int | None,
+        updated_by: str,
+        quotas: Quotas,
+        deadline: float,
+    ) -> DocumentMeta:
+        space_dir = self._space_dir(handle)
+        with _store_errors(), self._locked(handle, deadline):
+            meta_file = self._meta_file(handle, path)
+            current = _meta_read(meta_file) if meta_file.exists() else None
+            if current is None:
+                path_conflict_check(path, _paths_near(space_dir / "tree", path))
+            delta = len(body) - (current.size if current else 0)
+            # The same order of refusals as the database store: the tenant's quota, the
+            # space's, then the revision.
+            tenant_used = self._tenant_used(handle)
+            if handle.tenant_id is not None and _exceeds(tenant_used, delta, quotas.tenant_bytes):
+                raise TenantQuotaExceeded(
+                    usedBytes=tenant_used, deltaBytes=delta, quotaBytes=quotas.tenant_bytes
+                )
+            space_used = self._space_used(handle)
+            if _exceeds(space_used, delta, quotas.space_bytes):
+                raise SpaceQuotaExceeded(
+                    usedBytes=space_used, deltaBytes=delta, quotaBytes=quotas.space_bytes
+                )
+            current_revision = current.revision if current else 0
+            if expected_revision is not None and expected_revision != current_revision:
+                raise VersionConflict(currentVersion=current_revision)
+            meta = DocumentMeta(
+                path=path,
+                size=len(body),
+                checksum=body_checksum(body),
+                revision=current_revision + 1,
+                updated_by=updated_by,
+                updated_at=timezone.now(),
+            )
+            body_file = space_dir / "tree" / path
+            body_file.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(space_dir, body_file, body)
+            _atomic_write(space_dir, meta_file, _meta_dump(meta))
+            self._counters_add(handle, delta, space_used, tenant_used)
+        return meta
+
+    def delete(
+        self, handle: SpaceHandle, path: str, *, expected_revision: int | None, deadline: float
+    ) -> None:
+        space_dir = self._space_dir(handle)
+        with _store_errors(), self._locked(handle, deadline):
+            meta_file = self._meta_file(handle, path)
+            if not meta_file.exists():
+                raise NotFound("No such document in this memory space.")
+            current = _meta_read(meta_file)
+            if expected_revision is not None and expected_revision != current.revision:
+                raise VersionConflict(currentVersion=current.revision)
+            tree = space_dir / "tree"
+            (tree / path).unlink()
+            meta_file.unlink()
+            _fsync_directory(meta_file.parent)
+            _prune_empty_directories(tree, (tree / path).parent)
+            self._counters_add(
+                handle, -current.size, self._space_used(handle), self._tenant_used(handle)
+            )
+
+    def usage(self, handle: SpaceHandle) -> SpaceUsage:
+        with _store_errors():
+            return SpaceUsage(
+                used_bytes=self._space_used(handle), tenant_used_bytes=self._tenant_used(handle)
+            )
+
+    def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
+        removed = 0
+        with _store_errors():
+            for tenant_id in tenant_ids:
+                tenant_dir = self._tenant_dir(tenant_id)
+                if not tenant_dir.is_dir():
+                    continue
+                removed += sum(1 for _ in tenant_dir.glob("*/meta/*.json"))
+                shutil.rmtree(tenant_dir)
+        return removed
+
+    def reconcile(self) -> Sequence[CounterDrift]:
+        drifts: list[CounterDrift] = []
+        tenants = self.root / "tenants"
+        owners: list[int | None] = [None]
+        if tenants.is_dir():
+            owners += sorted(int(entry.name) for entry in tenants.iterdir() if entry.is_dir())
+        deadline = time.monotonic() + settings.MEMORY_STORE_WAIT_SECONDS
+        with _store_errors():
+            for tenant_id in owners:
+                drifts.extend(self._tenant_reconcile(tenant_id, deadline))
+        return drifts
+
+    def _tenant_reconcile(self, tenant_id: int | None, deadline: float) -> Sequence[CounterDrift]:
+        """Recompute one tenant's counters (or the global space's) under every one of its
+        space locks, in name order, then the tenant's lock: the writers' order."""
+        drifts = []
+        total = 0
+        owner_dir = self._tenant_dir(tenant_id)
+        if not owner_dir.is_dir():
+            return []
+        space_dirs = sorted(entry for entry in owner_dir.iterdir() if entry.is_dir())
+        with ExitStack() as locks:
+            for space_dir in space_dirs:
+                locks.enter_context(_flock(space_dir / "space.lock", deadline))
+                # A space whose first write failed has no state yet: it records 0.
+                state = _json_read(space_dir / "space.json", {"usedBytes": 0})
+                actual = sum(_meta_read(entry).size for entry in space_dir.glob("meta/*.json"))
+                total += actual
+                scope = state.get("id", space_dir.name)
+                drifts.append(CounterDrift(scope=scope, recorded=state["usedBytes"], actual=actual))
+                if state["usedBytes"] != actual:
+                    _atomic_write(
+                        space_dir,
+                        space_dir / "space.json",
+                        _json_dump({**state, "usedBytes": actual}),
+                    )
+            if tenant_id is not None:
+                locks.enter_context(_flock(owner_dir / "tenant.lock", deadline))
+                recorded = _json_read(owner_dir / "usage.json", {"usedBytes": 0})["usedBytes"]
+                drifts.append(
+                    CounterDrift(scope=f"tenant:{tenant_id}", recorded=recorded, actual=total)
+                )
+                if recorded != total:
+                    _atomic_write(
+                        owner_dir, owner_dir / "usage.json", _json_dump({"usedBytes": total})
+                    )
+        return drifts
+
+    def _tenant_dir(self, tenant_id: int | None) -> Path:
+        return self.root / "global" if tenant_id is None else self.root / "tenants" / str(tenant_id)
+
+    def _space_dir(self, handle: SpaceHandle) -> Path:
+        return self._tenant_dir(handle.tenant_id) / _digest(handle.id)
+
+    def _meta_file(self, handle: SpaceHandle, path: str) -> Path:
+        # Named by a digest of the path, so that no path (a segment of 255 bytes, say) can
+        # give its sidecar a name the filesystem refuses.
+        return self._space_dir(handle) / "meta" / f"{_digest(path)}.json"
+
+    def _space_used(self, handle: SpaceHandle) -> int:
+        state = _json_read(self._space_dir(handle) / "space.json", {"usedBytes": 0})
+        return int(state["usedBytes"])
+
+    def _tenant_used(self, handle: SpaceHandle) -> int:
+        if handle.tenant_id is None:
+            return 0
+        usage = _json_read(self._tenant_dir(handle.tenant_id) / "usage.json", {"usedBytes": 0})
+        return int(usage["usedBytes"])
+
+    def _counters_add(
+        self, handle: SpaceHandle, delta: int, space_used: int, tenant_used: int
+    ) -> None:
+        """Write both counters moved by `delta`. Call holding the space's and the tenant's
+        locks, with the values read under them."""
+        if delta == 0:
+            return
+        space_dir = self._space_dir(handle)
+        state = {**_handle_axes(handle), "usedBytes": max(0, space_used + delta)}
+        _atomic_write(space_dir, space_dir / "space.json", _json_dump(state))
+        if handle.tenant_id is not None:
+            tenant_dir = self._tenant_dir(handle.tenant_id)
+            usage = {"usedBytes": max(0, tenant_used + delta)}
+            _atomic_write(tenant_dir, tenant_dir / "usage.json", _json_dump(usage))
+
+    @contextmanager
+    def _locked(self, handle: SpaceHandle, deadline: float) -> Iterator[None]:
+        """Hold the space's lock, then the tenant's, each waited for until `deadline`."""
+        space_dir = self._space_dir(handle)
+        (space_dir / "tmp").mkdir(parents=True, exist_ok=True)
+        with _flock(space_dir / "space.lock", deadline):
+            if handle.tenant_id is None:
+                yield
+                return
+            with _flock(self._tenant_dir(handle.tenant_id) / "tenant.lock", deadline):
+                yield
+
+    def _shared(self, handle: SpaceHandle, read: Callable[[], Result]) -> Result:
+        """Run `read` holding the space's lock shared, so it never sees a body without its
+        metadata. A space never written has no lock file and nothing to read."""
+        lock_file = self._space_dir(handle) / "space.lock"
+        with _store_errors():
+            if not lock_file.exists():
+                return read()
+            with _flock(lock_file, deadline=None, shared=True):
+                return read()
+
+
+@contextmanager
+def _store_errors() -> Iterator[None]:
+    try:
+        yield
+    except OSError as error:
+        raise StoreUnavailable() from error
+
+
+@contextmanager
+def _flock(path: Path, deadline: float | None, *, shared: bool = False) -> Iterator[None]:
+    """Hold `flock` on `path`, waiting until `deadline` (a time.monotonic() value; None:
+    as long as it takes) and answering StoreBusy past it. `flock` has no timeout of its own,
+    so the wait tries again with a growing pause."""
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        if deadline is None:
+            fcntl.flock(descriptor, mode)
+        else:
+            pause = 0.001
+            while True:
+                try:
+                    fcntl.flock(descriptor, mode | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise StoreBusy() from None
+                    time.sleep(min(pause, remaining))
+                    pause = min(pause * 2, _LOCK_POLL_MAX_SECONDS)
+        yield
+    finally:
+        os.close(descriptor)  # closing the descriptor releases the lock
+
+
+def _atomic_write(space_dir: Path, target: Path, data: bytes) -> None:
+    """Write `data` to `target` whole or not at all: a temporary file in `tmp/` of the
+    space (the same filesystem), fsynced, renamed over the target, its directory fsynced."""
+    temporary = space_dir / "tmp" / f"{os.getpid()}-{time.monotonic_ns()}"
+    temporary.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    _fsync_directory(target.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _prune_empty_directories(tree: Path, directory: Path) -> None:
+    """Remove the directories a delete left empty, up to the tree, so that a later document
+    may take the name one of them had."""
+    while directory != tree and directory.is_dir() and not any(directory.iterdir()):
+        directory.rmdir()
+        directory = directory.parent
+
+
+def _paths_near(tree: Path, path: str) -> list[str]:
+    """As the database store's: a document at an ancestor of `path`, or any below it."""
+    segments = path.split("/")
+    for end in range(1, len(segments)):
+        ancestor = tree.joinpath(*segments[:end])
+        if ancestor.is_file():
+            return ["/".join(segments[:end])]
+    below = tree / path
+    if below.is_dir():
+        return [str(file.relative_to(tree)) for file in sorted(below.rglob("*")) if file.is_file()][
+            :1
+        ]
+    return []
+
+
+def _exceeds(used: int, delta: int, quota: int) -> bool:
+    return delta > 0 and quota != 0 and used + delta > quota
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _handle_axes(handle: SpaceHandle) -> dict[str, Any]:
+    return {
+        "id": handle.id,
+        "visibility": handle.visibility.value,
+        "name": handle.name,
+        "tenant": handle.tenant_id,
+        "project": handle.project,
+        "bot": handle.bot,
+        "user": handle.user_id,
+        "run": handle.run,
+    }
+
+
+def _meta_dump(meta: DocumentMeta) -> bytes:
+    return _json_dump(
+        {
+            "path": meta.path,
+            "revision": meta.revision,
+            "size": meta.size,
+            "checksum": meta.checksum,
+            "updatedBy": meta.updated_by,
+            "updatedAt": meta.updated_at.isoformat(),
+        }
+    )
+
+
+def _meta_read(meta_file: Path) -> DocumentMeta:
+    data = json.loads(meta_file.read_bytes())
+    return DocumentMeta(
+        path=data["path"],
+        size=data["size"],
+        checksum=data["checksum"],
+        revision=data["revision"],
+        updated_by=data["updatedBy"],
+        updated_at=datetime.fromisoformat(data["updatedAt"]),
+    )
+
+
+def _json_dump(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, sort_keys=True).encode()
+
+
+def _json_read(path: Path, default: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return dict(json.loads(path.read_bytes()))
+    except FileNotFoundError:
+        return default

@@ -1,0 +1,63 @@
+"""What only the filesystem store has: its layout on disk."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from memory.errors import StoreUnavailable
+from memory.spaces.filesystem import FilesystemStore
+from memory.spaces.handle import Visibility
+from memory.tests.spaces.conftest import ROOMY, handle_of
+
+
+def write(store: FilesystemStore, handle, path: str, body: bytes, expected: int | None = None):
+    return store.write(
+        handle,
+        path,
+        body,
+        expected_revision=expected,
+        updated_by="user:1",
+        quotas=ROOMY,
+        deadline=time.monotonic() + 5,
+    )
+
+
+@pytest.mark.parametrize("visibility", [Visibility.PRIVATE, Visibility.GLOBAL])
+def test_the_tree_holds_the_bodies_alone_and_no_temporary_file_is_left(tmp_path, visibility):
+    store = FilesystemStore(root=tmp_path)
+    handle = handle_of(None if visibility is Visibility.GLOBAL else 4, visibility)
+    space_dir = store._space_dir(handle)
+
+    write(store, handle, "notes/a.md", b"# A\n", expected=0)
+    write(store, handle, "notes/a.md", b"# A again\n", expected=1)
+    write(store, handle, "b.md", b"b", expected=0)
+
+    tree = space_dir / "tree"
+    files = sorted(str(path.relative_to(tree)) for path in tree.rglob("*") if path.is_file())
+    assert files == ["b.md", "notes/a.md"]
+    assert (tree / "notes/a.md").read_bytes() == b"# A again\n"
+    assert list((space_dir / "tmp").iterdir()) == []
+    assert len(list((space_dir / "meta").iterdir())) == 2
+
+
+def test_a_delete_removes_the_directories_it_emptied(tmp_path):
+    store = FilesystemStore(root=tmp_path)
+    handle = handle_of(4, Visibility.ORG)
+    write(store, handle, "x/y/a.md", b"a", expected=0)
+
+    store.delete(handle, "x/y/a.md", expected_revision=1, deadline=time.monotonic() + 5)
+
+    assert list((store._space_dir(handle) / "tree").iterdir()) == []
+    assert write(store, handle, "x.md", b"x", expected=0).revision == 1
+
+
+def test_a_filesystem_failure_is_store_unavailable(tmp_path):
+    # A file where the store's root directory should be: nothing can be created under it.
+    root = tmp_path / "spaces"
+    root.write_text("not a directory")
+    store = FilesystemStore(root=root)
+
+    with pytest.raises(StoreUnavailable):
+        write(store, handle_of(4, Visibility.ORG), "a.md", b"a", expected=0)

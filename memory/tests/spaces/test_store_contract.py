@@ -1,0 +1,359 @@
+"""The MemoryStore contract: every behaviour, run against both adapters.
+
+A behaviour one adapter lacks fails here for that adapter: the two never differ.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memory.errors import SpaceQuotaExceeded, StoreBusy
+from memory.spaces.handle import Visibility
+from memory.spaces.store import Quotas, body_checksum
+from memory.tests.spaces.conftest import handle_of
+from workspaces.errors import InvalidDocumentPath, NotFound, TenantQuotaExceeded, VersionConflict
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_space_never_written_lists_nothing_reads_nothing_and_uses_nothing(adapter, team):
+    handle = handle_of(team)
+
+    assert list(adapter.store.list(handle)) == []
+    assert adapter.store.read(handle, "a.md") is None
+    usage = adapter.store.usage(handle)
+    assert (usage.used_bytes, usage.tenant_used_bytes) == (0, 0)
+
+
+def test_listing_is_recursive_under_a_prefix_sorted_by_path_with_full_metadata(adapter, team):
+    handle = handle_of(team)
+    for path in ("notes/b.md", "notes/deep/c.md", "a.md", "notes/a.md", "notesX/d.md"):
+        adapter.write(handle, path, path.encode(), expected=0, by="bot:helper")
+
+    everything = adapter.store.list(handle)
+    under_notes = adapter.store.list(handle, prefix="notes")
+
+    assert [meta.path for meta in everything] == [
+        "a.md",
+        "notes/a.md",
+        "notes/b.md",
+        "notes/deep/c.md",
+        "notesX/d.md",
+    ]
+    assert [meta.path for meta in under_notes] == ["notes/a.md", "notes/b.md", "notes/deep/c.md"]
+    assert adapter.store.list(handle, prefix="notes/") == under_notes
+    deep = under_notes[-1]
+    assert deep.size == len(b"notes/deep/c.md")
+    assert deep.checksum == body_checksum(b"notes/deep/c.md")
+    assert deep.revision == 1
+    assert deep.updated_by == "bot:helper"
+    assert abs(timezone.now() - deep.updated_at) < timedelta(minutes=1)
+
+
+def test_each_write_moves_the_revision_by_one_and_reads_back_whole(adapter, team):
+    handle = handle_of(team)
+
+    revisions = [
+        adapter.write(handle, "a.md", body, expected=expected).revision
+        for expected, body in ((0, b"one"), (1, b"two"), (2, b"three"))
+    ]
+
+    assert revisions == [1, 2, 3]
+    stored = adapter.store.read(handle, "a.md")
+    assert stored.body == b"three"
+    assert stored.meta.revision == 3
+    assert stored.meta.checksum == body_checksum(b"three")
+
+
+def test_expected_revision_zero_creates_only(adapter, team):
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"first", expected=0)
+
+    with pytest.raises(VersionConflict) as conflict:
+        adapter.write(handle, "a.md", b"second", expected=0)
+
+    assert conflict.value.detail == {"currentVersion": 1}
+    assert adapter.store.read(handle, "a.md").body == b"first"
+    assert adapter.store.usage(handle).used_bytes == len(b"first")
+
+
+@pytest.mark.parametrize("stale", [1, 5])
+def test_a_stale_expected_revision_conflicts_and_changes_nothing(adapter, team, stale):
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"one", expected=0)
+    adapter.write(handle, "a.md", b"two!", expected=1)
+
+    with pytest.raises(VersionConflict) as conflict:
+        adapter.write(handle, "a.md", b"a much longer body", expected=stale)
+
+    assert conflict.value.detail == {"currentVersion": 2}
+    stored = adapter.store.read(handle, "a.md")
+    assert (stored.body, stored.meta.revision) == (b"two!", 2)
+    usage = adapter.store.usage(handle)
+    assert (usage.used_bytes, usage.tenant_used_bytes) == (4, 4)
+
+
+def test_an_expected_revision_on_an_absent_document_conflicts_with_zero(adapter, team):
+    handle = handle_of(team)
+
+    with pytest.raises(VersionConflict) as conflict:
+        adapter.write(handle, "a.md", b"x", expected=3)
+
+    assert conflict.value.detail == {"currentVersion": 0}
+    assert adapter.store.list(handle) == []
+    assert adapter.store.usage(handle).used_bytes == 0
+
+
+def test_no_expected_revision_replaces_whatever_is_current(adapter, team):
+    handle = handle_of(team)
+
+    first = adapter.write(handle, "a.md", b"one", expected=None)
+    second = adapter.write(handle, "a.md", b"two", expected=None)
+
+    assert (first.revision, second.revision) == (1, 2)
+    assert adapter.store.read(handle, "a.md").body == b"two"
+
+
+@pytest.mark.parametrize("visibility", list(Visibility))
+def test_every_visibility_has_a_home(adapter, team, visibility):
+    handle = handle_of(None if visibility is Visibility.GLOBAL else team, visibility)
+
+    meta = adapter.write(handle, "docs/a.md", b"hello", expected=0)
+
+    assert adapter.store.read(handle, "docs/a.md").body == b"hello"
+    assert adapter.store.list(handle) == [meta]
+    assert adapter.store.usage(handle).used_bytes == 5
+    assert adapter.store.describe(handle)
+
+
+def test_spaces_that_differ_in_any_axis_are_apart(adapter, make_team):
+    team, other_team = make_team(), make_team()
+    handles = [
+        handle_of(team),
+        handle_of(other_team),
+        handle_of(team, name="other"),
+        handle_of(team, project="other"),
+        handle_of(team, Visibility.USER, user_id=8),
+        handle_of(team, Visibility.USER, user_id=9),
+    ]
+
+    for index, handle in enumerate(handles):
+        adapter.write(handle, "a.md", str(index).encode() * (index + 1), expected=0)
+
+    for index, handle in enumerate(handles):
+        assert adapter.store.read(handle, "a.md").body == str(index).encode() * (index + 1)
+        assert adapter.store.usage(handle).used_bytes == index + 1
+
+
+def test_reaching_the_space_quota_refuses_and_moves_nothing(adapter, team):
+    handle = handle_of(team)
+    quotas = Quotas(space_bytes=10, tenant_bytes=100)
+    adapter.write(handle, "a.md", b"123456", expected=0, quotas=quotas)
+
+    with pytest.raises(SpaceQuotaExceeded) as refused:
+        adapter.write(handle, "b.md", b"12345", expected=0, quotas=quotas)
+
+    assert refused.value.detail == {"usedBytes": 6, "deltaBytes": 5, "quotaBytes": 10}
+    assert adapter.store.read(handle, "b.md") is None
+    usage = adapter.store.usage(handle)
+    assert (usage.used_bytes, usage.tenant_used_bytes) == (6, 6)
+    # Exactly at the quota is still within it.
+    adapter.write(handle, "b.md", b"1234", expected=0, quotas=quotas)
+    assert adapter.store.usage(handle).used_bytes == 10
+
+
+def test_reaching_the_tenant_quota_from_a_second_space_refuses(adapter, team):
+    first, second = handle_of(team, name="first"), handle_of(team, name="second")
+    quotas = Quotas(space_bytes=100, tenant_bytes=10)
+    adapter.write(first, "a.md", b"12345678", expected=0, quotas=quotas)
+
+    with pytest.raises(TenantQuotaExceeded) as refused:
+        adapter.write(second, "a.md", b"123", expected=0, quotas=quotas)
+
+    assert refused.value.detail == {"usedBytes": 8, "deltaBytes": 3, "quotaBytes": 10}
+    assert adapter.store.list(second) == []
+    assert adapter.store.usage(second).used_bytes == 0
+    assert adapter.store.usage(first).tenant_used_bytes == 8
+
+
+def test_the_tenant_refusal_wins_when_both_quotas_would_refuse(adapter, team):
+    handle = handle_of(team)
+    quotas = Quotas(space_bytes=5, tenant_bytes=5)
+    adapter.write(handle, "a.md", b"1234", expected=0, quotas=quotas)
+
+    with pytest.raises(TenantQuotaExceeded):
+        adapter.write(handle, "b.md", b"12", expected=0, quotas=quotas)
+
+
+def test_a_quota_of_zero_is_no_cap(adapter, team):
+    handle = handle_of(team)
+
+    adapter.write(handle, "a.md", b"x" * 4096, expected=0, quotas=Quotas(0, 0))
+
+    assert adapter.store.usage(handle).used_bytes == 4096
+
+
+def test_an_overwrite_charges_the_difference(adapter, team):
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"x" * 10, expected=0)
+    adapter.write(handle, "b.md", b"y" * 3, expected=0)
+
+    adapter.write(handle, "a.md", b"x" * 15, expected=1)
+    grown = adapter.store.usage(handle)
+    adapter.write(handle, "a.md", b"x" * 4, expected=2)
+    shrunk = adapter.store.usage(handle)
+
+    assert (grown.used_bytes, grown.tenant_used_bytes) == (18, 18)
+    assert (shrunk.used_bytes, shrunk.tenant_used_bytes) == (7, 7)
+
+
+def test_a_shrinking_overwrite_passes_a_quota_already_exceeded(adapter, team):
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"x" * 10, expected=0)
+
+    adapter.write(handle, "a.md", b"x" * 8, expected=1, quotas=Quotas(5, 5))
+
+    assert adapter.store.usage(handle).used_bytes == 8
+
+
+def test_a_delete_frees_the_bytes(adapter, team):
+    handle = handle_of(team)
+    other = handle_of(team, name="other")
+    adapter.write(handle, "docs/a.md", b"x" * 10, expected=0)
+    adapter.write(other, "a.md", b"y" * 3, expected=0)
+
+    adapter.delete(handle, "docs/a.md", expected=1)
+
+    assert adapter.store.read(handle, "docs/a.md") is None
+    assert adapter.store.list(handle) == []
+    usage = adapter.store.usage(handle)
+    assert (usage.used_bytes, usage.tenant_used_bytes) == (0, 3)
+    # The name is free again, from revision 1.
+    assert adapter.write(handle, "docs/a.md", b"z", expected=0).revision == 1
+
+
+def test_deleting_an_absent_document_is_not_found(adapter, team):
+    handle = handle_of(team)
+
+    with pytest.raises(NotFound):
+        adapter.delete(handle, "a.md", expected=None)
+    adapter.write(handle, "b.md", b"b", expected=0)
+    with pytest.raises(NotFound):
+        adapter.delete(handle, "a.md", expected=1)
+
+
+def test_a_stale_delete_conflicts_and_keeps_the_document(adapter, team):
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"one", expected=0)
+    adapter.write(handle, "a.md", b"two", expected=1)
+
+    with pytest.raises(VersionConflict) as conflict:
+        adapter.delete(handle, "a.md", expected=1)
+
+    assert conflict.value.detail == {"currentVersion": 2}
+    assert adapter.store.read(handle, "a.md").body == b"two"
+    assert adapter.store.usage(handle).used_bytes == 3
+
+
+def test_attribution_and_time_are_kept_with_each_revision(adapter, team):
+    handle = handle_of(team)
+    before = timezone.now()
+
+    adapter.write(handle, "a.md", b"one", expected=0, by="user:5")
+    adapter.write(handle, "a.md", b"two", expected=1, by="import:5")
+
+    meta = adapter.store.read(handle, "a.md").meta
+    assert meta.updated_by == "import:5"
+    assert before <= meta.updated_at <= timezone.now()
+    assert adapter.store.list(handle) == [meta]
+
+
+@pytest.mark.parametrize(
+    ("existing", "new"), [("a.md", "a.md/b.md"), ("a.md/b.md", "a.md"), ("x/a.md/c.md", "x/a.md")]
+)
+def test_a_document_cannot_be_both_a_file_and_a_directory(adapter, team, existing, new):
+    handle = handle_of(team)
+    adapter.write(handle, existing, b"first", expected=0)
+
+    with pytest.raises(InvalidDocumentPath) as refused:
+        adapter.write(handle, new, b"second", expected=0)
+
+    assert refused.value.detail == {"reason": "path_conflict", "conflictsWith": existing}
+    assert [meta.path for meta in adapter.store.list(handle)] == [existing]
+    assert adapter.store.usage(handle).used_bytes == 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_that_cannot_take_the_space_lock_by_its_deadline_is_busy(adapter, team):
+    if adapter.name == "database" and connection.vendor != "postgresql":
+        pytest.skip("the database store's deadline is PostgreSQL's lock_timeout")
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"one", expected=0)
+
+    with adapter.hold_space_lock(handle), pytest.raises(StoreBusy):
+        adapter.write(handle, "a.md", b"two", expected=1, wait=0.2)
+    with adapter.hold_space_lock(handle), pytest.raises(StoreBusy):
+        adapter.store.delete(handle, "a.md", expected_revision=1, deadline=0.0)
+
+    stored = adapter.store.read(handle, "a.md")
+    assert (stored.body, stored.meta.revision) == (b"one", 1)
+    assert adapter.store.usage(handle).used_bytes == 3
+
+
+def test_the_global_space_has_no_tenant_aggregate(adapter, team):
+    glob = handle_of(None, Visibility.GLOBAL)
+    tenant_space = handle_of(team)
+    adapter.write(tenant_space, "a.md", b"123", expected=0)
+
+    adapter.write(
+        glob, "a.md", b"x" * 50, expected=0, quotas=Quotas(space_bytes=60, tenant_bytes=1)
+    )
+    with pytest.raises(SpaceQuotaExceeded):
+        adapter.write(glob, "b.md", b"x" * 11, expected=0, quotas=Quotas(60, 1))
+
+    usage = adapter.store.usage(glob)
+    assert (usage.used_bytes, usage.tenant_used_bytes) == (50, 0)
+    assert adapter.store.usage(tenant_space).tenant_used_bytes == 3
+
+
+def test_purging_tenants_removes_everything_of_theirs_and_nothing_else(adapter, make_team):
+    doomed, kept = make_team(), make_team()
+    for team in (doomed, kept):
+        for visibility in (Visibility.PRIVATE, Visibility.PROJECT, Visibility.ORG):
+            adapter.write(handle_of(team, visibility), "a.md", b"abc", expected=0)
+    glob = handle_of(None, Visibility.GLOBAL)
+    adapter.write(glob, "a.md", b"global", expected=0)
+
+    removed = adapter.store.purge_tenants([doomed.pk])
+
+    assert removed == 3
+    for visibility in (Visibility.PRIVATE, Visibility.PROJECT, Visibility.ORG):
+        assert adapter.store.list(handle_of(doomed, visibility)) == []
+        assert adapter.store.usage(handle_of(doomed, visibility)).tenant_used_bytes == 0
+        assert adapter.store.read(handle_of(kept, visibility), "a.md").body == b"abc"
+    assert adapter.store.usage(handle_of(kept)).tenant_used_bytes == 9
+    assert adapter.store.read(glob, "a.md").body == b"global"
+    # A purged tenant starts again from nothing.
+    assert adapter.write(handle_of(doomed), "a.md", b"z", expected=0).revision == 1
+
+
+def test_reconcile_reports_and_fixes_a_drifted_counter(adapter, make_team):
+    team, other = make_team(), make_team()
+    drifted, steady = handle_of(team), handle_of(other)
+    adapter.write(drifted, "a.md", b"x" * 10, expected=0)
+    adapter.write(steady, "a.md", b"y" * 4, expected=0)
+    adapter.counter_set(drifted, 25)
+
+    found = {drift.scope: drift for drift in adapter.store.reconcile()}
+    again = {drift.scope: drift for drift in adapter.store.reconcile()}
+
+    assert (found[drifted.id].recorded, found[drifted.id].actual) == (25, 10)
+    assert found[drifted.id].drift == 15
+    assert found[steady.id].drift == 0
+    assert found[f"tenant:{team.pk}"].drift == 0
+    assert adapter.store.usage(drifted).used_bytes == 10
+    assert {scope: drift.drift for scope, drift in again.items()} == dict.fromkeys(again, 0)

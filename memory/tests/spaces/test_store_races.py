@@ -1,0 +1,56 @@
+"""Writers racing on one space, each on its own connection (and, for the filesystem store,
+its own lock descriptor): counters never drift and the compare-and-set has one winner."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import postgres_only, run_concurrently
+from memory.tests.spaces.conftest import handle_of
+from workspaces.errors import VersionConflict
+
+pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+
+
+def test_sixteen_writers_of_one_space_leave_usage_equal_to_the_documents(adapter, team):
+    handle = handle_of(team)
+    bodies = {f"notes/{index:02}.md": b"x" * (100 + index) for index in range(16)}
+
+    results = run_concurrently(
+        *(
+            lambda path=path, body=body: adapter.write(handle, path, body, expected=0, wait=30)
+            for path, body in bodies.items()
+        )
+    )
+
+    assert all(not isinstance(result, BaseException) for result in results), results
+    expected = sum(len(body) for body in bodies.values())
+    usage = adapter.store.usage(handle)
+    assert (usage.used_bytes, usage.tenant_used_bytes) == (expected, expected)
+    assert [meta.path for meta in adapter.store.list(handle)] == sorted(bodies)
+    assert {drift.drift for drift in adapter.store.reconcile()} == {0}
+
+
+def test_twelve_writers_of_one_path_on_the_same_base_have_exactly_one_winner(adapter, team):
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"base", expected=0)
+
+    results = run_concurrently(
+        *(
+            lambda index=index: adapter.write(
+                handle, "a.md", f"writer {index:02}".encode(), expected=1, wait=30
+            )
+            for index in range(12)
+        )
+    )
+
+    winners = [result for result in results if not isinstance(result, BaseException)]
+    conflicts = [result for result in results if isinstance(result, VersionConflict)]
+    assert len(winners) == 1, results
+    assert len(conflicts) == 11, results
+    assert {conflict.detail["currentVersion"] for conflict in conflicts} == {2}
+    stored = adapter.store.read(handle, "a.md")
+    assert stored.meta == winners[0]
+    assert stored.meta.revision == 2
+    assert adapter.store.usage(handle).used_bytes == len(b"writer 00")
+    assert {drift.drift for drift in adapter.store.reconcile()} == {0}
