@@ -30,6 +30,9 @@ from workspaces.errors import (
 )
 from workspaces.models import AuditEvent
 
+# Every behaviour, on both stores: the write path is the same whichever holds the bytes.
+pytestmark = pytest.mark.usefixtures("every_store")
+
 GLOBAL = SpaceHandle(visibility=Visibility.GLOBAL, name="handbook", tenant_id=None)
 
 

@@ -20,6 +20,9 @@ from memory_project.wsgi import application
 from workspaces.models import AuditEvent
 from workspaces.services import api_token_create
 
+# Every behaviour, on both stores: the write path is the same whichever holds the bytes.
+pytestmark = pytest.mark.usefixtures("every_store")
+
 ORG_SPACE = {"visibility": "org", "name": "notes"}
 GLOBAL_SPACE = {"visibility": "global", "name": "handbook"}
 MARKDOWN = "text/markdown; charset=utf-8"
