@@ -108,8 +108,7 @@ def _with_path(params: Sequence[Any] | None, path: str) -> Sequence[Any] | None:
     if params is None:
         return None
     return [
-        value.replace(TEMPLATE_PATH, path) if isinstance(value, str) else value
-        for value in params
+        value.replace(TEMPLATE_PATH, path) if isinstance(value, str) else value for value in params
     ]
 
 

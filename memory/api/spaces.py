@@ -163,7 +163,7 @@ class SpaceDocumentApi(APIView):
     renderer_classes = [JSONRenderer, MarkdownRenderer]
 
     @extend_schema(
-        parameters=SPACE_PARAMETERS + [PATH_PARAMETER],
+        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER],
         responses={
             (200, "text/markdown"): OpenApiResponse(
                 OpenApiTypes.STR,
@@ -182,7 +182,7 @@ class SpaceDocumentApi(APIView):
         )
 
     @extend_schema(
-        parameters=SPACE_PARAMETERS + [PATH_PARAMETER, BASE_VERSION_HEADER],
+        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, BASE_VERSION_HEADER],
         request={"text/markdown": OpenApiTypes.STR},
         responses=SpaceDocumentSerializer,
     )
@@ -201,7 +201,7 @@ class SpaceDocumentApi(APIView):
         return Response(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
 
     @extend_schema(
-        parameters=SPACE_PARAMETERS + [PATH_PARAMETER, BASE_VERSION_HEADER],
+        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, BASE_VERSION_HEADER],
         responses={204: None},
     )
     def delete(self, request: Request) -> Response:

@@ -44,6 +44,7 @@ from workspaces.models import AuditEvent, User
 from workspaces.paths import document_path_require_canonical
 from workspaces.services import audit_record
 
+
 class WriterKind(enum.StrEnum):
     USER = "user"  # a person, over REST or the web frame
     BOT = "bot"  # a bot's memory tool

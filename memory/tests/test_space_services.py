@@ -105,9 +105,7 @@ def test_no_person_acting_cannot_write_global(tenant):
     bot = writer_of(WriterKind.BOT, tenant)
 
     with pytest.raises(GlobalSpaceWriteDenied):
-        space_document_write(
-            handle=GLOBAL, path="a.md", body=b"x", expected_revision=0, writer=bot
-        )
+        space_document_write(handle=GLOBAL, path="a.md", body=b"x", expected_revision=0, writer=bot)
     assert store_get().list(GLOBAL) == []
 
 
@@ -208,8 +206,7 @@ def rest_writer(tenant: Tenant) -> Callable[[bytes], dict[str, object] | None]:
 
     def put(body: bytes) -> dict[str, object] | None:
         query = urlencode({"visibility": "org", "name": "notes", "path": "a.md"})
-        response = client.generic(
-            "PUT",
+        response = client.put(
             f"/api/v1/memory/doc?{query}",
             body,
             content_type="text/markdown; charset=utf-8",

@@ -73,7 +73,7 @@ class MarkdownParser(BaseParser):
         stream: Any,
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
-    ) -> bytes:
+    ) -> Any:  # bytes, which DRF's type stubs do not foresee for a parser
         try:
             return bytes(stream.read())
         except UnreadablePostError:
