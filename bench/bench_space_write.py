@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
+from bench_memory_save import document as memory_document
 from django.db import connection
 
 from memory.models import SpaceDocument
@@ -36,7 +37,6 @@ from memory.spaces.quotas import store_get
 from memory.spaces.services import SpaceWriter, space_document_write
 from workspaces.models import Org, Team, User
 
-DOCUMENT_BYTES = 4096
 WARMUP_WRITES = 30
 MEASURED_WRITES = 400
 BLOCK = 20
@@ -46,24 +46,10 @@ WRITES_PER_WRITER = 25
 TARGET_THROUGHPUT_RATIO = 0.8
 TEMPLATE_PATH = "template-000000.md"
 
-_LINES = (
-    "- Deploys go out on Thursdays; the freeze starts Wednesday 18:00 UTC.\n",
-    "- `make test` before review; link the ticket, e.g. [WM-142](#wm-142).\n",
-    "| area | owner | status |\n|------|-------|--------|\n| spaces | ana | ok |\n",
-    "> Decision: one write path for every writer of a memory space.\n",
-)
-
 
 def document(counter: int) -> bytes:
-    """4096 bytes of Markdown, different for every `counter`."""
-    parts = [f"# Space note {counter:09d}\n\n"]
-    index = 0
-    while sum(len(part) for part in parts) < DOCUMENT_BYTES:
-        parts.append(f"## Part {index}\n{_LINES[(counter + index) % len(_LINES)]}\n")
-        index += 1
-    body = "".join(parts)[:DOCUMENT_BYTES].encode()
-    assert len(body) == DOCUMENT_BYTES
-    return body
+    """4096 bytes of Markdown, different for every `counter` (the memory Save's document)."""
+    return memory_document(counter).encode()
 
 
 def path_of(counter: int) -> str:

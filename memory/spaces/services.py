@@ -127,13 +127,12 @@ def space_document_write(
             quotas=quotas_for(handle),
             deadline=_deadline(),
         )
-        if handle.is_global:
-            _global_audit(
-                action=AuditEvent.Action.SPACE_GLOBAL_WRITTEN,
-                handle=handle,
-                writer=writer,
-                detail={"path": path, "revision": meta.revision, "bytes": meta.size},
-            )
+        _global_audit(
+            action=AuditEvent.Action.SPACE_GLOBAL_WRITTEN,
+            handle=handle,
+            writer=writer,
+            detail={"path": path, "revision": meta.revision, "bytes": meta.size},
+        )
     return meta
 
 
@@ -150,13 +149,12 @@ def space_document_delete(
             expected_revision=expected_revision,
             deadline=_deadline(),
         )
-        if handle.is_global:
-            _global_audit(
-                action=AuditEvent.Action.SPACE_GLOBAL_DELETED,
-                handle=handle,
-                writer=writer,
-                detail={"path": path, "expectedRevision": expected_revision},
-            )
+        _global_audit(
+            action=AuditEvent.Action.SPACE_GLOBAL_DELETED,
+            handle=handle,
+            writer=writer,
+            detail={"path": path, "expectedRevision": expected_revision},
+        )
 
 
 def _deadline() -> float:
@@ -174,6 +172,9 @@ def _audited(handle: SpaceHandle) -> AbstractContextManager[object]:
 def _global_audit(
     *, action: str, handle: SpaceHandle, writer: SpaceWriter, detail: dict[str, object]
 ) -> None:
+    """Audit a change of the global space (no other space is audited)."""
+    if not handle.is_global:
+        return
     # The space id can be longer than the audit row's target column, so it travels in the
     # detail, with the path (a name, never text) and the writer's attribution.
     audit_record(

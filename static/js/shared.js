@@ -311,6 +311,33 @@ export class DocumentEditor {
     return false;
   }
 
+  // Delete the document at `url` on the draft's base version, once the draft is resolved:
+  // the answer, or null if the user cancelled.
+  async deleteAt(url) {
+    if (!(await this.resolveDraft("the delete"))) return null;
+    await this.waitBeforeWrite();
+    this.setBusy(true);
+    const result = await this.track(
+      api("DELETE", url, { headers: { "X-Base-Version": String(this.baseVersion) } }),
+    );
+    this.setBusy(false);
+    return result;
+  }
+
+  // After a refused delete: a document that changed first shows its newer text.
+  async deleteRefused(result) {
+    if (result.code !== "VERSION_CONFLICT") {
+      announce(this.status, failure("Not deleted", result), "error");
+      return;
+    }
+    await this.showNewer(result);
+    announce(
+      this.status,
+      failure("Not deleted", result, " It changed first; check the newer text, then retry."),
+      "error",
+    );
+  }
+
   async waitBeforeWrite() {
     if (!this.inFlight) return;
     announce(this.status, "Waiting for the save in progress…", "info", { focus: false });

@@ -116,30 +116,16 @@ class SpaceEditor extends DocumentEditor {
       announce(this.status, "Nothing to delete: this document has not been saved yet.");
       return;
     }
-    if (!(await this.resolveDraft("the delete"))) return;
-    await this.waitBeforeWrite();
-    this.setBusy(true);
-    const result = await this.track(
-      api("DELETE", spaceUrl("doc", { path: this.path }), {
-        headers: { "X-Base-Version": String(this.baseVersion) },
-      }),
-    );
-    this.setBusy(false);
-    if (result.ok) {
-      const path = this.path;
-      this.close();
-      await spaceLoad();
-      announce(listStatus, `Deleted ${path}.`, "success");
-    } else if (result.code === "VERSION_CONFLICT") {
-      await this.showNewer(result);
-      announce(
-        this.status,
-        failure("Not deleted", result, " It changed first; check the newer text, then retry."),
-        "error",
-      );
-    } else {
-      announce(this.status, failure("Not deleted", result), "error");
+    const result = await this.deleteAt(spaceUrl("doc", { path: this.path }));
+    if (result === null) return;
+    if (!result.ok) {
+      await this.deleteRefused(result);
+      return;
     }
+    const path = this.path;
+    this.close();
+    await spaceLoad();
+    announce(listStatus, `Deleted ${path}.`, "success");
   }
 }
 
