@@ -12,7 +12,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import UnsupportedMediaType
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.mediatypes import media_type_matches
@@ -32,7 +32,6 @@ from memory.spaces.services import (
     space_document_write_admit,
 )
 from memory_project.api.parsers import MarkdownParser
-from memory_project.api.renderers import MarkdownRenderer
 from workspaces.api.headers import base_version_from
 from workspaces.authentication import request_credential
 
@@ -160,7 +159,14 @@ class SpaceDocumentListApi(APIView):
 
 class SpaceDocumentApi(APIView):
     parser_classes = [MarkdownParser]
-    renderer_classes = [JSONRenderer, MarkdownRenderer]
+
+    def perform_content_negotiation(
+        self, request: Request, force: bool = False
+    ) -> tuple[BaseRenderer, str]:
+        # The document leaves as raw Markdown whatever Accept names (a plain response, no
+        # renderer), and a refusal as JSON, the API's one error shape, even to a client that
+        # accepts only text/markdown: never a 406 instead of the document or the refusal.
+        return super().perform_content_negotiation(request, force=True)
 
     @extend_schema(
         parameters=[*SPACE_PARAMETERS, PATH_PARAMETER],
