@@ -6,15 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.http import UnreadablePostError
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser, JSONParser
 
 # No request body of this API nests more than a few levels; the bound is generous.
 MAX_JSON_DEPTH = 32
 TOO_DEEP = f"The JSON body is nested more than {MAX_JSON_DEPTH} levels deep."
-# A body that does not match its Content-Length (memory_project/wsgi.py) is refused whole.
-MISFRAMED = "The body does not match its Content-Length; nothing was read."
 
 
 class BoundedJSONParser(JSONParser):
@@ -36,8 +33,6 @@ class BoundedJSONParser(JSONParser):
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise ParseError(TOO_DEEP) from None
-        except UnreadablePostError:
-            raise ParseError(MISFRAMED) from None
         if nesting_exceeds(data, MAX_JSON_DEPTH):
             raise ParseError(TOO_DEEP)
         return data
@@ -64,7 +59,8 @@ def nesting_exceeds(data: Any, limit: int) -> bool:
 class MarkdownParser(BaseParser):
     """A `text/markdown` body as the bytes sent, never decoded here: the write path judges
     UTF-8 (INVALID_TEXT) with everything else it judges, whichever writer sent the bytes.
-    A body that does not match its Content-Length is refused, never cut to it."""
+    A body that does not match its Content-Length fails the read (memory_project/wsgi.py)
+    and is refused whole, never cut to it."""
 
     media_type = "text/markdown"
 
@@ -74,7 +70,4 @@ class MarkdownParser(BaseParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:  # bytes, which DRF's type stubs do not foresee for a parser
-        try:
-            return bytes(stream.read())
-        except UnreadablePostError:
-            raise ParseError(MISFRAMED) from None
+        return bytes(stream.read())
