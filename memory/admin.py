@@ -23,7 +23,7 @@ from memory.models import (
     SpaceKey,
     TenantSpaceUsage,
 )
-from memory.spaces.quotas import space_tenant_quota_override_set, tenant_quota_bytes
+from memory.spaces.quotas import space_tenant_quota_override_set, tenant_quota_in_force
 from workspaces.admin import ViewOnlyAdmin, acting_user, changelist_link
 
 
@@ -138,7 +138,7 @@ class TenantSpaceUsageAdmin(admin.ModelAdmin):
 
     @admin.display(description="Quota in force (bytes, 0: no cap)")
     def quota_bytes(self, usage: TenantSpaceUsage) -> int:
-        return tenant_quota_bytes(team_id=usage.team_id)
+        return tenant_quota_in_force(usage.quota_override_bytes)
 
     def save_model(
         self, request: HttpRequest, obj: TenantSpaceUsage, form: ModelForm, change: bool

@@ -79,7 +79,8 @@ class StoreUnavailable(DomainError):
 
 
 class StoreBusy(DomainError):
-    """The space stayed locked by another writer past the bounded wait (filesystem store)."""
+    """The space stayed locked by another writer past the write's deadline, in either store
+    (PostgreSQL's lock_timeout, or the filesystem store's bounded `flock` wait)."""
 
     code = "STORE_BUSY"
     status = 503

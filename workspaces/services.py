@@ -7,17 +7,20 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, Model
 from django.db.models.functions import Greatest
 from django.http import HttpRequest
 from django.utils import timezone
 
 from workspaces.authentication import Credential, CredentialKind
 from workspaces.crypto import (
+    WrappedKeyField,
     ciphertext_digest,
     data_key_generate,
     deployment_key_id,
@@ -380,19 +383,31 @@ def workspace_key_ensure(*, workspace: Workspace) -> bytes:
     return bytes(row.wrapped_key)
 
 
-def workspace_keys_rewrap(*, batch_size: int = 100) -> int:
-    """Re-wrap every data key not yet wrapped by the current deployment key.
+def data_keys_rewrap(*, batch_size: int = 100) -> int:
+    """Re-wrap every data key not yet wrapped by the current deployment key: the workspaces'
+    and those of any other app (memory spaces'), found as the models with a
+    `WrappedKeyField`, so a key table added later is never left behind by a rotation.
 
     Each batch commits on its own, and rows already re-wrapped are skipped, so an
-    interrupted run resumes where it stopped. Revisions are untouched: they are sealed
-    under the data keys, which do not change. Returns how many keys were re-wrapped.
+    interrupted run resumes where it stopped. What the keys sealed is untouched: the data
+    keys do not change. Returns how many keys were re-wrapped.
     """
+    key_models = [
+        model
+        for model in apps.get_models()
+        if any(isinstance(field, WrappedKeyField) for field in model._meta.concrete_fields)
+    ]
+    return sum(_keys_rewrap(model, batch_size) for model in key_models)
+
+
+def _keys_rewrap(model: type[Model], batch_size: int) -> int:
+    # Every key table has `wrapped_key`, `wrapping_key_id` and `rewrapped_at`.
     current = deployment_key_id(settings.DEPLOYMENT_KEY)
     total = 0
     while True:
         with transaction.atomic():
-            batch = list(
-                WorkspaceKey.objects.select_for_update()
+            batch: list[Any] = list(
+                model._default_manager.select_for_update()
                 .exclude(wrapping_key_id=current)
                 .order_by("pk")[:batch_size]
             )

@@ -33,12 +33,16 @@ def quotas_for(handle: SpaceHandle) -> Quotas:
 
 def tenant_quota_bytes(*, team_id: int) -> int:
     """The team's quota over all its spaces: its override if staff set one, else the setting."""
-    override = (
+    return tenant_quota_in_force(
         TenantSpaceUsage.objects.filter(team_id=team_id)
         .values_list("quota_override_bytes", flat=True)
         .first()
     )
-    return settings.MEMORY_QUOTA_TENANT_BYTES if override is None else override
+
+
+def tenant_quota_in_force(override_bytes: int | None) -> int:
+    """The tenant quota a team with this override (None: none) gets."""
+    return settings.MEMORY_QUOTA_TENANT_BYTES if override_bytes is None else override_bytes
 
 
 def space_tenant_quota_override_set(

@@ -71,4 +71,15 @@ def test_every_check_constraint_of_this_app_is_tested_above():
         "memory_proposal_reason_valid",
         "memory_proposal_resolved_iff_closed",
         "memory_proposal_versions_non_negative",
+        # Memory spaces' constraints: memory/tests/spaces/test_models.py.
+        "memory_memoryspace_visibility_valid",
+        "memory_memoryspace_tenant_iff_not_global",
+        "memory_memoryspace_user_iff_user_bound",
+        "memory_memoryspace_used_non_negative",
+        "memory_spacedocument_revision_positive",
+        "memory_spacedocument_size_non_negative",
+        "memory_spacedocument_updated_by_present",
+        "memory_tenantspaceusage_used_non_negative",
+        "memory_tenantspaceusage_quota_override_non_negative",
+        "memory_spacekey_wrapping_key_id_valid",
     }

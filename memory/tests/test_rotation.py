@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from memory.models import MEMORY_PATH
 from workspaces.models import FileVersion
-from workspaces.services import workspace_keys_rewrap
+from workspaces.services import data_keys_rewrap
 
 
 def test_memory_stays_readable_during_a_rotation(tenant, settings, memory_api):
@@ -12,7 +12,7 @@ def test_memory_stays_readable_during_a_rotation(tenant, settings, memory_api):
     settings.DEPLOYMENT_PREVIOUS_KEYS = [old]
 
     before_rewrap = memory_api.get().json()["content"]
-    workspace_keys_rewrap()
+    data_keys_rewrap()
     settings.DEPLOYMENT_PREVIOUS_KEYS = []
 
     assert before_rewrap == memory_api.get().json()["content"] == "readable throughout"

@@ -13,6 +13,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from memory import services as memory_services
+from memory.spaces import quotas as space_quotas
 from workspaces import services
 from workspaces.models import ApiToken, AuditEvent
 
@@ -23,7 +24,7 @@ ADMIN_SIGN_IN = "/admin/login/"
 def audited_services() -> list[tuple[str, Callable[..., object]]]:
     """Every service function whose body records an audit event."""
     found: list[tuple[str, Callable[..., object]]] = []
-    for module in (services, memory_services):
+    for module in (services, memory_services, space_quotas):
         for name, function in inspect.getmembers(module, inspect.isfunction):
             if function.__module__ != module.__name__ or name.startswith("_"):
                 continue
@@ -37,6 +38,7 @@ def test_every_audited_service_requires_its_actor_as_a_keyword():
 
     assert "workspaces.services.workspace_ai_consent_set" in found
     assert "workspaces.services.api_token_revoke" in found
+    assert "memory.spaces.quotas.space_tenant_quota_override_set" in found
     for name, function in found.items():
         parameters = inspect.signature(function).parameters
         actor = parameters.get("actor") or parameters.get("revoked_by") or parameters.get("author")

@@ -96,5 +96,5 @@ def test_rewrap_command_rewraps_under_the_new_key(tenant, settings):
     call_command("rewrap_data_keys", "--batch-size", "1", stdout=out)
 
     settings.DEPLOYMENT_PREVIOUS_KEYS = []
-    assert out.getvalue().strip() == "Re-wrapped 1 workspace data key(s)."
+    assert out.getvalue().strip() == "Re-wrapped 1 data key(s)."
     assert bytes(WorkspaceKey.objects.get(workspace=tenant.workspace).wrapped_key) == key

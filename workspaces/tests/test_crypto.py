@@ -19,7 +19,7 @@ from workspaces.crypto import (
     unseal,
 )
 from workspaces.models import FileVersion, WorkspaceKey
-from workspaces.services import file_write, workspace_key_ensure, workspace_keys_rewrap
+from workspaces.services import data_keys_rewrap, file_write, workspace_key_ensure
 
 AD = revision_associated_data(workspace_id=1, file_id=2, version=3)
 
@@ -141,7 +141,7 @@ def test_rewrap_moves_every_key_to_the_new_deployment_key_without_touching_revis
     settings.DEPLOYMENT_KEY = "the new deployment key for this rotation " * 2
     settings.DEPLOYMENT_PREVIOUS_KEYS = [old]
 
-    rewrapped = workspace_keys_rewrap(batch_size=2)
+    rewrapped = data_keys_rewrap(batch_size=2)
 
     assert rewrapped == 5
     settings.DEPLOYMENT_PREVIOUS_KEYS = []
@@ -151,7 +151,7 @@ def test_rewrap_moves_every_key_to_the_new_deployment_key_without_touching_revis
         keys_before
     )
     assert dict(FileVersion.objects.values_list("pk", "ciphertext_sha256")) == digests_before
-    assert workspace_keys_rewrap(batch_size=2) == 0
+    assert data_keys_rewrap(batch_size=2) == 0
 
 
 def test_rewrap_interrupted_after_one_batch_resumes_where_it_stopped(
@@ -174,12 +174,12 @@ def test_rewrap_interrupted_after_one_batch_resumes_where_it_stopped(
 
     monkeypatch.setattr(WorkspaceKey, "save", crash_on_third_save)
     with pytest.raises(KeyboardInterrupt):
-        workspace_keys_rewrap(batch_size=2)
+        data_keys_rewrap(batch_size=2)
     monkeypatch.setattr(WorkspaceKey, "save", real_save)
     current = deployment_key_id(settings.DEPLOYMENT_KEY)
     assert WorkspaceKey.objects.filter(wrapping_key_id=current).count() == 2
 
-    assert workspace_keys_rewrap(batch_size=2) == 3
+    assert data_keys_rewrap(batch_size=2) == 3
 
     settings.DEPLOYMENT_PREVIOUS_KEYS = []
     assert {t.workspace.pk: workspace_key_ensure(workspace=t.workspace) for t in tenants} == keys

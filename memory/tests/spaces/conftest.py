@@ -20,7 +20,7 @@ from memory.models import MemorySpace
 from memory.spaces.database import DatabaseStore
 from memory.spaces.filesystem import FilesystemStore, _flock
 from memory.spaces.handle import SpaceHandle, Visibility
-from memory.spaces.store import MemoryStore, Quotas
+from memory.spaces.store import DocumentMeta, MemoryStore, Quotas
 from workspaces.models import Org, Team
 
 ADAPTERS = ("database", "filesystem")
@@ -36,29 +36,34 @@ class Adapter:
     hold_space_lock: Callable[[SpaceHandle], AbstractContextManager[None]]
     counter_set: Callable[[SpaceHandle, int], None]
 
-    def write(
-        self,
-        handle: SpaceHandle,
-        path: str,
-        body: bytes,
-        *,
-        expected: int | None = None,
-        by: str = "user:1",
-        quotas: Quotas = ROOMY,
-        wait: float = 5.0,
-    ):
-        return self.store.write(
-            handle,
-            path,
-            body,
-            expected_revision=expected,
-            updated_by=by,
-            quotas=quotas,
-            deadline=time.monotonic() + wait,
-        )
+    def write(self, handle: SpaceHandle, path: str, body: bytes, **options: Any) -> DocumentMeta:
+        return store_write(self.store, handle, path, body, **options)
 
     def delete(self, handle: SpaceHandle, path: str, *, expected: int | None = None) -> None:
         self.store.delete(handle, path, expected_revision=expected, deadline=time.monotonic() + 5)
+
+
+def store_write(
+    store: MemoryStore,
+    handle: SpaceHandle,
+    path: str,
+    body: bytes,
+    *,
+    expected: int | None = None,
+    by: str = "user:1",
+    quotas: Quotas = ROOMY,
+    wait: float = 5.0,
+) -> DocumentMeta:
+    """A write with the defaults a test of the store wants, waiting `wait` seconds at most."""
+    return store.write(
+        handle,
+        path,
+        body,
+        expected_revision=expected,
+        updated_by=by,
+        quotas=quotas,
+        deadline=time.monotonic() + wait,
+    )
 
 
 def _database_adapter() -> Adapter:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import time
 
 import pytest
 from django.db import connection
@@ -13,8 +12,10 @@ from memory.errors import StoreUnavailable
 from memory.models import SpaceDocument, SpaceKey
 from memory.spaces.database import DatabaseStore
 from memory.spaces.handle import Visibility
-from memory.tests.spaces.conftest import ROOMY, handle_of
+from memory.tests.spaces.conftest import handle_of, store_write
+from workspaces.crypto import deployment_key_id
 from workspaces.errors import DocumentUnreadable
+from workspaces.services import data_keys_rewrap
 from workspaces.tests.leaks import tables_holding
 
 pytestmark = pytest.mark.django_db
@@ -22,24 +23,12 @@ pytestmark = pytest.mark.django_db
 MARKER = "OKAPI-51c2-space-marker"
 
 
-def write(store: DatabaseStore, handle, path: str, body: bytes, expected: int | None = None):
-    return store.write(
-        handle,
-        path,
-        body,
-        expected_revision=expected,
-        updated_by="user:1",
-        quotas=ROOMY,
-        deadline=time.monotonic() + 5,
-    )
-
-
 def test_a_body_and_its_checksum_are_stored_only_sealed(team):
     store = DatabaseStore()
     handle = handle_of(team)
     body = f"# Notes\n\n{MARKER}\n".encode()
 
-    write(store, handle, "a.md", body, expected=0)
+    store_write(store, handle, "a.md", body, expected=0)
 
     assert tables_holding(MARKER) == []
     assert tables_holding(hashlib.sha256(body).hexdigest()) == []
@@ -53,7 +42,7 @@ def test_the_global_space_and_each_tenant_have_their_own_key(make_team):
     team, other = make_team(), make_team()
 
     for handle in (handle_of(team), handle_of(other), handle_of(None, Visibility.GLOBAL)):
-        write(store, handle, "a.md", b"x", expected=0)
+        store_write(store, handle, "a.md", b"x", expected=0)
 
     keys = [bytes(row.wrapped_key) for row in SpaceKey.objects.all()]
     assert len(keys) == len(set(keys)) == 3
@@ -63,7 +52,7 @@ def test_the_global_space_and_each_tenant_have_their_own_key(make_team):
 def test_a_flipped_bit_makes_the_document_unreadable_never_partial(team):
     store = DatabaseStore()
     handle = handle_of(team)
-    write(store, handle, "a.md", MARKER.encode(), expected=0)
+    store_write(store, handle, "a.md", MARKER.encode(), expected=0)
     row = SpaceDocument.objects.get()
     tampered = bytearray(row.body_ciphertext)
     tampered[20] ^= 0x01
@@ -79,14 +68,14 @@ def test_a_flipped_bit_makes_the_document_unreadable_never_partial(team):
 def test_a_ciphertext_moved_to_another_row_or_revision_fails_to_open(team, target):
     store = DatabaseStore()
     handle, other_space = handle_of(team), handle_of(team, name="other")
-    write(store, handle, "a.md", MARKER.encode(), expected=0)
+    store_write(store, handle, "a.md", MARKER.encode(), expected=0)
     stolen = SpaceDocument.objects.values("body_ciphertext", "checksum_ciphertext").get()
     reader, path = {
         "another path": (handle, "b.md"),
         "another space": (other_space, "a.md"),
         "another revision": (handle, "a.md"),
     }[target]
-    write(store, reader, path, b"victim", expected=None)
+    store_write(store, reader, path, b"victim", expected=None)
 
     SpaceDocument.objects.filter(space__handle_id=reader.id, path=path).update(**stolen)
 
@@ -101,14 +90,36 @@ def test_a_ciphertext_moved_to_another_row_or_revision_fails_to_open(team, targe
 def test_a_connection_lost_under_a_write_is_store_unavailable_and_writes_nothing(team):
     store = DatabaseStore()
     handle = handle_of(team)
-    write(store, handle, "a.md", b"one", expected=0)
+    store_write(store, handle, "a.md", b"one", expected=0)
     backend_terminate(connection.connection.info.backend_pid)
 
     with pytest.raises(StoreUnavailable):
-        write(store, handle, "a.md", b"two", expected=1)
+        store_write(store, handle, "a.md", b"two", expected=1)
 
     connection.close()
     stored = store.read(handle, "a.md")
     assert stored is not None
     assert (stored.body, stored.meta.revision) == (b"one", 1)
     assert store.usage(handle).used_bytes == 3
+
+
+def test_space_documents_stay_readable_across_a_deployment_key_rotation(team, settings):
+    store = DatabaseStore()
+    handle, glob = handle_of(team), handle_of(None, Visibility.GLOBAL)
+    for space in (handle, glob):
+        store_write(store, space, "a.md", b"kept through the rotation", expected=0)
+    old = settings.DEPLOYMENT_KEY
+    settings.DEPLOYMENT_KEY = "the new deployment key for this rotation " * 2
+    settings.DEPLOYMENT_PREVIOUS_KEYS = [old]
+
+    rewrapped = data_keys_rewrap()
+    settings.DEPLOYMENT_PREVIOUS_KEYS = []
+
+    assert rewrapped == 2
+    assert set(SpaceKey.objects.values_list("wrapping_key_id", flat=True)) == {
+        deployment_key_id(settings.DEPLOYMENT_KEY)
+    }
+    for space in (handle, glob):
+        stored = store.read(space, "a.md")
+        assert stored is not None
+        assert stored.body == b"kept through the rotation"

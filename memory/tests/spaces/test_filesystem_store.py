@@ -9,19 +9,7 @@ import pytest
 from memory.errors import StoreUnavailable
 from memory.spaces.filesystem import FilesystemStore
 from memory.spaces.handle import Visibility
-from memory.tests.spaces.conftest import ROOMY, handle_of
-
-
-def write(store: FilesystemStore, handle, path: str, body: bytes, expected: int | None = None):
-    return store.write(
-        handle,
-        path,
-        body,
-        expected_revision=expected,
-        updated_by="user:1",
-        quotas=ROOMY,
-        deadline=time.monotonic() + 5,
-    )
+from memory.tests.spaces.conftest import handle_of, store_write
 
 
 @pytest.mark.parametrize("visibility", [Visibility.PRIVATE, Visibility.GLOBAL])
@@ -30,9 +18,9 @@ def test_the_tree_holds_the_bodies_alone_and_no_temporary_file_is_left(tmp_path,
     handle = handle_of(None if visibility is Visibility.GLOBAL else 4, visibility)
     space_dir = store._space_dir(handle)
 
-    write(store, handle, "notes/a.md", b"# A\n", expected=0)
-    write(store, handle, "notes/a.md", b"# A again\n", expected=1)
-    write(store, handle, "b.md", b"b", expected=0)
+    store_write(store, handle, "notes/a.md", b"# A\n", expected=0)
+    store_write(store, handle, "notes/a.md", b"# A again\n", expected=1)
+    store_write(store, handle, "b.md", b"b", expected=0)
 
     tree = space_dir / "tree"
     files = sorted(str(path.relative_to(tree)) for path in tree.rglob("*") if path.is_file())
@@ -45,12 +33,12 @@ def test_the_tree_holds_the_bodies_alone_and_no_temporary_file_is_left(tmp_path,
 def test_a_delete_removes_the_directories_it_emptied(tmp_path):
     store = FilesystemStore(root=tmp_path)
     handle = handle_of(4, Visibility.ORG)
-    write(store, handle, "x/y/a.md", b"a", expected=0)
+    store_write(store, handle, "x/y/a.md", b"a", expected=0)
 
     store.delete(handle, "x/y/a.md", expected_revision=1, deadline=time.monotonic() + 5)
 
     assert list((store._space_dir(handle) / "tree").iterdir()) == []
-    assert write(store, handle, "x.md", b"x", expected=0).revision == 1
+    assert store_write(store, handle, "x.md", b"x", expected=0).revision == 1
 
 
 def test_a_filesystem_failure_is_store_unavailable(tmp_path):
@@ -60,4 +48,4 @@ def test_a_filesystem_failure_is_store_unavailable(tmp_path):
     store = FilesystemStore(root=root)
 
     with pytest.raises(StoreUnavailable):
-        write(store, handle_of(4, Visibility.ORG), "a.md", b"a", expected=0)
+        store_write(store, handle_of(4, Visibility.ORG), "a.md", b"a", expected=0)
