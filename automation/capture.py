@@ -37,6 +37,7 @@ from automation.models import (
 from automation.selectors import fence_failed_predicates
 from memory.edits import MemoryChange, apply_memory_changes
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
+from memory.secrets import secret_refuse
 from memory.selectors import memory_current_get
 from memory.services import memory_policy_row_ensure, memory_proposal_create
 from workspaces.errors import (
@@ -100,7 +101,12 @@ def capture_commit(
             changes=changes,
         )
     except DomainError as refusal:
-        reason = refusal.detail.get("predicate") or refusal.detail.get("reason") or ""
+        reason = (
+            refusal.detail.get("predicate")
+            or refusal.detail.get("reason")
+            or refusal.detail.get("rule")
+            or ""
+        )
         Admission.objects.filter(pk=admission.pk).update(
             capture_refusal_code=refusal.code,
             capture_refusal_reason=str(reason)[:64],
@@ -128,7 +134,8 @@ def _capture(
     session is re-validated against the cache right before the transaction. The revision,
     the fence row and the admission's commit are one transaction: if any fence clause is
     false the CHECK aborts it and nothing remains. On a version conflict the newer text stays and
-    the change is stored as a proposal (never rebased).
+    the change is stored as a proposal (never rebased). A result that holds a credential is
+    refused (SECRET_DETECTED) before the transaction, so the admission stays unconsumed.
     """
     request_digest = capture_request_digest(expected_version=expected_version, changes=changes)
     judge = _AuthorityJudge(
@@ -164,6 +171,9 @@ def _capture(
             is_replay=False,
             is_unchanged=True,
         )
+    # The text as this capture would store it, so a credential a person saved earlier is
+    # refused too: an automatic revision never re-stores one (a `remove` of it passes).
+    secret_refuse(new_text, path=MEMORY_PATH)
     _checkpoint("validated")
     now = timezone.now()
     try:

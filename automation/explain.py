@@ -57,6 +57,7 @@ CAPTURE_REFUSAL_SENTENCES: dict[str, str] = {
     "DOCUMENT_UNREADABLE": "The saved memory failed its integrity check and could not be read.",
     "DOCUMENT_TOO_LARGE": "The result would have been larger than a document may be.",
     "INVALID_TEXT": "The change contained text that cannot be stored.",
+    "SECRET_DETECTED": "Memory would have held what looks like a credential.",
 }
 
 # What the `reason` of another refusal code adds, per code.

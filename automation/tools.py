@@ -23,7 +23,7 @@ from memory.documents import (
     document_write,
 )
 from memory.edits import MemoryChange, parse_changes
-from memory.errors import MemoryEditInvalid, MemoryNamespaceReserved
+from memory.errors import MemoryEditInvalid, MemoryNamespaceReserved, SecretDetected
 from memory.models import MemoryPolicy
 from memory.namespace import is_memory_namespace
 from workspaces.errors import DomainError, KeySessionUnavailable
@@ -69,7 +69,13 @@ def remember_in_memory(context: TurnContext, changes: Any) -> dict[str, Any]:
             "proposalId": conflict.detail["proposalId"],
             "currentVersion": conflict.detail["currentVersion"],
         }
-    except (CaptureRetired, MemoryOversized, MemoryEditInvalid, KeySessionUnavailable) as error:
+    except (
+        CaptureRetired,
+        MemoryOversized,
+        MemoryEditInvalid,
+        SecretDetected,
+        KeySessionUnavailable,
+    ) as error:
         return _refused(error)
     if capture_receipt.is_unchanged:
         return {"status": "unchanged", "version": capture_receipt.version}

@@ -48,6 +48,17 @@ class SpaceInvalid(DomainError):
     default_message = "The query does not name a valid memory space."
 
 
+class AutoloadPatternInvalid(DomainError):
+    """An autoload glob that is not a relative path pattern. `detail.index` names the first
+    bad pattern and `detail.reason` says why (not_text, empty, absolute, backslash,
+    dot_dot_segment, control_character, too_long, globstar_in_segment), or `reason`
+    too_many_patterns with `detail.limit`."""
+
+    code = "AUTOLOAD_PATTERN_INVALID"
+    status = 400
+    default_message = "An autoload pattern is not a valid relative path pattern."
+
+
 class GlobalSpaceWriteDenied(DomainError):
     code = "GLOBAL_SPACE_WRITE_DENIED"
     status = 403

@@ -137,9 +137,9 @@ def _gcp_service_account(match: re.Match[str]) -> bool:
     return _GCP_SERVICE_ACCOUNT_TYPE.search(match.string) is not None
 
 
-# Characters that may continue a token: a match must not start right after one.
+# Characters that may continue a token: a match must not start right after one, nor end
+# right before one.
 _B = r"(?<![A-Za-z0-9_\-])"
-# ... nor end right before one.
 _E = r"(?![A-Za-z0-9_\-])"
 
 _GCP_SERVICE_ACCOUNT_TYPE = re.compile(r'"type"[ \t]{0,16}+:[ \t]{0,16}+"service_account"')
@@ -147,6 +147,20 @@ _GCP_SERVICE_ACCOUNT_TYPE = re.compile(r'"type"[ \t]{0,16}+:[ \t]{0,16}+"service
 
 def _regex(*alternatives: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{alternative})" for alternative in alternatives))
+
+
+def _token(
+    name: str, prefixes: tuple[str, ...], rest: str, accept: Callable[[re.Match[str]], bool]
+) -> _Rule:
+    """A token that starts with one of `prefixes`, followed by `rest` (which names the random
+    part `body`), standing alone between the boundaries."""
+    alternatives = "|".join(re.escape(prefix) for prefix in prefixes)
+    return _Rule(
+        name,
+        tuple(prefix.lower() for prefix in prefixes),
+        re.compile(f"{_B}(?:{alternatives}){rest}{_E}"),
+        accept,
+    )
 
 
 _RULES: tuple[_Rule, ...] = (
@@ -168,49 +182,42 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _always,
     ),
-    _Rule(
+    _token(
         "anthropic_api_key",
         ("sk-ant-",),
-        re.compile(_B + r"sk-ant-[a-z]{2,8}+[0-9]{0,3}+-(?P<body>[A-Za-z0-9_\-]{32,200}+)" + _E),
+        r"[a-z]{2,8}+[0-9]{0,3}+-(?P<body>[A-Za-z0-9_\-]{32,200}+)",
         _random_body,
     ),
-    _Rule(
+    _token(
         "openai_api_key",
         ("sk-proj-", "sk-svcacct-", "sk-admin-"),
-        re.compile(_B + r"sk-(?:proj|svcacct|admin)-(?P<body>[A-Za-z0-9_\-]{40,250}+)" + _E),
+        r"(?P<body>[A-Za-z0-9_\-]{40,250}+)",
         _random_body_with_digit,
     ),
-    _Rule(
-        "openai_api_key",
-        ("sk-",),
-        # The legacy shape: 48 letters and digits straight after `sk-`.
-        re.compile(_B + r"sk-(?P<body>[A-Za-z0-9]{48})" + _E),
-        _random_body_all_classes,
-    ),
-    _Rule(
+    # OpenAI's legacy shape: 48 letters and digits straight after `sk-`.
+    _token("openai_api_key", ("sk-",), r"(?P<body>[A-Za-z0-9]{48})", _random_body_all_classes),
+    _token(
         "github_token",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-        re.compile(_B + r"gh[pousr]_(?P<body>[A-Za-z0-9]{36,251}+)" + _E),
+        r"(?P<body>[A-Za-z0-9]{36,251}+)",
         _random_body,
     ),
-    _Rule(
+    _token(
         "github_token",
         ("github_pat_",),
-        re.compile(_B + r"github_pat_(?P<body>[A-Za-z0-9_]{60,251}+)" + _E),
+        r"(?P<body>[A-Za-z0-9_]{60,251}+)",
         _random_body_all_classes,
     ),
-    _Rule(
+    _token(
         "gitlab_token",
         ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glsoat-", "gloas-"),
-        re.compile(
-            _B + r"gl(?:pat|dt|rt|cbt|ptt|ft|soat|oas)-(?P<body>[A-Za-z0-9_\-]{20,255}+)" + _E
-        ),
+        r"(?P<body>[A-Za-z0-9_\-]{20,255}+)",
         _random_body,
     ),
-    _Rule(
+    _token(
         "slack_token",
         ("xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-"),
-        re.compile(_B + r"xox[bpars]-(?P<body>[A-Za-z0-9][A-Za-z0-9\-]{18,250}+)" + _E),
+        r"(?P<body>[A-Za-z0-9][A-Za-z0-9\-]{18,250}+)",
         _random_body_with_digit,
     ),
     _Rule(
@@ -229,7 +236,8 @@ _RULES: tuple[_Rule, ...] = (
         # A key id is the prefix and 16 upper-case letters or digits. Without a digit the
         # `ASIA` form is as likely an upper-case word (ASIAPACIFIC...), so that one needs one.
         re.compile(
-            r"(?<![A-Za-z0-9_])(?:AKIA|ASIA(?=[A-Z]{0,15}+[0-9]))(?P<body>[A-Z0-9]{16})(?![A-Za-z0-9])"
+            r"(?<![A-Za-z0-9_])(?:AKIA|ASIA(?=[A-Z]{0,15}+[0-9]))(?P<body>[A-Z0-9]{16})"
+            r"(?![A-Za-z0-9])"
         ),
         _not_placeholder,
     ),
@@ -239,34 +247,17 @@ _RULES: tuple[_Rule, ...] = (
         re.compile(r"(?<![A-Za-z0-9/+=])(?P<body>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"),
         _aws_secret_access_key,
     ),
-    _Rule(
-        "stripe_live_key",
-        ("sk_live_", "rk_live_"),
-        re.compile(r"(?<![A-Za-z0-9])[sr]k_live_(?P<body>[A-Za-z0-9]{24,247}+)" + _E),
-        _random_body,
+    _token(
+        "stripe_live_key", ("sk_live_", "rk_live_"), r"(?P<body>[A-Za-z0-9]{24,247}+)", _random_body
     ),
-    _Rule(
-        "google_api_key",
-        ("aiza",),
-        re.compile(_B + r"AIza(?P<body>[A-Za-z0-9_\-]{35})" + _E),
-        _random_body,
-    ),
-    _Rule(
+    _token("google_api_key", ("AIza",), r"(?P<body>[A-Za-z0-9_\-]{35})", _random_body),
+    _token(
         "jwt",
-        ("eyj",),
-        re.compile(
-            _B
-            + r"eyJ[A-Za-z0-9_\-]{8,4096}+\.[A-Za-z0-9_\-]{2,16384}+\.[A-Za-z0-9_\-]{16,4096}+"
-            + _E
-        ),
+        ("eyJ",),
+        r"[A-Za-z0-9_\-]{8,4096}+\.[A-Za-z0-9_\-]{2,16384}+\.[A-Za-z0-9_\-]{16,4096}+",
         _jwt,
     ),
-    _Rule(
-        "npm_token",
-        ("npm_",),
-        re.compile(_B + r"npm_(?P<body>[A-Za-z0-9]{36})" + _E),
-        _random_body,
-    ),
+    _token("npm_token", ("npm_",), r"(?P<body>[A-Za-z0-9]{36})", _random_body),
     _Rule(
         "pypi_token",
         ("pypi-",),

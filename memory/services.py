@@ -15,8 +15,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory.edits import MemoryChange, apply_memory_changes
-from memory.errors import PolicyRevisionConflict, ProposalRetired
+from memory.errors import PolicyRevisionConflict, ProposalRetired, SecretDetected
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
+from memory.secrets import secret_find
 from memory.selectors import (
     PolicyState,
     memory_current_get,
@@ -179,7 +180,20 @@ def memory_proposal_create(
     reason: str,
     data_key: bytes,
 ) -> Proposal:
-    """Store the assistant's suggested changes, sealed, for a person to apply or dismiss."""
+    """Store the assistant's suggested changes, sealed, for a person to apply or dismiss.
+
+    Refuses (SECRET_DETECTED, nothing stored) changes that would add a credential: a
+    proposal is text the model wrote into the workspace, as much as a capture is. Only the
+    added text is judged (`line`, `heading`); a `target` quotes memory as it already is, so
+    a proposal to remove a credential passes. `detail.change` names the change (from 0, as
+    MEMORY_EDIT_INVALID does) and `detail.line` is 1: every change is one line.
+    """
+    for index, change in enumerate(changes):
+        for added in (change.heading, change.line):
+            if finding := secret_find(added):
+                raise SecretDetected(
+                    path=MEMORY_PATH, rule=finding.rule, line=finding.line, change=index
+                )
     proposal_id = uuid.uuid4()
     payload = json.dumps([change.as_dict() for change in changes]).encode()
     return Proposal.objects.create(

@@ -6,9 +6,11 @@ import pytest
 
 from automation.models import Admission
 from automation.tools import TurnContext, remember_in_memory
-from memory.models import Proposal
+from memory.errors import SecretDetected
+from memory.models import MEMORY_PATH, Proposal
 from memory.selectors import memory_current_get
 from memory.services import memory_clear, memory_policy_set, memory_save
+from memory.tests.secret_corpus import fake
 
 ADD = [{"op": "add", "line": "- likes green tea"}]
 
@@ -135,3 +137,47 @@ def test_malformed_edits_are_refused_not_raised(assistant):
         "MEMORY_EDIT_INVALID",
         "unknown_op",
     )
+
+
+def test_read_only_stores_no_proposal_adding_a_credential(make_assistant):
+    assistant = make_assistant(mode="read_only")
+    changes = [*ADD, {"op": "add", "line": f"- token ghp_{fake(36)}", "heading": "# Keys"}]
+
+    result = remember_in_memory(context(assistant, assistant.send()), changes)
+
+    assert result == {
+        "status": "refused",
+        "code": "SECRET_DETECTED",
+        "message": SecretDetected.default_message,
+        "path": MEMORY_PATH,
+        "rule": "github_token",
+        "line": 1,
+        "change": 1,
+    }
+    assert not Proposal.objects.exists()
+
+
+def test_read_only_proposes_removing_a_saved_credential(make_assistant):
+    saved = f"- token ghp_{fake(36)}"
+    assistant = make_assistant(mode="read_only", memory=f"{saved}\n")
+
+    result = remember_in_memory(
+        context(assistant, assistant.send()), [{"op": "remove", "target": saved}]
+    )
+
+    assert result["status"] == "proposed"
+    assert Proposal.objects.filter(pk=result["proposalId"]).exists()
+
+
+def test_auto_refuses_a_credential_without_raising(assistant):
+    result = remember_in_memory(
+        context(assistant, assistant.send()), [{"op": "add", "line": f"npm_{fake(36)}"}]
+    )
+
+    assert (result["status"], result["code"], result["rule"], result["line"]) == (
+        "refused",
+        "SECRET_DETECTED",
+        "npm_token",
+        2,
+    )
+    assert memory_current_get(workspace=assistant.tenant.workspace).version == 1

@@ -3,6 +3,7 @@ over HTTP, for an agent runtime holding a turn's delivery credential."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 import pytest
@@ -12,9 +13,11 @@ from rest_framework.test import APIClient
 
 from automation.models import Admission, CommitFence, DeliveryCredential
 from automation.tokens import delivery_credential_cache_key
-from memory.models import Proposal
+from conftest import assert_error
+from memory.models import MEMORY_PATH, Proposal
 from memory.selectors import memory_current_get
 from memory.services import memory_policy_set, memory_save
+from memory.tests.secret_corpus import CREDENTIALS, PROSE, fake
 
 CHANGE = {"expectedVersion": 1, "changes": [{"op": "add", "line": "- likes green tea"}]}
 
@@ -152,13 +155,17 @@ def test_retired_capture_names_the_predicate(runtime, assistant):
     assert memory_current_get(workspace=assistant.tenant.workspace).version == 1
 
 
-def test_conflict_is_409_with_the_proposal(runtime, assistant):
+def person_saves_version_2(assistant) -> None:
     memory_save(
         workspace=assistant.tenant.workspace,
         author=assistant.tenant.member,
         base_version=1,
         content="- person wrote this\n",
     )
+
+
+def test_conflict_is_409_with_the_proposal(runtime, assistant):
+    person_saves_version_2(assistant)
 
     response = runtime.put(runtime.url, CHANGE, format="json")
 
@@ -278,3 +285,115 @@ def test_a_provided_recall_restarts_the_key_sessions_idle_timeout(
 
     assert response.json() == {"status": "provided", "version": 1, "text": "- likes tea\n"}
     assert idle_restarts == [assistant.key_session.cache_key]
+
+
+# The secret corpus, one line per change: a change is one line, so the corpus' multi-line
+# prose is taken line by line.
+CREDENTIAL_LINES = [case for case in CREDENTIALS if "\n" not in case.line]
+PROSE_LINES = sorted({line for text in PROSE for line in text.split("\n") if line.strip()})
+
+
+def _add(line: str) -> dict:
+    return {"expectedVersion": 1, "changes": [{"op": "add", "line": line}]}
+
+
+@pytest.mark.parametrize("case", CREDENTIAL_LINES, ids=lambda case: case.rule)
+def test_a_capture_adding_a_credential_is_422_and_writes_nothing(runtime, assistant, case):
+    response = runtime.put(runtime.url, _add(case.line))
+
+    error = assert_error(response, 422, "SECRET_DETECTED")
+    # The added line is the document's second, after "- likes tea".
+    assert error["detail"] == {"path": MEMORY_PATH, "rule": case.rule, "line": 2}
+    assert memory_current_get(workspace=assistant.tenant.workspace).version == 1
+    assert not CommitFence.objects.exists()
+    assert not Proposal.objects.exists()
+    admission = Admission.objects.get(pk=runtime.admission.pk)
+    assert (
+        admission.status,
+        admission.capture_refusal_code,
+        admission.capture_refusal_reason,
+    ) == ("admitted", "SECRET_DETECTED", case.rule)
+
+
+@pytest.mark.parametrize("line", PROSE_LINES)
+def test_a_capture_adding_prose_is_remembered(runtime, assistant, line):
+    response = runtime.put(runtime.url, _add(line))
+
+    assert response.status_code == 200, response.content
+    current = memory_current_get(workspace=assistant.tenant.workspace)
+    assert (current.version, current.content) == (2, f"- likes tea\n{line}\n")
+
+
+def test_the_refusal_never_carries_or_logs_the_value(runtime, caplog):
+    caplog.set_level(logging.DEBUG)
+    case = CREDENTIAL_LINES[0]
+
+    response = runtime.put(runtime.url, _add(case.line))
+
+    assert response.status_code == 422
+    value = case.line.split("=", 1)[1]
+    assert value not in response.content.decode()
+    assert value not in caplog.text
+
+
+def test_after_a_refused_credential_the_turn_can_still_capture(runtime, assistant):
+    refused = runtime.put(runtime.url, _add(CREDENTIAL_LINES[0].line))
+
+    response = runtime.put(runtime.url, CHANGE)
+
+    assert refused.status_code == 422
+    assert response.status_code == 200
+    current = memory_current_get(workspace=assistant.tenant.workspace)
+    assert (current.version, current.content) == (2, "- likes tea\n- likes green tea\n")
+    assert CommitFence.objects.filter(admission=runtime.admission, ok=1).exists()
+
+
+SAVED_CREDENTIAL = f"- deploy token: ghp_{fake(36)}"
+
+
+@pytest.fixture
+def runtime_with_saved_credential(make_assistant, django_capture_on_commit_callbacks) -> Runtime:
+    """A turn on a memory in which a person saved a credential on line 2."""
+    assistant = make_assistant(memory=f"# Notes\n{SAVED_CREDENTIAL}\n")
+    with django_capture_on_commit_callbacks(execute=True):
+        admission = assistant.send()
+    return Runtime(assistant, admission)
+
+
+def test_a_capture_keeping_a_saved_credential_is_refused_at_its_line(
+    runtime_with_saved_credential,
+):
+    runtime = runtime_with_saved_credential
+
+    response = runtime.put(runtime.url, CHANGE)
+
+    error = assert_error(response, 422, "SECRET_DETECTED")
+    assert (error["detail"]["rule"], error["detail"]["line"]) == ("github_token", 2)
+    assert memory_current_get(workspace=runtime.admission.workspace).version == 1
+
+
+def test_a_capture_removing_a_saved_credential_is_remembered(runtime_with_saved_credential):
+    runtime = runtime_with_saved_credential
+    remove = {"op": "remove", "target": SAVED_CREDENTIAL}
+
+    response = runtime.put(runtime.url, {"expectedVersion": 1, "changes": [remove]})
+
+    assert response.status_code == 200, response.content
+    current = memory_current_get(workspace=runtime.admission.workspace)
+    assert (current.version, current.content) == (2, "# Notes\n")
+
+
+def test_a_conflicting_capture_adding_a_credential_stores_no_proposal(runtime, assistant):
+    person_saves_version_2(assistant)
+
+    response = runtime.put(runtime.url, _add(CREDENTIAL_LINES[0].line))
+
+    error = assert_error(response, 422, "SECRET_DETECTED")
+    assert error["detail"] == {
+        "path": MEMORY_PATH,
+        "rule": CREDENTIAL_LINES[0].rule,
+        "line": 1,
+        "change": 0,
+    }
+    assert not Proposal.objects.exists()
+    assert memory_current_get(workspace=assistant.tenant.workspace).version == 2
