@@ -34,7 +34,8 @@ class SpaceUsageReport:
 
 
 def space_document_entry(meta: DocumentMeta, body: bytes) -> SpaceDocumentEntry:
-    fields = document_index_fields(meta.path, body)
+    # Every body passed the write path's UTF-8 check; "replace" only keeps a listing whole.
+    fields = document_index_fields(meta.path, body.decode("utf-8", errors="replace"))
     if fields is None:
         return SpaceDocumentEntry(meta=meta, title="", description="", tags=())
     return SpaceDocumentEntry(
