@@ -1,5 +1,5 @@
 """The web frame's memory pages: the Memory frame (with the panels higher apps register in
-`memory.panels`, the assistant's among them), Changes, Notes.
+`memory.panels`, the assistant's among them), Changes, Notes, and the team's memory spaces.
 
 Thin: resolve the page through `workspace_page` (membership, 404 for another team, the
 browser's key session), read through the same selectors the API uses, render. Saves,
@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -33,11 +34,12 @@ from memory.selectors import (
     memory_version_get,
     memory_version_page,
 )
+from memory.spaces.handle import QUALIFIERS, REQUIRED_QUALIFIERS, Visibility
 from workspaces.errors import DocumentUnreadable, InvalidDocumentPath, NotFound
 from workspaces.models import FileVersion
 from workspaces.paths import document_path_require_canonical
 from workspaces.selectors import file_get, file_list, file_read_text, workspace_data_key
-from workspaces.views import WorkspacePage, workspace_page
+from workspaces.views import WorkspacePage, request_team, workspace_page
 
 CHANGES_PAGE_SIZE = 50
 
@@ -203,6 +205,39 @@ def note(request: HttpRequest, workspace_id: int) -> HttpResponse:
         },
     }
     return render(request, "memory/note.html", context)
+
+
+@login_required
+@require_GET
+def team_memory(request: HttpRequest) -> HttpResponse:
+    """The active team's memory spaces. Everything on it is read and written by the page
+    script through the space routes, as the session's team: the same tenant the page names."""
+    team = request_team(request)
+    if team is None:
+        raise PermissionDenied("You are not a member of any team.")
+    visibilities = [
+        {
+            "value": visibility.value,
+            "qualifiers": [q for q in QUALIFIERS if q in REQUIRED_QUALIFIERS[visibility]],
+        }
+        for visibility in Visibility
+    ]
+    config = {
+        "visibilities": visibilities,
+        "maxDocumentBytes": settings.MEMORY_MAX_DOCUMENT_BYTES,
+        "urls": {
+            "usage": reverse("space-usage"),
+            "docs": reverse("space-document-list"),
+            "doc": reverse("space-document"),
+        },
+    }
+    context = {
+        "team": team,
+        "visibilities": visibilities,
+        "qualifiers": QUALIFIERS,
+        "frame_config": config,
+    }
+    return render(request, "memory/spaces.html", context)
 
 
 def _page_context(page: WorkspacePage, active_page: str) -> dict[str, Any]:

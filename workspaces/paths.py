@@ -52,11 +52,9 @@ def path_segments(text: str) -> list[str]:
     return [part for part in text.replace("\\", "/").split("/") if part not in {"", "."}]
 
 
-def canonical_document_path(raw: str) -> str:
-    """Return the canonical spelling of a document path, or raise InvalidDocumentPath.
-
-    The result is a fixed point: canonical_document_path(result) == result.
-    """
+def _canonical_segments(raw: str) -> list[str]:
+    """Steps 1 to 5 short of the Markdown rule: the canonical segments of `raw` (none for
+    an empty path), or InvalidDocumentPath."""
     if not isinstance(raw, str):
         raise InvalidDocumentPath(reason="not_text")
     if len(raw) > MAX_RAW_CHARS:
@@ -78,15 +76,24 @@ def canonical_document_path(raw: str) -> str:
     if any(is_default_ignorable(char) for char in text):
         raise InvalidDocumentPath(reason="invisible_character")
     segments = path_segments(text)
-    if not segments:
-        raise InvalidDocumentPath(reason="empty")
     if ".." in segments:
         raise InvalidDocumentPath(reason="dot_dot_segment")
     if any(len(segment.encode()) > MAX_SEGMENT_BYTES for segment in segments):
         raise InvalidDocumentPath(reason="segment_too_long", limitBytes=MAX_SEGMENT_BYTES)
-    path = "/".join(segments)
-    if len(path.encode()) > MAX_PATH_BYTES:
+    if len("/".join(segments).encode()) > MAX_PATH_BYTES:
         raise InvalidDocumentPath(reason="too_long", limitBytes=MAX_PATH_BYTES)
+    return segments
+
+
+def canonical_document_path(raw: str) -> str:
+    """Return the canonical spelling of a document path, or raise InvalidDocumentPath.
+
+    The result is a fixed point: canonical_document_path(result) == result.
+    """
+    segments = _canonical_segments(raw)
+    if not segments:
+        raise InvalidDocumentPath(reason="empty")
+    path = "/".join(segments)
     if not path.endswith(DOCUMENT_SUFFIX) or segments[-1] == DOCUMENT_SUFFIX:
         raise InvalidDocumentPath(reason="not_markdown")
     return path
@@ -99,7 +106,20 @@ def document_path_require_canonical(raw: str) -> str:
     other than the one sent. A valid path sent in another spelling is refused with the
     canonical one in `detail.canonical`, so the client can correct itself.
     """
-    canonical = canonical_document_path(raw)
+    return _spelling_require(raw, canonical_document_path(raw))
+
+
+def directory_path_require_canonical(raw: str) -> str:
+    """Return `raw` if it is the canonical spelling of a directory prefix ("" for the root);
+    refuse anything else, as `document_path_require_canonical` does.
+
+    The same steps as a document path without the Markdown rule: no leading or trailing
+    `/`, so `notes` and not `notes/`.
+    """
+    return _spelling_require(raw, "/".join(_canonical_segments(raw)))
+
+
+def _spelling_require(raw: str, canonical: str) -> str:
     if canonical != raw:
         raise InvalidDocumentPath(
             "The path is not in its canonical spelling; send detail.canonical instead.",

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.api import documents, views
+from memory.api import documents, spaces, views
 
 urlpatterns = [
     path(
@@ -53,4 +53,7 @@ urlpatterns = [
         documents.DocumentRestoreApi.as_view(),
         name="document-restore",
     ),
+    path("memory/usage", spaces.SpaceUsageApi.as_view(), name="space-usage"),
+    path("memory/docs", spaces.SpaceDocumentListApi.as_view(), name="space-document-list"),
+    path("memory/doc", spaces.SpaceDocumentApi.as_view(), name="space-document"),
 ]

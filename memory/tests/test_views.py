@@ -172,3 +172,38 @@ def test_the_assistant_panel_gives_the_page_script_its_routes(member_client, ten
     assert urls["conversations"] == "/api/v1/agents/assistant/conversations"
     assert urls["assistant"] == "/api/v1/agents/assistant/"
     assert b'<section id="assistant"' in response.content
+
+
+def test_team_memory_names_the_active_team_and_the_space_routes(member_client, tenant):
+    response = member_client.get(reverse("memory:spaces"))
+
+    assert response.status_code == 200
+    assert tenant.team.name in response.content.decode()
+    config = response.context["frame_config"]
+    assert config["urls"] == {
+        "usage": "/api/v1/memory/usage",
+        "docs": "/api/v1/memory/docs",
+        "doc": "/api/v1/memory/doc",
+    }
+    assert {each["value"]: each["qualifiers"] for each in config["visibilities"]} == {
+        "private": ["run"],
+        "bot": ["project", "bot"],
+        "project": ["project"],
+        "cross_project": [],
+        "user": [],
+        "org": [],
+        "global": [],
+    }
+
+
+def test_team_memory_is_linked_from_the_workspace_navigation(member_client, tenant):
+    response = member_client.get(url("memory:frame", tenant))
+
+    assert f'href="{reverse("memory:spaces")}"' in response.content.decode()
+
+
+def test_team_memory_needs_a_signed_in_user(client):
+    response = client.get(reverse("memory:spaces"))
+
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("workspaces:sign-in"))

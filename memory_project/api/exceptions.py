@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib.auth import SESSION_KEY
 from django.core.exceptions import DisallowedHost
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
 from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.authentication import SessionAuthentication
@@ -65,6 +65,15 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         code, status, message, detail = exc.code, exc.status, exc.message, exc.detail
         if "retryAfterSeconds" in detail:
             headers["Retry-After"] = str(detail["retryAfterSeconds"])
+    elif isinstance(exc, UnreadablePostError):
+        # The body ended early or ran past its Content-Length (memory_project/wsgi.py), or
+        # the client went away: refused whole, never acted on cut to some length.
+        code, status, message, detail = (
+            "MALFORMED_REQUEST",
+            400,
+            "The body does not match its Content-Length; nothing was read.",
+            {},
+        )
     elif isinstance(exc, Http404):
         code, status, message, detail = "NOT_FOUND", 404, "Not found.", {}
     elif isinstance(exc, DjangoPermissionDenied):

@@ -1,4 +1,5 @@
-"""The one JSON parser of every /api/ route."""
+"""The parsers of the /api/ routes: JSON for every route, and raw Markdown for the one route
+that takes a document's bytes as they are (a memory space's document)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import BaseParser, JSONParser
 
 # No request body of this API nests more than a few levels; the bound is generous.
 MAX_JSON_DEPTH = 32
@@ -53,3 +54,20 @@ def nesting_exceeds(data: Any, limit: int) -> bool:
             return True
         pending.extend((child, depth + 1) for child in children)
     return False
+
+
+class MarkdownParser(BaseParser):
+    """A `text/markdown` body as the bytes sent, never decoded here: the write path judges
+    UTF-8 (INVALID_TEXT) with everything else it judges, whichever writer sent the bytes.
+    A body that does not match its Content-Length fails the read (memory_project/wsgi.py)
+    and is refused whole, never cut to it."""
+
+    media_type = "text/markdown"
+
+    def parse(
+        self,
+        stream: Any,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:  # bytes, which DRF's type stubs do not foresee for a parser
+        return bytes(stream.read())

@@ -26,6 +26,8 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from memory.selectors import memory_current_get
+from memory.spaces.handle import SpaceHandle, Visibility
+from memory.spaces.quotas import store_get
 from memory_project.log_filters import RedactQueryStrings
 from memory_project.middleware import MAX_HEADER_BYTES, MAX_URI_BYTES
 from memory_project.tests.test_error_shape import assert_shape
@@ -239,6 +241,57 @@ def test_a_chunked_body_a_server_did_not_unframe_is_411_not_empty(tenant):
     assert status.startswith("411")
     assert json.loads(body)["error"]["code"] == "LENGTH_REQUIRED"
     assert not FileVersion.objects.filter(file__workspace=tenant.workspace).exists()
+
+
+@pytest.mark.usefixtures("wsgi_keeps_the_test_connection")
+@pytest.mark.parametrize(
+    ("declared", "sent"),
+    [(23, b'{"content": "cut here"} and the rest'), (4096, b'{"content": "cut here"}')],
+    ids=["longer-than-declared", "shorter-than-declared"],
+)
+def test_a_body_that_does_not_match_its_content_length_is_refused_not_cut(tenant, declared, sent):
+    environ = _wsgi_environ(tenant, io.BytesIO(sent), CONTENT_LENGTH=str(declared))
+    del environ["HTTP_TRANSFER_ENCODING"]
+
+    status, body = _wsgi_call(environ)
+
+    assert status.startswith("400")
+    assert json.loads(body)["error"]["code"] == "MALFORMED_REQUEST"
+    assert not FileVersion.objects.filter(file__workspace=tenant.workspace).exists()
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="gunicorn runs in another process: needs PostgreSQL")
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("size", "status"), [(8192, 200), (8193, 422)])
+def test_a_chunked_space_document_through_gunicorn_is_stored_whole_or_refused(
+    gunicorn, make_tenant, size, status
+):
+    # The server's document ceiling is 8192 bytes (the gunicorn fixture).
+    tenant = make_tenant()
+    _, token = api_token_create(user=tenant.member, team=tenant.team, name="edge")
+    body = b"# Chunked\n" + b"x" * (size - 10)
+    handle = SpaceHandle(visibility=Visibility.ORG, name="notes", tenant_id=tenant.team.pk)
+
+    reply = gunicorn.send(
+        request_head(
+            "PUT",
+            "/api/v1/memory/doc?visibility=org&name=notes&path=chunked.md",
+            f"Authorization: Bearer {token}",
+            "Content-Type: text/markdown; charset=utf-8",
+            "X-Base-Version: 0",
+            "Transfer-Encoding: chunked",
+        ),
+        chunked(body, size=1000),
+    )
+
+    assert reply.status == status, reply.body
+    stored = store_get().read(handle, "chunked.md")
+    if status == 200:
+        assert stored is not None
+        assert stored.body == body
+    else:
+        assert reply.error()["detail"] == {"limitBytes": 8192, "bytes": size}
+        assert stored is None
 
 
 def test_transfer_encoding_through_the_django_client_is_411(tenant):

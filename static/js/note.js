@@ -49,30 +49,16 @@ class NoteEditor extends DocumentEditor {
   }
 
   async remove() {
-    if (!(await this.resolveDraft("the delete"))) return;
-    await this.waitBeforeWrite();
-    this.setBusy(true);
-    const result = await this.track(
-      api("DELETE", documentUrl(this.path), {
-        headers: { "X-Base-Version": String(this.baseVersion) },
-      }),
-    );
-    this.setBusy(false);
+    const result = await this.deleteAt(documentUrl(this.path));
+    if (result === null) return;
     if (result.ok) {
       this.showDeleted(true);
       announce(this.status, "Deleted. Its revisions are kept; Restore brings it back.", "success");
     } else if (result.code === "VERSION_CONFLICT" && result.detail.deleted) {
       this.showDeleted(true);
       announce(this.status, failure("Not deleted", result, " It was already deleted."), "error");
-    } else if (result.code === "VERSION_CONFLICT") {
-      await this.showNewer(result);
-      announce(
-        this.status,
-        failure("Not deleted", result, " It changed first; check the newer text, then retry."),
-        "error",
-      );
     } else {
-      announce(this.status, failure("Not deleted", result), "error");
+      await this.deleteRefused(result);
     }
   }
 

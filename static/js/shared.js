@@ -11,13 +11,16 @@
 export const byId = (id) => document.getElementById(id);
 const encoder = new TextEncoder();
 export const byteLength = (text) => encoder.encode(text).length;
+const MARKDOWN = "text/markdown; charset=utf-8";
 const csrfToken = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
 const configElement = byId("frame-config");
 export const config = configElement ? JSON.parse(configElement.textContent) : null;
 
 // ---- plumbing -------------------------------------------------------------------------
 
-export async function api(method, url, { body, headers = {} } = {}) {
+// `body` is sent as JSON, `markdown` as the raw text of a memory space's document; a
+// Markdown answer comes back as text in `data`, with the response's `headers`.
+export async function api(method, url, { body, markdown, headers = {} } = {}) {
   const init = {
     method,
     credentials: "same-origin",
@@ -27,6 +30,10 @@ export async function api(method, url, { body, headers = {} } = {}) {
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
+  }
+  if (markdown !== undefined) {
+    init.headers["Content-Type"] = MARKDOWN;
+    init.body = markdown;
   }
   let response;
   try {
@@ -42,13 +49,14 @@ export async function api(method, url, { body, headers = {} } = {}) {
   }
   let data = null;
   if (response.status !== 204) {
+    const isMarkdown = (response.headers.get("Content-Type") ?? "").startsWith("text/markdown");
     try {
-      data = await response.json();
+      data = isMarkdown ? await response.text() : await response.json();
     } catch {
       data = null;
     }
   }
-  if (response.ok) return { ok: true, status: response.status, data };
+  if (response.ok) return { ok: true, status: response.status, data, headers: response.headers };
   const error = (data && data.error) || {};
   return {
     ok: false,
@@ -301,6 +309,33 @@ export class DocumentEditor {
     }
     announce(this.status, `Cancelled ${purpose}. Your draft is kept.`);
     return false;
+  }
+
+  // Delete the document at `url` on the draft's base version, once the draft is resolved:
+  // the answer, or null if the user cancelled.
+  async deleteAt(url) {
+    if (!(await this.resolveDraft("the delete"))) return null;
+    await this.waitBeforeWrite();
+    this.setBusy(true);
+    const result = await this.track(
+      api("DELETE", url, { headers: { "X-Base-Version": String(this.baseVersion) } }),
+    );
+    this.setBusy(false);
+    return result;
+  }
+
+  // After a refused delete: a document that changed first shows its newer text.
+  async deleteRefused(result) {
+    if (result.code !== "VERSION_CONFLICT") {
+      announce(this.status, failure("Not deleted", result), "error");
+      return;
+    }
+    await this.showNewer(result);
+    announce(
+      this.status,
+      failure("Not deleted", result, " It changed first; check the newer text, then retry."),
+      "error",
+    );
   }
 
   async waitBeforeWrite() {

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from workspaces.errors import InvalidDocumentPath
 from workspaces.paths import (
     canonical_document_path,
+    directory_path_require_canonical,
     document_path_require_canonical,
 )
 from workspaces.tests.unicode_classes import DEFAULT_IGNORABLE
@@ -210,3 +211,38 @@ def test_a_default_ignorable_code_point_makes_any_valid_path_invalid(raw, invisi
         canonical_document_path(spelled)
 
     assert refused.value.detail["reason"] in {"control_character", "invisible_character"}
+
+
+# A directory prefix takes the same steps, without the Markdown rule; the root is "".
+@pytest.mark.parametrize("raw", ["", "notes", "notes/2024", "日本語", "my.app"])
+def test_a_canonical_directory_passes_unchanged(raw):
+    assert directory_path_require_canonical(raw) == raw
+
+
+@pytest.mark.parametrize(
+    ("raw", "canonical"),
+    [("notes/", "notes"), ("/notes", "notes"), ("notes//a", "notes/a"), ("notes%2Fa", "notes/a")],
+)
+def test_a_directory_in_another_spelling_is_refused_with_the_canonical_one(raw, canonical):
+    with pytest.raises(InvalidDocumentPath) as refused:
+        directory_path_require_canonical(raw)
+
+    assert refused.value.detail == {"reason": "not_canonical", "canonical": canonical}
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("notes/../x", "dot_dot_segment"),
+        ("..", "dot_dot_segment"),
+        ("notes\u034f", "invisible_character"),
+        ("notes\x00", "control_character"),
+        ("%FF", "invalid_encoding"),
+        ("a" * 256, "segment_too_long"),
+    ],
+)
+def test_a_directory_is_refused_for_the_reasons_a_path_is(raw, reason):
+    with pytest.raises(InvalidDocumentPath) as refused:
+        directory_path_require_canonical(raw)
+
+    assert refused.value.detail["reason"] == reason

@@ -1,0 +1,221 @@
+"""The memory space routes (`/api/v1/memory/...`). Thin: parse the space and the headers,
+call `memory.spaces` (the one write path and its reads), render.
+
+The space comes from the query; its tenant (the credential's team) and user (the
+credential's user) never do. Every refusal has one code and one status on every verb.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import UnsupportedMediaType
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.mediatypes import media_type_matches
+from rest_framework.views import APIView
+
+from memory.spaces.handle import QUALIFIERS, SpaceHandle, Visibility, space_handle_parse
+from memory.spaces.selectors import (
+    space_document_entry,
+    space_document_read,
+    space_documents_list,
+    space_usage,
+)
+from memory.spaces.services import (
+    SpaceWriter,
+    space_document_delete,
+    space_document_write,
+    space_document_write_admit,
+)
+from memory_project.api.parsers import MarkdownParser
+from workspaces.api.headers import base_version_from
+from workspaces.authentication import request_credential
+
+MARKDOWN = "text/markdown; charset=utf-8"
+
+SPACE_PARAMETERS = [
+    OpenApiParameter(
+        "visibility",
+        str,
+        OpenApiParameter.QUERY,
+        required=True,
+        enum=[visibility.value for visibility in Visibility],
+        description="Which kind of space; each takes the qualifiers it needs, no others.",
+    ),
+    OpenApiParameter(
+        "name", str, OpenApiParameter.QUERY, required=True, description="One path segment."
+    ),
+    *(
+        OpenApiParameter(
+            qualifier,
+            str,
+            OpenApiParameter.QUERY,
+            description=f"One path segment; only for the visibilities that take `{qualifier}`.",
+        )
+        for qualifier in QUALIFIERS
+    ),
+]
+PATH_PARAMETER = OpenApiParameter(
+    "path", str, OpenApiParameter.QUERY, required=True, description="The canonical path."
+)
+BASE_VERSION_HEADER = OpenApiParameter(
+    "X-Base-Version",
+    int,
+    OpenApiParameter.HEADER,
+    required=True,
+    description="The revision this change is based on; 0 creates the document.",
+)
+
+
+def _space(request: Request) -> SpaceHandle:
+    credential = request_credential(request)
+    return space_handle_parse(
+        request.query_params, tenant_id=credential.team.pk, user_id=credential.user.pk
+    )
+
+
+def _writer(request: Request) -> SpaceWriter:
+    credential = request_credential(request)
+    return SpaceWriter.of_user(credential.user, tenant_id=credential.team.pk)
+
+
+def _declared_length(request: Request) -> int:
+    # The transport gate (memory_project/middleware.py) has refused any Content-Length that
+    # is not a number, so this one is.
+    return int(request.META.get("CONTENT_LENGTH") or 0)
+
+
+def _markdown_body(request: Request) -> bytes:
+    data = request.data
+    if isinstance(data, bytes):
+        return data
+    # DRF hands an empty body over without asking a parser: judge its type here, so that an
+    # empty body of another type is refused like a full one.
+    if not media_type_matches(MarkdownParser.media_type, request.content_type or ""):
+        raise UnsupportedMediaType(request.content_type)
+    return b""
+
+
+class SpaceSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    visibility = serializers.CharField()
+    name = serializers.CharField()
+    project = serializers.CharField()
+    bot = serializers.CharField()
+    run = serializers.CharField()
+
+
+class SpaceDocumentSerializer(serializers.Serializer):
+    path = serializers.CharField(source="meta.path")
+    title = serializers.CharField()
+    description = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    size = serializers.IntegerField(source="meta.size")
+    checksum = serializers.CharField(source="meta.checksum")
+    revision = serializers.IntegerField(source="meta.revision")
+    updatedBy = serializers.CharField(source="meta.updated_by")
+    updatedAt = serializers.DateTimeField(source="meta.updated_at")
+
+
+class SpaceUsageApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        space = SpaceSerializer(source="handle")
+        usedBytes = serializers.IntegerField(source="used_bytes")
+        quotaBytes = serializers.IntegerField(source="quota_bytes")
+        tenantUsedBytes = serializers.IntegerField(source="tenant_used_bytes")
+        tenantQuotaBytes = serializers.IntegerField(source="tenant_quota_bytes")
+
+    @extend_schema(parameters=SPACE_PARAMETERS, responses=OutputSerializer)
+    def get(self, request: Request) -> Response:
+        return Response(self.OutputSerializer(space_usage(handle=_space(request))).data)
+
+
+class SpaceDocumentListApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        documents = SpaceDocumentSerializer(many=True)
+
+    @extend_schema(
+        parameters=[
+            *SPACE_PARAMETERS,
+            OpenApiParameter(
+                "dir",
+                str,
+                OpenApiParameter.QUERY,
+                description="A canonical directory to list under (recursively); all if absent.",
+            ),
+        ],
+        responses=OutputSerializer,
+    )
+    def get(self, request: Request) -> Response:
+        documents = space_documents_list(
+            handle=_space(request), directory=request.query_params.get("dir", "")
+        )
+        return Response(self.OutputSerializer({"documents": documents}).data)
+
+
+class SpaceDocumentApi(APIView):
+    parser_classes = [MarkdownParser]
+
+    def perform_content_negotiation(
+        self, request: Request, force: bool = False
+    ) -> tuple[BaseRenderer, str]:
+        # The document leaves as raw Markdown whatever Accept names (a plain response, no
+        # renderer), and a refusal as JSON, the API's one error shape, even to a client that
+        # accepts only text/markdown: never a 406 instead of the document or the refusal.
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER],
+        responses={
+            (200, "text/markdown"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="The document's bytes; `ETag` and `X-Revision` carry its revision.",
+            )
+        },
+    )
+    def get(self, request: Request) -> HttpResponse:
+        handle = _space(request)
+        document = space_document_read(handle=handle, path=request.query_params.get("path", ""))
+        revision = document.meta.revision
+        return HttpResponse(
+            document.body,
+            content_type=MARKDOWN,
+            headers={"ETag": f'"{revision}"', "X-Revision": str(revision)},
+        )
+
+    @extend_schema(
+        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, BASE_VERSION_HEADER],
+        request={"text/markdown": OpenApiTypes.STR},
+        responses=SpaceDocumentSerializer,
+    )
+    def put(self, request: Request) -> Response:
+        handle, writer = _space(request), _writer(request)
+        path = request.query_params.get("path", "")
+        base_version = base_version_from(request)
+        # Refuse an over-size body from its declared length, before reading a byte of it.
+        space_document_write_admit(
+            handle=handle, path=path, size=_declared_length(request), writer=writer
+        )
+        body = _markdown_body(request)
+        meta = space_document_write(
+            handle=handle, path=path, body=body, expected_revision=base_version, writer=writer
+        )
+        return Response(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
+
+    @extend_schema(
+        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, BASE_VERSION_HEADER],
+        responses={204: None},
+    )
+    def delete(self, request: Request) -> Response:
+        handle = _space(request)
+        space_document_delete(
+            handle=handle,
+            path=request.query_params.get("path", ""),
+            expected_revision=base_version_from(request),
+            writer=_writer(request),
+        )
+        return Response(status=204)

@@ -1,0 +1,80 @@
+"""Reads of a memory space. The handle is the caller's (the routes build it from the
+credential), so every read is already bounded by its tenancy; `global` has no tenant and
+reads of it are open to every authenticated caller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory.spaces.handle import SpaceHandle
+from memory.spaces.index import document_index_fields
+from memory.spaces.quotas import quotas_for, store_get
+from memory.spaces.store import DocumentMeta, StoredDocument
+from workspaces.errors import NotFound
+from workspaces.paths import directory_path_require_canonical, document_path_require_canonical
+
+
+@dataclass(frozen=True)
+class SpaceDocumentEntry:
+    """A document's metadata with its index fields (front matter, else the first H1)."""
+
+    meta: DocumentMeta
+    title: str
+    description: str
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SpaceUsageReport:
+    handle: SpaceHandle
+    used_bytes: int
+    quota_bytes: int  # 0: no cap
+    tenant_used_bytes: int  # 0 for a space with no tenant
+    tenant_quota_bytes: int  # 0: no cap, and for a space with no tenant
+
+
+def space_document_entry(meta: DocumentMeta, body: bytes) -> SpaceDocumentEntry:
+    # Every body passed the write path's UTF-8 check; "replace" only keeps a listing whole.
+    fields = document_index_fields(meta.path, body.decode("utf-8", errors="replace"))
+    if fields is None:
+        return SpaceDocumentEntry(meta=meta, title="", description="", tags=())
+    return SpaceDocumentEntry(
+        meta=meta, title=fields.title, description=fields.description, tags=tuple(fields.tags)
+    )
+
+
+def space_document_read(*, handle: SpaceHandle, path: str) -> StoredDocument:
+    """The document at `path` (its canonical spelling only), or NotFound."""
+    document = store_get().read(handle, document_path_require_canonical(path))
+    if document is None:
+        raise NotFound()
+    return document
+
+
+def space_documents_list(*, handle: SpaceHandle, directory: str) -> list[SpaceDocumentEntry]:
+    """Every document under `directory` ("" for the whole space), recursively, by path.
+
+    The bodies are sealed at rest, so the index fields are read from each body in turn: one
+    read per document, bounded by the space's quota.
+    """
+    store = store_get()
+    entries = []
+    for meta in store.list(handle, prefix=directory_path_require_canonical(directory)):
+        document = store.read(handle, meta.path)
+        if document is not None:  # deleted between the listing and the read
+            entries.append(space_document_entry(document.meta, document.body))
+    return entries
+
+
+def space_usage(*, handle: SpaceHandle) -> SpaceUsageReport:
+    """The space's and its tenant's used bytes against the quotas a write would meet now: a
+    space never written answers 0 and the quota an existing one would get."""
+    usage = store_get().usage(handle)
+    quotas = quotas_for(handle)
+    return SpaceUsageReport(
+        handle=handle,
+        used_bytes=usage.used_bytes,
+        quota_bytes=quotas.space_bytes,
+        tenant_used_bytes=usage.tenant_used_bytes,
+        tenant_quota_bytes=0 if handle.is_global else quotas.tenant_bytes,
+    )

@@ -1,0 +1,186 @@
+"""The one write path of a memory space: every writer (people over REST, a bot's memory
+tool, archive import, the mirror of an agent runtime's notes) calls these functions, so
+every byte passes the same refusals whichever door it came in by.
+
+A write is judged in this order; the first refusal answers and nothing is written:
+
+1. tenancy: a space with a tenant belongs to the writer's team (`NOT_FOUND` otherwise; the
+   routes build the handle from the credential, so they never meet it);
+2. the global write gate: writing or deleting in `global` needs a superuser acting
+   (`GLOBAL_SPACE_WRITE_DENIED`); every global write or delete that passes is audited in
+   the same transaction as the document, when the store shares the database;
+3. the path: its one canonical spelling (`INVALID_DOCUMENT_PATH`, `workspaces.paths`);
+4. the ceiling `MEMORY_MAX_DOCUMENT_BYTES` (`DOCUMENT_TOO_LARGE`; nothing is truncated);
+5. the text: UTF-8 (`INVALID_TEXT`);
+6. the secret scan (`SECRET_DETECTED`, `memory.secrets`);
+7. the quotas, resolved now from the settings (`memory.spaces.quotas.quotas_for`), and
+   the store's write under a deadline: revision compare-and-set, counters and bytes in
+   one step (`VERSION_CONFLICT`, `SPACE_QUOTA_EXCEEDED`, `TENANT_QUOTA_EXCEEDED`,
+   `STORE_BUSY`, `STORE_UNAVAILABLE`);
+8. attribution: the store records `writer.attribution` as the document's `updatedBy`.
+
+Steps 1 to 4 need no body: a route runs them first (`space_document_write_admit`) from the
+declared length, so an over-size body is refused before it is read. A delete passes steps
+1 to 3, then the store. Memory text is never logged.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+
+from memory.errors import GlobalSpaceWriteDenied
+from memory.secrets import secret_refuse
+from memory.spaces.handle import SpaceHandle
+from memory.spaces.quotas import quotas_for, store_get
+from memory.spaces.store import DocumentMeta
+from workspaces.errors import DocumentTooLarge, InvalidText, NotFound
+from workspaces.models import AuditEvent, User
+from workspaces.paths import document_path_require_canonical
+from workspaces.services import audit_record
+
+
+class WriterKind(enum.StrEnum):
+    USER = "user"  # a person, over REST or the web frame
+    BOT = "bot"  # a bot's memory tool
+    IMPORT = "import"  # an archive import, by the person who runs it
+    MIRROR = "mirror"  # the mirror of a bot's runtime notes
+
+
+@dataclass(frozen=True)
+class SpaceWriter:
+    """Who writes: `ident` is the user's id for `user` and `import`, the bot's for `bot`
+    and `mirror`; `tenant_id` the writer's team (None only for a deployment-wide job);
+    `user` the person acting, whom the global gate judges (None when no person acts)."""
+
+    kind: WriterKind
+    ident: str
+    tenant_id: int | None
+    user: User | None
+
+    @classmethod
+    def of_user(cls, user: User, *, tenant_id: int) -> SpaceWriter:
+        return cls(kind=WriterKind.USER, ident=str(user.pk), tenant_id=tenant_id, user=user)
+
+    @property
+    def attribution(self) -> str:
+        return f"{self.kind}:{self.ident}"
+
+
+def _admit(*, handle: SpaceHandle, path: str, writer: SpaceWriter) -> str:
+    """Steps 1 to 3 of the module's order; return the canonical path."""
+    if not handle.is_global and handle.tenant_id != writer.tenant_id:
+        raise NotFound()
+    if handle.is_global and not (writer.user is not None and writer.user.is_superuser):
+        raise GlobalSpaceWriteDenied()
+    return document_path_require_canonical(path)
+
+
+def _ceiling_require(size: int) -> None:
+    limit = settings.MEMORY_MAX_DOCUMENT_BYTES
+    if size > limit:
+        raise DocumentTooLarge(limitBytes=limit, bytes=size)
+
+
+def space_document_write_admit(
+    *, handle: SpaceHandle, path: str, size: int, writer: SpaceWriter
+) -> None:
+    """Run the refusals that need no body (steps 1 to 4) for a body of `size` bytes, so
+    that a route can refuse an over-size body from its Content-Length, before reading it.
+    `space_document_write` runs them again; this only answers earlier."""
+    _admit(handle=handle, path=path, writer=writer)
+    _ceiling_require(size)
+
+
+def space_document_write(
+    *,
+    handle: SpaceHandle,
+    path: str,
+    body: bytes,
+    expected_revision: int | None,
+    writer: SpaceWriter,
+) -> DocumentMeta:
+    """Create or replace one document of a space, in the module's order.
+
+    `expected_revision` 0 creates only, N replaces revision N only, None replaces whatever
+    is current (import and the mirror, which judge conflicts themselves).
+    """
+    path = _admit(handle=handle, path=path, writer=writer)
+    _ceiling_require(len(body))
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidText("The document is not valid UTF-8; nothing was written.") from None
+    secret_refuse(text, path=path)
+    with _audited(handle):
+        meta = store_get().write(
+            handle,
+            path,
+            body,
+            expected_revision=expected_revision,
+            updated_by=writer.attribution,
+            quotas=quotas_for(handle),
+            deadline=_deadline(),
+        )
+        _global_audit(
+            action=AuditEvent.Action.SPACE_GLOBAL_WRITTEN,
+            handle=handle,
+            writer=writer,
+            detail={"path": path, "revision": meta.revision, "bytes": meta.size},
+        )
+    return meta
+
+
+def space_document_delete(
+    *, handle: SpaceHandle, path: str, expected_revision: int | None, writer: SpaceWriter
+) -> None:
+    """Delete one document of a space and free its bytes (steps 1 to 3, then the store):
+    NotFound when absent, VersionConflict when `expected_revision` is stale."""
+    path = _admit(handle=handle, path=path, writer=writer)
+    with _audited(handle):
+        store_get().delete(
+            handle,
+            path,
+            expected_revision=expected_revision,
+            deadline=_deadline(),
+        )
+        _global_audit(
+            action=AuditEvent.Action.SPACE_GLOBAL_DELETED,
+            handle=handle,
+            writer=writer,
+            detail={"path": path, "expectedRevision": expected_revision},
+        )
+
+
+def _deadline() -> float:
+    return time.monotonic() + settings.MEMORY_STORE_WAIT_SECONDS
+
+
+def _audited(handle: SpaceHandle) -> AbstractContextManager[object]:
+    """The transaction a global change and its audit row share, so that with the database
+    store both commit or neither does. (The filesystem store issues no query: only the
+    audit insert runs in it.) Other spaces are not audited and need none beyond the store's.
+    """
+    return transaction.atomic() if handle.is_global else nullcontext()
+
+
+def _global_audit(
+    *, action: str, handle: SpaceHandle, writer: SpaceWriter, detail: dict[str, object]
+) -> None:
+    """Audit a change of the global space (no other space is audited)."""
+    if not handle.is_global:
+        return
+    # The space id can be longer than the audit row's target column, so it travels in the
+    # detail, with the path (a name, never text) and the writer's attribution.
+    audit_record(
+        actor=writer.user,
+        action=action,
+        org_id=None,
+        target_type="memory_space",
+        detail={"space": handle.id, "updatedBy": writer.attribution, **detail},
+    )

@@ -1,0 +1,220 @@
+// Team memory: pick one of the team's memory spaces, see its usage, and list, read, edit,
+// create and delete its documents. Every write is one compare-and-set request on the
+// document's revision (X-Base-Version), with the Memory frame's conflict view: a refused
+// Save keeps the draft and shows the saved text beside it.
+
+import { DocumentEditor, announce, api, byId, config, failure } from "./shared.js";
+
+const QUALIFIERS = ["project", "bot", "run"];
+const visibilitySelect = byId("space-visibility");
+const pickStatus = byId("space-pick-status");
+const listStatus = byId("space-list-status");
+
+let space = null; // the open space, as the routes' query
+
+function requiredQualifiers(visibility) {
+  return config.visibilities.find((each) => each.value === visibility)?.qualifiers ?? [];
+}
+
+// Show exactly the qualifiers the chosen visibility takes; the routes refuse any other.
+function showQualifiers() {
+  const required = requiredQualifiers(visibilitySelect.value);
+  for (const qualifier of QUALIFIERS) {
+    const isNeeded = required.includes(qualifier);
+    byId(`space-${qualifier}-field`).hidden = !isNeeded;
+    byId(`space-${qualifier}`).required = isNeeded;
+  }
+}
+
+function pickedSpace() {
+  const visibility = visibilitySelect.value;
+  const query = new URLSearchParams({ visibility, name: byId("space-name").value });
+  for (const qualifier of requiredQualifiers(visibility)) {
+    query.set(qualifier, byId(`space-${qualifier}`).value);
+  }
+  return query;
+}
+
+function spaceUrl(route, extra = {}) {
+  const query = new URLSearchParams(space);
+  for (const [key, value] of Object.entries(extra)) query.set(key, value);
+  return `${config.urls[route]}?${query}`;
+}
+
+// "project space “notes” (project my.app)": the visibility, the name, then the qualifiers.
+function spaceLabel() {
+  const qualifiers = requiredQualifiers(space.get("visibility"))
+    .map((qualifier) => `${qualifier} ${space.get(qualifier)}`)
+    .join(", ");
+  const label = `${space.get("visibility")} space “${space.get("name")}”`;
+  return qualifiers ? `${label} (${qualifiers})` : label;
+}
+
+const formatBytes = (bytes) => new Intl.NumberFormat("en").format(bytes);
+
+function showUsage(id, used, quota) {
+  const bar = byId(id);
+  bar.max = quota || 1;
+  bar.value = quota ? Math.min(used, quota) : 0;
+  byId(`${id}-text`).textContent = quota
+    ? `${formatBytes(used)} of ${formatBytes(quota)} bytes used`
+    : `${formatBytes(used)} bytes used; no cap`;
+}
+
+// A document's text and revision, read raw: the route answers Markdown, not JSON.
+async function readDocument(path) {
+  const result = await api("GET", spaceUrl("doc", { path }));
+  if (!result.ok) return result;
+  const version = Number(result.headers.get("X-Revision"));
+  return { ok: true, status: result.status, data: { version, content: result.data } };
+}
+
+class SpaceEditor extends DocumentEditor {
+  constructor() {
+    super({ prefix: "space", content: "", version: 0, noun: "document" });
+    this.path = null;
+    this.part("delete").addEventListener("click", () => this.remove());
+  }
+
+  busyParts() {
+    return [...super.busyParts(), "delete"];
+  }
+
+  async write(content, base) {
+    const result = await api("PUT", spaceUrl("doc", { path: this.path }), {
+      markdown: content,
+      headers: { "X-Base-Version": String(base) },
+    });
+    // The shared editor calls what a write acknowledged its version: here, the revision.
+    if (result.ok) result.data = { ...result.data, version: result.data.revision };
+    return result;
+  }
+
+  readCurrent() {
+    return readDocument(this.path);
+  }
+
+  afterAcknowledged() {
+    spaceLoad();
+  }
+
+  open(path, version, content) {
+    this.path = path;
+    this.part("path").textContent = path;
+    this.adopt(version, content);
+    byId("space-editor").hidden = false;
+  }
+
+  close() {
+    this.path = null;
+    this.adopt(0, "");
+    byId("space-editor").hidden = true;
+  }
+
+  async remove() {
+    if (this.baseVersion === 0) {
+      announce(this.status, "Nothing to delete: this document has not been saved yet.");
+      return;
+    }
+    const result = await this.deleteAt(spaceUrl("doc", { path: this.path }));
+    if (result === null) return;
+    if (!result.ok) {
+      await this.deleteRefused(result);
+      return;
+    }
+    const path = this.path;
+    this.close();
+    await spaceLoad();
+    announce(listStatus, `Deleted ${path}.`, "success");
+  }
+}
+
+const editor = new SpaceEditor();
+
+// Leave the open document only once its draft is saved, discarded, or the user stays.
+async function leaveDocument(purpose) {
+  if (editor.path === null) return true;
+  return editor.resolveDraft(purpose);
+}
+
+function documentRow(document) {
+  const row = window.document.createElement("tr");
+  const open = window.document.createElement("button");
+  open.type = "button";
+  open.className = "button-quiet";
+  open.textContent = document.path;
+  open.addEventListener("click", () => documentOpen(document.path));
+  const cells = [
+    open,
+    document.title,
+    document.tags.join(", "),
+    String(document.revision),
+    document.updatedBy,
+  ];
+  for (const content of cells) {
+    const cell = window.document.createElement("td");
+    cell.append(content);
+    row.append(cell);
+  }
+  return row;
+}
+
+async function spaceLoad() {
+  const [usage, listing] = await Promise.all([
+    api("GET", spaceUrl("usage")),
+    api("GET", spaceUrl("docs")),
+  ]);
+  const refused = [usage, listing].find((result) => !result.ok);
+  if (refused) {
+    byId("space-view").hidden = true;
+    announce(pickStatus, failure("Space not opened", refused), "error");
+    return false;
+  }
+  byId("space-label").textContent = spaceLabel();
+  showUsage("space-usage-space", usage.data.usedBytes, usage.data.quotaBytes);
+  showUsage("space-usage-tenant", usage.data.tenantUsedBytes, usage.data.tenantQuotaBytes);
+  const documents = listing.data.documents;
+  byId("space-documents").replaceChildren(...documents.map(documentRow));
+  byId("space-empty").hidden = documents.length > 0;
+  byId("space-view").hidden = false;
+  return true;
+}
+
+async function spaceOpen() {
+  if (!(await leaveDocument("opening another space"))) return;
+  space = pickedSpace();
+  editor.close();
+  if (await spaceLoad()) announce(pickStatus, `Opened ${spaceLabel()}.`, "info", { focus: false });
+}
+
+async function documentOpen(path) {
+  if (!(await leaveDocument("opening another document"))) return;
+  const result = await readDocument(path);
+  if (!result.ok) {
+    announce(listStatus, failure(`Could not open ${path}`, result), "error");
+    return;
+  }
+  editor.open(path, result.data.version, result.data.content);
+  editor.textarea.focus();
+}
+
+async function documentNew(path) {
+  if (!(await leaveDocument("creating a document"))) return;
+  editor.open(path, 0, "");
+  editor.textarea.focus();
+  announce(editor.status, `New document ${path}: write its text, then Save to create it.`, "info", {
+    focus: false,
+  });
+}
+
+visibilitySelect.addEventListener("change", showQualifiers);
+byId("space-pick").addEventListener("submit", (event) => {
+  event.preventDefault();
+  spaceOpen();
+});
+byId("space-create").addEventListener("submit", (event) => {
+  event.preventDefault();
+  documentNew(byId("space-create-path").value);
+});
+showQualifiers();
+spaceOpen();
