@@ -24,7 +24,13 @@ from automation.models import (
 )
 from memory.admin import ProposalAdmin
 from memory.models import Proposal
-from workspaces.admin import FileVersionAdmin, ViewOnlyAdmin, change_link, changelist_link
+from workspaces.admin import (
+    FileVersionAdmin,
+    ViewOnlyAdmin,
+    change_link,
+    changelist_link,
+    workspace_column,
+)
 from workspaces.models import FileVersion
 
 
@@ -69,10 +75,7 @@ class DeliveryCredentialAdmin(ViewOnlyAdmin):
         "conversation__workspace__id__exact",
     )
 
-    @admin.display(description="Workspace", ordering="conversation__workspace__name")
-    def workspace(self, credential: DeliveryCredential) -> str:
-        workspace = credential.conversation.workspace
-        return change_link("workspaces.workspace", workspace.pk, workspace)
+    workspace = workspace_column("conversation")
 
 
 @admin.register(Admission)
@@ -235,10 +238,7 @@ class CommitFenceAdmin(ViewOnlyAdmin):
             "workspaces.fileversion", fence.revision_id, f"version {fence.revision.version}"
         )
 
-    @admin.display(description="Workspace", ordering="admission__workspace__name")
-    def workspace(self, fence: CommitFence) -> str:
-        workspace = fence.admission.workspace
-        return change_link("workspaces.workspace", workspace.pk, workspace)
+    workspace = workspace_column("admission")
 
 
 @admin.register(Turn)
@@ -265,10 +265,7 @@ class TurnAdmin(ViewOnlyAdmin):
         "admission__workspace__id__exact",
     )
 
-    @admin.display(description="Workspace", ordering="admission__workspace__name")
-    def workspace(self, turn: Turn) -> str:
-        workspace = turn.admission.workspace
-        return change_link("workspaces.workspace", workspace.pk, workspace)
+    workspace = workspace_column("admission")
 
     @admin.display(description="Conversation")
     def conversation_link(self, turn: Turn) -> str:
@@ -316,10 +313,7 @@ class MessageAdmin(ViewOnlyAdmin):
     def turn_link(self, message: Message) -> str:
         return change_link("automation.turn", message.turn_id, message.turn_id)
 
-    @admin.display(description="Workspace", ordering="conversation__workspace__name")
-    def workspace(self, message: Message) -> str:
-        workspace = message.conversation.workspace
-        return change_link("workspaces.workspace", workspace.pk, workspace)
+    workspace = workspace_column("conversation")
 
 
 # The revision and proposal pages belong to lower apps, which know nothing of admissions

@@ -8,6 +8,7 @@ loaded. Rows that record history are view-only; state changes go through the ser
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from django import forms
@@ -62,6 +63,18 @@ def changelist_link(model_label: str, text: object, **filters: object) -> str:
     url = reverse(f"admin:{app_label}_{model_name}_changelist")
     query = "&".join(f"{lookup}={value}" for lookup, value in filters.items())
     return format_html('<a href="{}?{}">{}</a>', url, query, text)
+
+
+def workspace_column(via: str) -> Callable[[Any, Any], str]:
+    """An admin column (assign it as `workspace`) linking the workspace of a row that has
+    none of its own but reaches one through its `via` relation (a turn, its admission)."""
+
+    @admin.display(description="Workspace", ordering=f"{via}__workspace__name")
+    def workspace(model_admin: Any, row: Any) -> str:
+        workspace = getattr(row, via).workspace
+        return change_link("workspaces.workspace", workspace.pk, workspace)
+
+    return workspace
 
 
 def acting_user(request: HttpRequest) -> User:
@@ -207,12 +220,26 @@ class TeamAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     raw_id_fields = ("org",)
 
 
-@admin.register(TeamMembership)
-class TeamMembershipAdmin(admin.ModelAdmin):
-    list_display = ("user", "team", "role", "created_at")
-    list_select_related = ("user", "team")
+class MembershipAdmin(admin.ModelAdmin):
+    """A user's role in a team or a workspace: one page shape for both, named by `scope`
+    (the field that holds the team or the workspace)."""
+
+    scope: ClassVar[str]
     list_filter = ("role",)
-    search_fields = ("user__username", "team__name")
+
+    def get_list_display(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("user", self.scope, "role", "created_at")
+
+    def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("user__username", f"{self.scope}__name")
+
+    def get_list_select_related(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("user", self.scope)
+
+
+@admin.register(TeamMembership)
+class TeamMembershipAdmin(MembershipAdmin):
+    scope = "team"
     raw_id_fields = ("user", "team")
 
 
@@ -228,11 +255,8 @@ class WorkspaceAdmin(NoHardDeleteMixin, admin.ModelAdmin):
 
 
 @admin.register(WorkspaceMembership)
-class WorkspaceMembershipAdmin(admin.ModelAdmin):
-    list_display = ("user", "workspace", "role", "created_at")
-    list_select_related = ("user", "workspace")
-    list_filter = ("role",)
-    search_fields = ("user__username", "workspace__name")
+class WorkspaceMembershipAdmin(MembershipAdmin):
+    scope = "workspace"
     raw_id_fields = ("user", "workspace")
 
 
@@ -292,32 +316,21 @@ class FileAdmin(ViewOnlyAdmin):
         return changelist_link("workspaces.fileversion", "All revisions", file__id__exact=file.pk)
 
 
+# What a revision's page and its row in the list both show.
+_REVISION_COLUMNS = ("workspace", "version", "change_kind", "author_kind", "author", "size_bytes")
+
+
 @admin.register(FileVersion)
 class FileVersionAdmin(ViewOnlyAdmin):
     # Never `ciphertext`. Its digest is shown: a hash of ciphertext reveals no text.
     fields: ClassVar[tuple[str, ...]] = (
         "file_link",
-        "workspace",
-        "version",
-        "change_kind",
-        "author_kind",
-        "author",
-        "size_bytes",
+        *_REVISION_COLUMNS,
         "ciphertext_sha256",
         "created_at",
     )
     readonly_fields: ClassVar[tuple[str, ...]] = ("file_link", "workspace")
-    list_display = (
-        "id",
-        "path",
-        "workspace",
-        "version",
-        "change_kind",
-        "author_kind",
-        "author",
-        "size_bytes",
-        "created_at",
-    )
+    list_display = ("id", "path", *_REVISION_COLUMNS, "created_at")
     list_select_related = ("file__workspace", "author")
     list_filter = ("change_kind", "author_kind", "created_at")
     search_fields: ClassVar[tuple[str, ...]] = (
@@ -333,11 +346,7 @@ class FileVersionAdmin(ViewOnlyAdmin):
     def path(self, revision: FileVersion) -> str:
         return revision.file.path
 
-    @admin.display(description="Workspace", ordering="file__workspace__name")
-    def workspace(self, revision: FileVersion) -> str:
-        return change_link(
-            "workspaces.workspace", revision.file.workspace_id, revision.file.workspace
-        )
+    workspace = workspace_column("file")
 
     @admin.display(description="File")
     def file_link(self, revision: FileVersion) -> str:
@@ -386,10 +395,7 @@ class KeySessionRevocationAdmin(ViewOnlyAdmin):
         "revoked_by__username",
     )
 
-    @admin.display(description="Workspace", ordering="key_session__workspace__name")
-    def workspace(self, revocation: KeySessionRevocation) -> str:
-        workspace = revocation.key_session.workspace
-        return change_link("workspaces.workspace", workspace.pk, workspace)
+    workspace = workspace_column("key_session")
 
 
 @admin.register(AuditEvent)
