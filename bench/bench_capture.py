@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import statistics
 import threading
 import time
 from collections import Counter
@@ -39,9 +38,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import figures
 import psycopg
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from figures import p90
 
 from automation.capture import capture_commit
 from automation.errors import CaptureConflict, CaptureRetired
@@ -88,14 +89,9 @@ ERROR_TEXTS_KEPT = 5
 
 
 def memory_document() -> str:
-    """Exactly MEMORY_BYTES of Markdown: 32 lines of 64 bytes, ending with a newline."""
-    lines = []
-    for index in range(MEMORY_BYTES // 64):
-        head = f"- Note {index:02d}: the team ships on Thursdays; cite docs/errors.md "
-        lines.append(head.ljust(63, ".")[:63] + "\n")
-    text = "".join(lines)
-    assert len(text.encode()) == MEMORY_BYTES
-    return text
+    return figures.memory_document(
+        size_bytes=MEMORY_BYTES, note="the team ships on Thursdays; cite docs/errors.md"
+    )
 
 
 def capture_line(counter: int) -> str:
@@ -514,33 +510,24 @@ def fence_commit_result(*, team: Team, admin: User) -> dict[str, Any]:
             f"(expected {expected})"
         )
 
-    service_median = statistics.median(service_ms)
-    raw_median = statistics.median(raw_ms)
-    ratio = raw_median / service_median
     steps = [statement.step for statement in plan]
     notes = (
         f"{MEASURED_CAPTURES} captures per side after {WARMUP_CAPTURES} warm-up, interleaved "
         f"in blocks of {BLOCK}; each adds a {LINE_BYTES}-byte line to {MEMORY_BYTES} bytes; "
-        f"p90 service {_p90(service_ms):.3f} ms, raw {_p90(raw_ms):.3f} ms; both sides issue "
+        f"p90 service {p90(service_ms):.3f} ms, raw {p90(raw_ms):.3f} ms; both sides issue "
         f"{len(plan)} statements per capture ({' '.join(steps)}); the raw side sends the "
         "service's SQL text with psycopg server-side parameters and skips the ORM, the "
         "key-session cache lookup, AES-GCM open and seal, and the text edit; the reset Save "
         "and message_admit before each capture are not timed"
     )
-    return {
-        "name": FENCE_NAME,
-        "unit": "ms per capture (median)",
-        "baseline": round(raw_median, 4),
-        "figure": round(service_median, 4),
-        "ratio": round(ratio, 4),
-        "target": f">= {TARGET_RATIO}",
-        "meets_target": ratio >= TARGET_RATIO,
-        "notes": notes,
-    }
-
-
-def _p90(samples: list[float]) -> float:
-    return statistics.quantiles(samples, n=10)[-1]
+    return figures.service_vs_raw_result(
+        name=FENCE_NAME,
+        unit="ms per capture (median)",
+        service_ms=service_ms,
+        raw_ms=raw_ms,
+        target_ratio=TARGET_RATIO,
+        notes=notes,
+    )
 
 
 # --- 2. concurrent turns on one workspace ----------------------------------------------
