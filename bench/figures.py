@@ -7,6 +7,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+# A service timed against the same statements sent raw should keep at least this share
+# of raw's speed: the ORM and the cryptography cost at most about 30%.
+SERVICE_VS_RAW_TARGET = 0.7
+
 
 def memory_document(*, size_bytes: int, note: str) -> str:
     """Exactly `size_bytes` of Markdown: list lines of 64 bytes each (numbered, `note`
@@ -27,24 +31,24 @@ def p90(samples: list[float]) -> float:
 def service_vs_raw_result(
     *,
     name: str,
-    unit: str,
+    per: str,
     service_ms: list[float],
     raw_ms: list[float],
-    target_ratio: float,
     notes: str,
 ) -> dict[str, Any]:
-    """The result of timing the product's service against the same statements sent raw:
-    medians, and raw / service as the ratio, which should reach `target_ratio`."""
+    """The result of timing the product's service against the same statements sent raw,
+    in ms `per` operation: medians, and raw / service as the ratio, which should reach
+    SERVICE_VS_RAW_TARGET."""
     service_median = statistics.median(service_ms)
     raw_median = statistics.median(raw_ms)
     ratio = raw_median / service_median
     return {
         "name": name,
-        "unit": unit,
+        "unit": f"ms per {per} (median)",
         "baseline": round(raw_median, 4),
         "figure": round(service_median, 4),
         "ratio": round(ratio, 4),
-        "target": f">= {target_ratio}",
-        "meets_target": ratio >= target_ratio,
+        "target": f">= {SERVICE_VS_RAW_TARGET}",
+        "meets_target": ratio >= SERVICE_VS_RAW_TARGET,
         "notes": notes,
     }
