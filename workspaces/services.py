@@ -152,9 +152,7 @@ def api_token_revoke(*, token: ApiToken, actor: User) -> ApiToken:
             audit_record(
                 actor=actor,
                 action=AuditEvent.Action.TOKEN_REVOKED,
-                org_id=Team.objects.filter(pk=token.team_id)
-                .values_list("org_id", flat=True)
-                .first(),
+                org_id=_audit_org_id(pk=token.team_id),
                 target_type="api_token",
                 target_id=token.pk,
                 detail={"ownerId": token.user_id, "teamId": token.team_id},
@@ -233,6 +231,12 @@ def audit_record(
         target_id=str(target_id),
         detail=detail or {},
     )
+
+
+def _audit_org_id(**team_lookup: object) -> int | None:
+    """The org an audit event names, for an action on a row that holds only its team's or
+    its workspace's id: the org of the team `team_lookup` finds (one query)."""
+    return Team.objects.filter(**team_lookup).values_list("org_id", flat=True).first()
 
 
 def sign_in_audit(
@@ -660,9 +664,7 @@ def key_session_revoke(*, session: KeySession, revoked_by: User) -> KeySession:
             audit_record(
                 actor=revoked_by,
                 action=AuditEvent.Action.KEY_SESSION_REVOKED,
-                org_id=Workspace.objects.filter(pk=session.workspace_id)
-                .values_list("team__org_id", flat=True)
-                .first(),
+                org_id=_audit_org_id(workspaces=session.workspace_id),
                 workspace_id=session.workspace_id,
                 target_type="key_session",
                 target_id=session.pk,
