@@ -685,17 +685,9 @@ def file_delete(*, workspace: Workspace, path: str, base_version: int) -> File:
     deleted, missing, or at another version is a VersionConflict and nothing changes.
     Its bytes no longer count towards the team's storage usage.
     """
-    now = timezone.now()
-    with transaction.atomic():
-        updated = File.objects.filter(
-            workspace=workspace, path=path, current_version=base_version, deleted_at__isnull=True
-        ).update(deleted_at=now, updated_at=now)
-        if updated != 1:
-            raise _state_conflict(workspace=workspace, path=path)
-        team_storage_charge(
-            workspace=workspace, delta=-_revision_bytes(workspace, path, base_version)
-        )
-    return File.objects.get(workspace=workspace, path=path)
+    return _file_deleted_set(
+        workspace=workspace, path=path, base_version=base_version, is_deleted=True
+    )
 
 
 def file_restore(*, workspace: Workspace, path: str, base_version: int) -> File:
@@ -706,16 +698,29 @@ def file_restore(*, workspace: Workspace, path: str, base_version: int) -> File:
     bytes count towards the team's storage usage again, so a restore past the org's quota
     is TenantQuotaExceeded.
     """
+    return _file_deleted_set(
+        workspace=workspace, path=path, base_version=base_version, is_deleted=False
+    )
+
+
+def _file_deleted_set(
+    *, workspace: Workspace, path: str, base_version: int, is_deleted: bool
+) -> File:
+    """Turn the file at `base_version` into a tombstone (`is_deleted`) or back, with one
+    conditional UPDATE that also requires the other state, and move its bytes out of or
+    into the team's storage usage in the same transaction."""
     now = timezone.now()
     with transaction.atomic():
         updated = File.objects.filter(
-            workspace=workspace, path=path, current_version=base_version, deleted_at__isnull=False
-        ).update(deleted_at=None, updated_at=now)
+            workspace=workspace,
+            path=path,
+            current_version=base_version,
+            deleted_at__isnull=is_deleted,
+        ).update(deleted_at=now if is_deleted else None, updated_at=now)
         if updated != 1:
             raise _state_conflict(workspace=workspace, path=path)
-        team_storage_charge(
-            workspace=workspace, delta=_revision_bytes(workspace, path, base_version)
-        )
+        size = _revision_bytes(workspace, path, base_version)
+        team_storage_charge(workspace=workspace, delta=-size if is_deleted else size)
     return File.objects.get(workspace=workspace, path=path)
 
 
