@@ -711,12 +711,10 @@ def _file_deleted_set(
     into the team's storage usage in the same transaction."""
     now = timezone.now()
     with transaction.atomic():
-        updated = File.objects.filter(
-            workspace=workspace,
-            path=path,
-            current_version=base_version,
-            deleted_at__isnull=is_deleted,
-        ).update(deleted_at=now if is_deleted else None, updated_at=now)
+        at_base = File.objects.filter(workspace=workspace, path=path, current_version=base_version)
+        updated = at_base.filter(deleted_at__isnull=is_deleted).update(
+            deleted_at=now if is_deleted else None, updated_at=now
+        )
         if updated != 1:
             raise _state_conflict(workspace=workspace, path=path)
         size = _revision_bytes(workspace, path, base_version)
