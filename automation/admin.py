@@ -8,6 +8,8 @@ a transcript (messages appear by role and sequence only) or any credential diges
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -78,8 +80,27 @@ class DeliveryCredentialAdmin(ViewOnlyAdmin):
     workspace = workspace_column("conversation")
 
 
+class RevisionJoinedAdmin(ViewOnlyAdmin):
+    """A row listed with the memory revision it names (`revision_field`), which is joined
+    for its version only: its ciphertext is never loaded."""
+
+    revision_field: ClassVar[str]
+    list_select_related: ClassVar[tuple[str, ...]]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        # A queryset that already selects related rows makes the changelist skip
+        # list_select_related, so name them all.
+        return (
+            super()
+            .get_queryset(request)
+            .select_related(*self.list_select_related)
+            .defer(f"{self.revision_field}__ciphertext")
+        )
+
+
 @admin.register(Admission)
-class AdmissionAdmin(ViewOnlyAdmin):
+class AdmissionAdmin(RevisionJoinedAdmin):
+    revision_field = "committed_revision"
     # Never `request_digest`, `credential_digest` or `capture_digest`.
     fieldsets = (
         ("What happened", {"fields": ("capture_explained", "recall_explained")}),
@@ -163,16 +184,6 @@ class AdmissionAdmin(ViewOnlyAdmin):
         "owner__username",
     )
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Admission]:
-        # The revision is joined only for its version. A queryset that already selects
-        # related rows makes the changelist skip list_select_related, so name them all.
-        return (
-            super()
-            .get_queryset(request)
-            .select_related(*self.list_select_related)
-            .defer("committed_revision__ciphertext")
-        )
-
     @admin.display(description="Capture")
     def capture_explained(self, admission: Admission) -> str:
         return capture_explanation(admission)
@@ -210,7 +221,8 @@ class AdmissionAdmin(ViewOnlyAdmin):
 
 
 @admin.register(CommitFence)
-class CommitFenceAdmin(ViewOnlyAdmin):
+class CommitFenceAdmin(RevisionJoinedAdmin):
+    revision_field = "revision"
     fields = ("admission", "revision", "workspace", "presented_key_session", "ok", "created_at")
     readonly_fields = ("workspace",)
     list_display = ("admission", "revision_version", "workspace", "created_at")
@@ -222,15 +234,6 @@ class CommitFenceAdmin(ViewOnlyAdmin):
         "admission__workspace__name",
         "admission__workspace__id__exact",
     )
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[CommitFence]:
-        # As for admissions: the revision only for its version, and every join named here.
-        return (
-            super()
-            .get_queryset(request)
-            .select_related(*self.list_select_related)
-            .defer("revision__ciphertext")
-        )
 
     @admin.display(description="Revision", ordering="revision__version")
     def revision_version(self, fence: CommitFence) -> str:
