@@ -44,7 +44,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from figures import p90
 
-from automation.capture import capture_commit
+from automation.capture import CaptureReceipt, capture_commit
 from automation.errors import CaptureConflict, CaptureRetired
 from automation.models import Admission, CommitFence, Conversation
 from automation.services import conversation_create, message_admit
@@ -171,15 +171,22 @@ def _admit(side: AutoSide, *, turn: int, idempotency_key: str) -> Admission:
     ).admission
 
 
-def _service_capture(side: AutoSide, admission: Admission, line: str) -> int:
-    receipt = capture_commit(
+def _capture_line(
+    side: AutoSide, admission: Admission, *, expected_version: int, line: str
+) -> CaptureReceipt:
+    """The side's member captures one added `line` in the admitted turn."""
+    return capture_commit(
         admission=admission,
         owner=side.member,
         workspace=side.workspace,
         key_session_id=side.key_session.pk,
-        expected_version=side.version,
+        expected_version=expected_version,
         changes=[MemoryChange(op="add", line=line)],
     )
+
+
+def _service_capture(side: AutoSide, admission: Admission, line: str) -> int:
+    receipt = _capture_line(side, admission, expected_version=side.version, line=line)
     if receipt.is_replay or receipt.is_unchanged or receipt.version != side.version + 1:
         raise RuntimeError(f"{FENCE_NAME}: unexpected receipt {receipt}")
     if receipt.bytes != MEMORY_BYTES + LINE_BYTES + 1:
@@ -583,14 +590,7 @@ def _writer_turn(
     line = _writer_line(outcome.index, turn)
     outcome.attempts += 1
     try:
-        receipt = capture_commit(
-            admission=admission,
-            owner=side.member,
-            workspace=side.workspace,
-            key_session_id=side.key_session.pk,
-            expected_version=current.version,
-            changes=[MemoryChange(op="add", line=line)],
-        )
+        receipt = _capture_line(side, admission, expected_version=current.version, line=line)
     except CaptureConflict as conflict:
         outcome.conflicts += 1
         # Raised from the failed compare-and-set inside the fenced transaction (rather
