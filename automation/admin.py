@@ -31,6 +31,7 @@ from workspaces.admin import (
     ViewOnlyAdmin,
     change_link,
     changelist_link,
+    id_link_column,
     workspace_column,
 )
 from workspaces.models import FileVersion
@@ -192,11 +193,7 @@ class AdmissionAdmin(RevisionJoinedAdmin):
     def recall_explained(self, admission: Admission) -> str:
         return recall_explanation(admission)
 
-    @admin.display(description="Conversation")
-    def conversation_link(self, admission: Admission) -> str:
-        return change_link(
-            "automation.conversation", admission.conversation_id, admission.conversation_id
-        )
+    conversation_link = id_link_column("Conversation", "automation.conversation", "conversation_id")
 
     @admin.display(description="Turn")
     def turn_link(self, admission: Admission) -> str:
@@ -270,10 +267,9 @@ class TurnAdmin(ViewOnlyAdmin):
 
     workspace = workspace_column("admission")
 
-    @admin.display(description="Conversation")
-    def conversation_link(self, turn: Turn) -> str:
-        conversation_id = turn.admission.conversation_id
-        return change_link("automation.conversation", conversation_id, conversation_id)
+    conversation_link = id_link_column(
+        "Conversation", "automation.conversation", "admission__conversation_id"
+    )
 
     @admin.display(description="Messages")
     def messages_link(self, turn: Turn) -> str:
@@ -306,15 +302,8 @@ class MessageAdmin(ViewOnlyAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Message]:
         return super().get_queryset(request).defer("ciphertext")
 
-    @admin.display(description="Conversation")
-    def conversation_link(self, message: Message) -> str:
-        return change_link(
-            "automation.conversation", message.conversation_id, message.conversation_id
-        )
-
-    @admin.display(description="Turn")
-    def turn_link(self, message: Message) -> str:
-        return change_link("automation.turn", message.turn_id, message.turn_id)
+    conversation_link = id_link_column("Conversation", "automation.conversation", "conversation_id")
+    turn_link = id_link_column("Turn", "automation.turn", "turn_id")
 
     workspace = workspace_column("conversation")
 
@@ -346,6 +335,4 @@ class ProposingTurnProposalAdmin(ProposalAdmin):
     fields = (*ProposalAdmin.fields, "admission_link")
     readonly_fields = (*ProposalAdmin.readonly_fields, "admission_link")
 
-    @admin.display(description="Admission")
-    def admission_link(self, proposal: Proposal) -> str:
-        return change_link("automation.admission", proposal.admission_id, proposal.admission_id)
+    admission_link = id_link_column("Admission", "automation.admission", "admission_id")

@@ -77,6 +77,20 @@ def workspace_column(via: str) -> Callable[[Any, Any], str]:
     return workspace
 
 
+def id_link_column(description: str, model_label: str, id_path: str) -> Callable[[Any, Any], str]:
+    """An admin column linking the `model_label` row whose id the row holds at `id_path`
+    (attribute names joined by "__", as in "admission__conversation_id"), shown by its id."""
+
+    @admin.display(description=description)
+    def link(model_admin: Any, row: Any) -> str:
+        row_id = row
+        for name in id_path.split("__"):
+            row_id = getattr(row_id, name)
+        return change_link(model_label, row_id, row_id)
+
+    return link
+
+
 def acting_user(request: HttpRequest) -> User:
     """The staff member behind an admin request, to name as the actor of a service call."""
     user = request.user
@@ -430,13 +444,9 @@ class AuditEventAdmin(ViewOnlyAdmin):
     # Targets that have an admin page, by the target_type the services record.
     TARGET_MODELS = {"key_session": "workspaces.keysession"}
 
-    @admin.display(description="Org")
-    def org_link(self, event: AuditEvent) -> str:
-        return change_link("workspaces.org", event.org_id, event.org_id)
+    org_link = id_link_column("Org", "workspaces.org", "org_id")
 
-    @admin.display(description="Workspace")
-    def workspace_link(self, event: AuditEvent) -> str:
-        return change_link("workspaces.workspace", event.workspace_id, event.workspace_id)
+    workspace_link = id_link_column("Workspace", "workspaces.workspace", "workspace_id")
 
     @admin.display(description="Target")
     def target_link(self, event: AuditEvent) -> str:
