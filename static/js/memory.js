@@ -101,17 +101,13 @@ class MemoryFrame extends DocumentEditor {
         "success",
       );
     } else if (result.code === "VERSION_CONFLICT") {
-      await this.showNewer(result);
       this.part("clear-retry").hidden = false;
-      announce(
+      await this.refusedAsStale(
         this.status,
-        failure(
-          "Not cleared",
-          result,
-          ` Memory changed to version ${result.detail.currentVersion} first, so nothing was ` +
-            "cleared. The newer text is shown; press Retry Clear to clear it.",
-        ),
-        "error",
+        "Not cleared",
+        result,
+        ` Memory changed to version ${result.detail.currentVersion} first, so nothing was ` +
+          "cleared. The newer text is shown; press Retry Clear to clear it.",
       );
     } else {
       announce(this.status, failure("Not cleared", result, " Nothing changed."), "error");
@@ -143,16 +139,12 @@ class MemoryFrame extends DocumentEditor {
         "success",
       );
     } else if (result.code === "VERSION_CONFLICT") {
-      await this.showNewer(result);
-      announce(
+      await this.refusedAsStale(
         this.status,
-        failure(
-          "Not undone",
-          result,
-          ` Memory changed to version ${result.detail.currentVersion} first, so nothing ` +
-            "changed. The newer text is shown; press Undo again to restore the one before it.",
-        ),
-        "error",
+        "Not undone",
+        result,
+        ` Memory changed to version ${result.detail.currentVersion} first, so nothing ` +
+          "changed. The newer text is shown; press Undo again to restore the one before it.",
       );
     } else {
       announce(this.status, failure("Not undone", result, " Nothing changed."), "error");

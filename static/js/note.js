@@ -65,11 +65,11 @@ class NoteEditor extends DocumentEditor {
       this.showDeleted(true);
       announce(this.status, failure("Not deleted", result, " It was already deleted."), "error");
     } else if (result.code === "VERSION_CONFLICT") {
-      await this.showNewer(result);
-      announce(
+      await this.refusedAsStale(
         this.status,
-        failure("Not deleted", result, " It changed first; check the newer text, then retry."),
-        "error",
+        "Not deleted",
+        result,
+        " It changed first; check the newer text, then retry.",
       );
     } else {
       announce(this.status, failure("Not deleted", result), "error");

@@ -286,6 +286,13 @@ export class DocumentEditor {
     }
   }
 
+  // A write refused because the document moved first: show the newer text (or the
+  // conflict banner over a draft), then say in `status` what was not done and what next.
+  async refusedAsStale(status, verb, result, suffix) {
+    await this.showNewer(result);
+    announce(status, failure(verb, result, suffix), "error");
+  }
+
   // Resolve an unsaved draft before `purpose`; true to go ahead.
   async resolveDraft(purpose) {
     if (!this.isDirty) return true;
