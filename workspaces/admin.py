@@ -23,22 +23,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from workspaces import models
 from workspaces.errors import DomainError
-from workspaces.models import (
-    ApiToken,
-    AuditEvent,
-    File,
-    FileVersion,
-    KeySession,
-    KeySessionRevocation,
-    Org,
-    Team,
-    TeamMembership,
-    User,
-    Workspace,
-    WorkspaceKey,
-    WorkspaceMembership,
-)
 from workspaces.services import (
     api_token_revoke,
     key_session_revoke,
@@ -91,10 +77,10 @@ def id_link_column(description: str, model_label: str, id_path: str) -> Callable
     return link
 
 
-def acting_user(request: HttpRequest) -> User:
+def acting_user(request: HttpRequest) -> models.User:
     """The staff member behind an admin request, to name as the actor of a service call."""
     user = request.user
-    if not isinstance(user, User):  # the admin site serves only authenticated staff
+    if not isinstance(user, models.User):  # the admin site serves only authenticated staff
         raise PermissionDenied
     return user
 
@@ -121,7 +107,7 @@ class NoHardDeleteMixin:
         return False
 
 
-@admin.register(User)
+@admin.register(models.User)
 class WorkspaceUserAdmin(NoHardDeleteMixin, UserAdmin):
     list_display = ("username", "email", "is_active", "is_staff")
     list_filter = ("is_active", "is_staff")
@@ -137,7 +123,7 @@ class OrgQuotaForm(forms.Form):
     )
 
 
-@admin.register(Org)
+@admin.register(models.Org)
 class OrgAdmin(admin.ModelAdmin):
     list_display = ("name", "status", "deletion_due_at", "memory_quota_bytes", "created_at")
     list_select_related = ()
@@ -162,7 +148,9 @@ class OrgAdmin(admin.ModelAdmin):
     def has_schedule_deletion_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("workspaces.delete_org")
 
-    def save_model(self, request: HttpRequest, obj: Org, form: ModelForm, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: models.Org, form: ModelForm, change: bool
+    ) -> None:
         # Write only what the form changed, so an edit never writes back a status,
         # deadline or quota that a service changed while the form was open.
         if change:
@@ -171,7 +159,7 @@ class OrgAdmin(admin.ModelAdmin):
             obj.save()
 
     @admin.display(description="Audit trail")
-    def audit_trail(self, org: Org) -> str:
+    def audit_trail(self, org: models.Org) -> str:
         if org.pk is None:
             return "-"
         return changelist_link("workspaces.auditevent", "Audit events of this org", org_id=org.pk)
@@ -179,7 +167,7 @@ class OrgAdmin(admin.ModelAdmin):
     @admin.action(
         description="Schedule deletion of the selected orgs", permissions=["schedule_deletion"]
     )
-    def schedule_deletion(self, request: HttpRequest, queryset: QuerySet[Org]) -> None:
+    def schedule_deletion(self, request: HttpRequest, queryset: QuerySet[models.Org]) -> None:
         actor = acting_user(request)
         for org in queryset.order_by("pk"):
             try:
@@ -191,7 +179,7 @@ class OrgAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{org}: to be purged after {due:%Y-%m-%d %H:%M %Z}.")
 
     @admin.action(description="Restore the selected orgs", permissions=["change"])
-    def restore(self, request: HttpRequest, queryset: QuerySet[Org]) -> None:
+    def restore(self, request: HttpRequest, queryset: QuerySet[models.Org]) -> None:
         actor = acting_user(request)
         for org in queryset.order_by("pk"):
             try:
@@ -203,7 +191,7 @@ class OrgAdmin(admin.ModelAdmin):
 
     @admin.action(description="Set the memory quota of the selected orgs", permissions=["change"])
     def set_memory_quota(
-        self, request: HttpRequest, queryset: QuerySet[Org]
+        self, request: HttpRequest, queryset: QuerySet[models.Org]
     ) -> TemplateResponse | None:
         form = OrgQuotaForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
@@ -226,7 +214,7 @@ class OrgAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/workspaces/org/set_memory_quota.html", context)
 
 
-@admin.register(Team)
+@admin.register(models.Team)
 class TeamAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     list_display = ("name", "org", "created_at")
     list_select_related = ("org",)
@@ -251,13 +239,13 @@ class MembershipAdmin(admin.ModelAdmin):
         return ("user", self.scope)
 
 
-@admin.register(TeamMembership)
+@admin.register(models.TeamMembership)
 class TeamMembershipAdmin(MembershipAdmin):
     scope = "team"
     raw_id_fields = ("user", "team")
 
 
-@admin.register(Workspace)
+@admin.register(models.Workspace)
 class WorkspaceAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     list_display = ("name", "team", "ai_enabled", "ai_consent_revision", "created_at")
     list_select_related = ("team",)
@@ -268,13 +256,13 @@ class WorkspaceAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     readonly_fields = ("ai_enabled", "ai_consent_revision", "created_at")
 
 
-@admin.register(WorkspaceMembership)
+@admin.register(models.WorkspaceMembership)
 class WorkspaceMembershipAdmin(MembershipAdmin):
     scope = "workspace"
     raw_id_fields = ("user", "workspace")
 
 
-@admin.register(ApiToken)
+@admin.register(models.ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     list_display = ("name", "user", "team", "created_at", "expires_at", "revoked_at")
     list_select_related = ("user", "team")
@@ -289,13 +277,13 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return False
 
     @admin.action(description="Revoke the selected tokens")
-    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+    def revoke(self, request: HttpRequest, queryset: QuerySet[models.ApiToken]) -> None:
         actor = acting_user(request)
         for token in queryset:
             api_token_revoke(token=token, actor=actor)
 
 
-@admin.register(WorkspaceKey)
+@admin.register(models.WorkspaceKey)
 class WorkspaceKeyAdmin(ViewOnlyAdmin):
     # Never `wrapped_key`: reading it unwraps the data key.
     fields = ("workspace", "wrapping_key_id", "created_at", "rewrapped_at")
@@ -304,11 +292,11 @@ class WorkspaceKeyAdmin(ViewOnlyAdmin):
     list_filter = ("wrapping_key_id", "rewrapped_at")
     search_fields = ("workspace__name", "workspace__id__exact", "=wrapping_key_id")
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[WorkspaceKey]:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[models.WorkspaceKey]:
         return super().get_queryset(request).defer("wrapped_key")
 
 
-@admin.register(File)
+@admin.register(models.File)
 class FileAdmin(ViewOnlyAdmin):
     fields = (
         "workspace",
@@ -326,7 +314,7 @@ class FileAdmin(ViewOnlyAdmin):
     search_fields = ("path", "workspace__name", "workspace__id__exact")
 
     @admin.display(description="Revisions")
-    def revisions(self, file: File) -> str:
+    def revisions(self, file: models.File) -> str:
         return changelist_link("workspaces.fileversion", "All revisions", file__id__exact=file.pk)
 
 
@@ -334,7 +322,7 @@ class FileAdmin(ViewOnlyAdmin):
 _REVISION_COLUMNS = ("workspace", "version", "change_kind", "author_kind", "author", "size_bytes")
 
 
-@admin.register(FileVersion)
+@admin.register(models.FileVersion)
 class FileVersionAdmin(ViewOnlyAdmin):
     # Never `ciphertext`. Its digest is shown: a hash of ciphertext reveals no text.
     fields: ClassVar[tuple[str, ...]] = (
@@ -353,21 +341,21 @@ class FileVersionAdmin(ViewOnlyAdmin):
         "file__workspace__id__exact",
     )
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[FileVersion]:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[models.FileVersion]:
         return super().get_queryset(request).defer("ciphertext")
 
     @admin.display(description="Path", ordering="file__path")
-    def path(self, revision: FileVersion) -> str:
+    def path(self, revision: models.FileVersion) -> str:
         return revision.file.path
 
     workspace = workspace_column("file")
 
     @admin.display(description="File")
-    def file_link(self, revision: FileVersion) -> str:
+    def file_link(self, revision: models.FileVersion) -> str:
         return change_link("workspaces.file", revision.file_id, revision.file.path)
 
 
-@admin.register(KeySession)
+@admin.register(models.KeySession)
 class KeySessionAdmin(ViewOnlyAdmin):
     fields = ("id", "workspace", "user", "created_at", "revoked_at", "revocation_link")
     readonly_fields = ("revocation_link",)
@@ -381,21 +369,21 @@ class KeySessionAdmin(ViewOnlyAdmin):
         return request.user.has_perm("workspaces.change_keysession")
 
     @admin.display(description="Revocation")
-    def revocation_link(self, session: KeySession) -> str:
-        revocation: KeySessionRevocation | None = getattr(session, "revocation", None)
+    def revocation_link(self, session: models.KeySession) -> str:
+        revocation: models.KeySessionRevocation | None = getattr(session, "revocation", None)
         if revocation is None:
             return "Not revoked"
         return change_link("workspaces.keysessionrevocation", revocation.pk, revocation)
 
     @admin.action(description="Revoke the selected key sessions", permissions=["revoke"])
-    def revoke(self, request: HttpRequest, queryset: QuerySet[KeySession]) -> None:
+    def revoke(self, request: HttpRequest, queryset: QuerySet[models.KeySession]) -> None:
         actor = acting_user(request)
         for session in queryset.order_by("pk"):
             key_session_revoke(session=session, revoked_by=actor)
         self.message_user(request, f"Revoked {queryset.count()} key session(s).")
 
 
-@admin.register(KeySessionRevocation)
+@admin.register(models.KeySessionRevocation)
 class KeySessionRevocationAdmin(ViewOnlyAdmin):
     fields = ("key_session", "workspace", "revoked_by", "revoked_at")
     readonly_fields = ("workspace",)
@@ -412,7 +400,7 @@ class KeySessionRevocationAdmin(ViewOnlyAdmin):
     workspace = workspace_column("key_session")
 
 
-@admin.register(AuditEvent)
+@admin.register(models.AuditEvent)
 class AuditEventAdmin(ViewOnlyAdmin):
     fields = (
         "occurred_at",
@@ -449,7 +437,7 @@ class AuditEventAdmin(ViewOnlyAdmin):
     workspace_link = id_link_column("Workspace", "workspaces.workspace", "workspace_id")
 
     @admin.display(description="Target")
-    def target_link(self, event: AuditEvent) -> str:
+    def target_link(self, event: models.AuditEvent) -> str:
         model_label = self.TARGET_MODELS.get(event.target_type)
         if model_label is None or not event.target_id:
             return event.target_id or "-"
