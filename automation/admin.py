@@ -32,6 +32,7 @@ from workspaces.admin import (
     change_link,
     changelist_link,
     id_link_column,
+    one_to_one_link_column,
     workspace_column,
 )
 from workspaces.models import FileVersion
@@ -46,12 +47,9 @@ class ConversationAdmin(ViewOnlyAdmin):
     list_filter = ("created_at",)
     search_fields = ("=id", "workspace__name", "workspace__id__exact", "owner__username")
 
-    @admin.display(description="Delivery credential")
-    def credential_link(self, conversation: Conversation) -> str:
-        credential: DeliveryCredential | None = getattr(conversation, "credential", None)
-        if credential is None:
-            return "None"
-        return change_link("automation.deliverycredential", credential.pk, "Credential slot")
+    credential_link = one_to_one_link_column(
+        "Delivery credential", "credential", missing="None", text=lambda _: "Credential slot"
+    )
 
     @admin.display(description="History")
     def history(self, conversation: Conversation) -> str:
@@ -195,19 +193,10 @@ class AdmissionAdmin(RevisionJoinedAdmin):
 
     conversation_link = id_link_column("Conversation", "automation.conversation", "conversation_id")
 
-    @admin.display(description="Turn")
-    def turn_link(self, admission: Admission) -> str:
-        turn: Turn | None = getattr(admission, "turn", None)
-        if turn is None:
-            return "None"
-        return change_link("automation.turn", turn.pk, turn)
-
-    @admin.display(description="Commit fence")
-    def fence_link(self, admission: Admission) -> str:
-        fence: CommitFence | None = getattr(admission, "fence", None)
-        if fence is None:
-            return "None (nothing was committed)"
-        return change_link("automation.commitfence", fence.pk, fence)
+    turn_link = one_to_one_link_column("Turn", "turn", missing="None")
+    fence_link = one_to_one_link_column(
+        "Commit fence", "fence", missing="None (nothing was committed)"
+    )
 
     @admin.display(description="Committed revision", ordering="committed_revision__version")
     def revision_link(self, admission: Admission) -> str:
@@ -321,13 +310,13 @@ class CapturedFileVersionAdmin(FileVersionAdmin):
     readonly_fields = (*FileVersionAdmin.readonly_fields, "fence_link")
     search_fields = (*FileVersionAdmin.search_fields, "=fence__admission__id")
 
-    @admin.display(description="Commit fence")
-    def fence_link(self, revision: FileVersion) -> str:
-        # Only automatic captures have a fence; the fence is named by its admission.
-        fence: CommitFence | None = getattr(revision, "fence", None)
-        if fence is None:
-            return "None (not an automatic capture)"
-        return change_link("automation.commitfence", fence.pk, f"Fence of admission {fence.pk}")
+    # Only automatic captures have a fence; the fence is named by its admission.
+    fence_link = one_to_one_link_column(
+        "Commit fence",
+        "fence",
+        missing="None (not an automatic capture)",
+        text=lambda fence: f"Fence of admission {fence.pk}",
+    )
 
 
 @admin.register(Proposal)

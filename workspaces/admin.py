@@ -77,6 +77,22 @@ def id_link_column(description: str, model_label: str, id_path: str) -> Callable
     return link
 
 
+def one_to_one_link_column(
+    description: str, relation: str, *, missing: str, text: Callable[[Any], object] = str
+) -> Callable[[Any, Any], str]:
+    """An admin column linking the row on the other side of the reverse one-to-one
+    `relation`, shown as `text(row)`, or saying `missing` where there is none."""
+
+    @admin.display(description=description)
+    def link(model_admin: Any, row: Any) -> str:
+        related = getattr(row, relation, None)
+        if related is None:
+            return missing
+        return change_link(related._meta.label, related.pk, text(related))
+
+    return link
+
+
 def acting_user(request: HttpRequest) -> models.User:
     """The staff member behind an admin request, to name as the actor of a service call."""
     user = request.user
@@ -368,12 +384,7 @@ class KeySessionAdmin(ViewOnlyAdmin):
     def has_revoke_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("workspaces.change_keysession")
 
-    @admin.display(description="Revocation")
-    def revocation_link(self, session: models.KeySession) -> str:
-        revocation: models.KeySessionRevocation | None = getattr(session, "revocation", None)
-        if revocation is None:
-            return "Not revoked"
-        return change_link("workspaces.keysessionrevocation", revocation.pk, revocation)
+    revocation_link = one_to_one_link_column("Revocation", "revocation", missing="Not revoked")
 
     @admin.action(description="Revoke the selected key sessions", permissions=["revoke"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[models.KeySession]) -> None:
