@@ -15,12 +15,11 @@ class MemoryFrame extends DocumentEditor {
     this.urls = config.urls;
     this.lastSaveAck = 0; // the version this page's own last write was acknowledged at
     this.policy = config.policy;
-    this.part("clear").addEventListener("click", () => this.clear());
-    this.part("clear-retry").addEventListener("click", () => this.clear());
-    this.part("undo").addEventListener("click", () => this.undo());
-    this.part("mode").addEventListener("submit", (event) => {
-      event.preventDefault();
-      this.changeMode();
+    this.wire({
+      clear: () => this.clear(),
+      "clear-retry": () => this.clear(),
+      undo: () => this.undo(),
+      mode: () => this.changeMode(),
     });
   }
 

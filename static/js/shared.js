@@ -113,10 +113,12 @@ export class DocumentEditor {
     this.hasUnresolvedConflict = false;
     this.textarea.value = content;
     this.textarea.addEventListener("input", () => this.render());
-    this.part("save").addEventListener("click", () => this.save());
-    this.part("discard").addEventListener("click", () => this.discard());
-    this.part("use-theirs").addEventListener("click", () => this.useTheirs());
-    this.part("keep-mine").addEventListener("click", () => this.keepMine());
+    this.wire({
+      save: () => this.save(),
+      discard: () => this.discard(),
+      "use-theirs": () => this.useTheirs(),
+      "keep-mine": () => this.keepMine(),
+    });
     window.addEventListener("beforeunload", (event) => {
       if (this.isDirty) {
         event.preventDefault();
@@ -128,6 +130,22 @@ export class DocumentEditor {
 
   part(name) {
     return byId(`${this.prefix}-${name}`);
+  }
+
+  // Each part named in `actions` runs its action when pressed, or, a form, when submitted
+  // (without leaving the page).
+  wire(actions) {
+    for (const [name, action] of Object.entries(actions)) {
+      const part = this.part(name);
+      if (part instanceof HTMLFormElement) {
+        part.addEventListener("submit", (event) => {
+          event.preventDefault();
+          action();
+        });
+      } else {
+        part.addEventListener("click", action);
+      }
+    }
   }
 
   get isDirty() {
