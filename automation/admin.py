@@ -8,6 +8,8 @@ a transcript (messages appear by role and sequence only) or any credential diges
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -24,7 +26,15 @@ from automation.models import (
 )
 from memory.admin import ProposalAdmin
 from memory.models import Proposal
-from workspaces.admin import FileVersionAdmin, ViewOnlyAdmin, change_link, changelist_link
+from workspaces.admin import (
+    FileVersionAdmin,
+    ViewOnlyAdmin,
+    change_link,
+    changelist_link,
+    id_link_column,
+    one_to_one_link_column,
+    workspace_column,
+)
 from workspaces.models import FileVersion
 
 
@@ -37,12 +47,9 @@ class ConversationAdmin(ViewOnlyAdmin):
     list_filter = ("created_at",)
     search_fields = ("=id", "workspace__name", "workspace__id__exact", "owner__username")
 
-    @admin.display(description="Delivery credential")
-    def credential_link(self, conversation: Conversation) -> str:
-        credential: DeliveryCredential | None = getattr(conversation, "credential", None)
-        if credential is None:
-            return "None"
-        return change_link("automation.deliverycredential", credential.pk, "Credential slot")
+    credential_link = one_to_one_link_column(
+        "Delivery credential", "credential", missing="None", text=lambda _: "Credential slot"
+    )
 
     @admin.display(description="History")
     def history(self, conversation: Conversation) -> str:
@@ -69,14 +76,30 @@ class DeliveryCredentialAdmin(ViewOnlyAdmin):
         "conversation__workspace__id__exact",
     )
 
-    @admin.display(description="Workspace", ordering="conversation__workspace__name")
-    def workspace(self, credential: DeliveryCredential) -> str:
-        workspace = credential.conversation.workspace
-        return change_link("workspaces.workspace", workspace.pk, workspace)
+    workspace = workspace_column("conversation")
+
+
+class RevisionJoinedAdmin(ViewOnlyAdmin):
+    """A row listed with the memory revision it names (`revision_field`), which is joined
+    for its version only: its ciphertext is never loaded."""
+
+    revision_field: ClassVar[str]
+    list_select_related: ClassVar[tuple[str, ...]]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        # A queryset that already selects related rows makes the changelist skip
+        # list_select_related, so name them all.
+        return (
+            super()
+            .get_queryset(request)
+            .select_related(*self.list_select_related)
+            .defer(f"{self.revision_field}__ciphertext")
+        )
 
 
 @admin.register(Admission)
-class AdmissionAdmin(ViewOnlyAdmin):
+class AdmissionAdmin(RevisionJoinedAdmin):
+    revision_field = "committed_revision"
     # Never `request_digest`, `credential_digest` or `capture_digest`.
     fieldsets = (
         ("What happened", {"fields": ("capture_explained", "recall_explained")}),
@@ -160,16 +183,6 @@ class AdmissionAdmin(ViewOnlyAdmin):
         "owner__username",
     )
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Admission]:
-        # The revision is joined only for its version. A queryset that already selects
-        # related rows makes the changelist skip list_select_related, so name them all.
-        return (
-            super()
-            .get_queryset(request)
-            .select_related(*self.list_select_related)
-            .defer("committed_revision__ciphertext")
-        )
-
     @admin.display(description="Capture")
     def capture_explained(self, admission: Admission) -> str:
         return capture_explanation(admission)
@@ -178,25 +191,12 @@ class AdmissionAdmin(ViewOnlyAdmin):
     def recall_explained(self, admission: Admission) -> str:
         return recall_explanation(admission)
 
-    @admin.display(description="Conversation")
-    def conversation_link(self, admission: Admission) -> str:
-        return change_link(
-            "automation.conversation", admission.conversation_id, admission.conversation_id
-        )
+    conversation_link = id_link_column("Conversation", "automation.conversation", "conversation_id")
 
-    @admin.display(description="Turn")
-    def turn_link(self, admission: Admission) -> str:
-        turn: Turn | None = getattr(admission, "turn", None)
-        if turn is None:
-            return "None"
-        return change_link("automation.turn", turn.pk, turn)
-
-    @admin.display(description="Commit fence")
-    def fence_link(self, admission: Admission) -> str:
-        fence: CommitFence | None = getattr(admission, "fence", None)
-        if fence is None:
-            return "None (nothing was committed)"
-        return change_link("automation.commitfence", fence.pk, fence)
+    turn_link = one_to_one_link_column("Turn", "turn", missing="None")
+    fence_link = one_to_one_link_column(
+        "Commit fence", "fence", missing="None (nothing was committed)"
+    )
 
     @admin.display(description="Committed revision", ordering="committed_revision__version")
     def revision_link(self, admission: Admission) -> str:
@@ -207,7 +207,8 @@ class AdmissionAdmin(ViewOnlyAdmin):
 
 
 @admin.register(CommitFence)
-class CommitFenceAdmin(ViewOnlyAdmin):
+class CommitFenceAdmin(RevisionJoinedAdmin):
+    revision_field = "revision"
     fields = ("admission", "revision", "workspace", "presented_key_session", "ok", "created_at")
     readonly_fields = ("workspace",)
     list_display = ("admission", "revision_version", "workspace", "created_at")
@@ -220,25 +221,13 @@ class CommitFenceAdmin(ViewOnlyAdmin):
         "admission__workspace__id__exact",
     )
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[CommitFence]:
-        # As for admissions: the revision only for its version, and every join named here.
-        return (
-            super()
-            .get_queryset(request)
-            .select_related(*self.list_select_related)
-            .defer("revision__ciphertext")
-        )
-
     @admin.display(description="Revision", ordering="revision__version")
     def revision_version(self, fence: CommitFence) -> str:
         return change_link(
             "workspaces.fileversion", fence.revision_id, f"version {fence.revision.version}"
         )
 
-    @admin.display(description="Workspace", ordering="admission__workspace__name")
-    def workspace(self, fence: CommitFence) -> str:
-        workspace = fence.admission.workspace
-        return change_link("workspaces.workspace", workspace.pk, workspace)
+    workspace = workspace_column("admission")
 
 
 @admin.register(Turn)
@@ -265,15 +254,11 @@ class TurnAdmin(ViewOnlyAdmin):
         "admission__workspace__id__exact",
     )
 
-    @admin.display(description="Workspace", ordering="admission__workspace__name")
-    def workspace(self, turn: Turn) -> str:
-        workspace = turn.admission.workspace
-        return change_link("workspaces.workspace", workspace.pk, workspace)
+    workspace = workspace_column("admission")
 
-    @admin.display(description="Conversation")
-    def conversation_link(self, turn: Turn) -> str:
-        conversation_id = turn.admission.conversation_id
-        return change_link("automation.conversation", conversation_id, conversation_id)
+    conversation_link = id_link_column(
+        "Conversation", "automation.conversation", "admission__conversation_id"
+    )
 
     @admin.display(description="Messages")
     def messages_link(self, turn: Turn) -> str:
@@ -306,20 +291,10 @@ class MessageAdmin(ViewOnlyAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Message]:
         return super().get_queryset(request).defer("ciphertext")
 
-    @admin.display(description="Conversation")
-    def conversation_link(self, message: Message) -> str:
-        return change_link(
-            "automation.conversation", message.conversation_id, message.conversation_id
-        )
+    conversation_link = id_link_column("Conversation", "automation.conversation", "conversation_id")
+    turn_link = id_link_column("Turn", "automation.turn", "turn_id")
 
-    @admin.display(description="Turn")
-    def turn_link(self, message: Message) -> str:
-        return change_link("automation.turn", message.turn_id, message.turn_id)
-
-    @admin.display(description="Workspace", ordering="conversation__workspace__name")
-    def workspace(self, message: Message) -> str:
-        workspace = message.conversation.workspace
-        return change_link("workspaces.workspace", workspace.pk, workspace)
+    workspace = workspace_column("conversation")
 
 
 # The revision and proposal pages belong to lower apps, which know nothing of admissions
@@ -335,13 +310,13 @@ class CapturedFileVersionAdmin(FileVersionAdmin):
     readonly_fields = (*FileVersionAdmin.readonly_fields, "fence_link")
     search_fields = (*FileVersionAdmin.search_fields, "=fence__admission__id")
 
-    @admin.display(description="Commit fence")
-    def fence_link(self, revision: FileVersion) -> str:
-        # Only automatic captures have a fence; the fence is named by its admission.
-        fence: CommitFence | None = getattr(revision, "fence", None)
-        if fence is None:
-            return "None (not an automatic capture)"
-        return change_link("automation.commitfence", fence.pk, f"Fence of admission {fence.pk}")
+    # Only automatic captures have a fence; the fence is named by its admission.
+    fence_link = one_to_one_link_column(
+        "Commit fence",
+        "fence",
+        missing="None (not an automatic capture)",
+        text=lambda fence: f"Fence of admission {fence.pk}",
+    )
 
 
 @admin.register(Proposal)
@@ -349,6 +324,4 @@ class ProposingTurnProposalAdmin(ProposalAdmin):
     fields = (*ProposalAdmin.fields, "admission_link")
     readonly_fields = (*ProposalAdmin.readonly_fields, "admission_link")
 
-    @admin.display(description="Admission")
-    def admission_link(self, proposal: Proposal) -> str:
-        return change_link("automation.admission", proposal.admission_id, proposal.admission_id)
+    admission_link = id_link_column("Admission", "automation.admission", "admission_id")

@@ -9,9 +9,10 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from automation.models import Admission
-from automation.tokens import DELIVERY_PREFIX, delivery_credential_digest
+from automation.tokens import DELIVERY_PREFIX
 from workspaces.models import User
 from workspaces.selectors import org_require_active
+from workspaces.tokens import bearer_secret_digest
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class DeliveryCredentialAuthentication(BaseAuthentication):
             raise AuthenticationFailed("Malformed delivery credential.", code="TOKEN_INVALID")
         admission = (
             Admission.objects.select_related("owner", "workspace__team__org", "conversation")
-            .filter(credential_digest=delivery_credential_digest(raw))
+            .filter(credential_digest=bearer_secret_digest(raw))
             .first()
         )
         if admission is None or not admission.owner.is_active:

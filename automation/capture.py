@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -89,17 +91,116 @@ def capture_commit(
     expected_version: int,
     changes: list[MemoryChange],
 ) -> CaptureReceipt:
-    """Run the automatic writer (`_capture`), and record on the admission why it was
-    refused, if it was, so that staff can answer "why was this not remembered?"."""
-    try:
-        return _capture(
+    """The automatic writer: apply `changes` to memory at `expected_version`, fenced.
+
+    Authority is judged first, on every fence clause, before memory is read or the edits
+    applied: a turn without it learns nothing about the content (no `no_match`, no
+    `unchanged`). A retry of the committed capture with the same body replays its capture
+    receipt without a new revision, also when it overlapped the original and found the
+    revision already written; any other second capture in the turn is refused. The key
+    session is re-validated against the cache right before the transaction. The revision,
+    the fence row and the admission's commit are one transaction: if any fence clause is
+    false the CHECK aborts it and nothing remains. On a version conflict the newer text stays and
+    the change is stored as a proposal (never rebased). A result that holds a credential is
+    refused (SECRET_DETECTED) before the transaction, so the admission stays unconsumed. A
+    refusal is recorded on the admission (`_refusal_recorded`).
+    """
+    with _refusal_recorded(admission):
+        request_digest = capture_request_digest(expected_version=expected_version, changes=changes)
+        judge = _AuthorityJudge(
             admission=admission,
             owner=owner,
             workspace=workspace,
             key_session_id=key_session_id,
-            expected_version=expected_version,
-            changes=changes,
+            request_digest=request_digest,
         )
+        if replay := judge.replay_or_refuse(now=timezone.now()):
+            return replay
+        data_key = key_session_resolve(session_id=key_session_id, workspace=workspace, user=owner)
+        current = (
+            memory_current_get(workspace=workspace, data_key=data_key) if expected_version else None
+        )
+        if current is not None and current.version != expected_version:
+            if replay := judge.replay_or_refuse(now=timezone.now()):
+                return replay
+            raise _conflict_with_proposal(admission, changes, current.version, data_key)
+        current_text = current.content if current else ""
+        bound = settings.MEMORY_RECALL_MAX_BYTES
+        if len(current_text.encode()) > bound:
+            raise MemoryOversized(reason="memory_over_bound", boundBytes=bound)
+        new_text = apply_memory_changes(current_text, changes)
+        if len(new_text.encode()) > bound:
+            raise MemoryOversized(reason="result_over_bound", boundBytes=bound)
+        if new_text == current_text and expected_version:
+            return CaptureReceipt(
+                admission_id=admission.pk,
+                version=expected_version,
+                bytes=len(current_text.encode()),
+                committed_at=timezone.now(),
+                is_replay=False,
+                is_unchanged=True,
+            )
+        # The text as this capture would store it, so a credential a person saved earlier is
+        # refused too: an automatic revision never re-stores one (a `remove` of it passes).
+        secret_refuse(new_text, path=MEMORY_PATH)
+        _checkpoint("validated")
+        now = timezone.now()
+        try:
+            with transaction.atomic():
+                _fence_locks_take(admission)
+                _checkpoint("locked")
+                revision = file_write(
+                    workspace=workspace,
+                    path=MEMORY_PATH,
+                    plaintext=new_text,
+                    base_version=expected_version,
+                    data_key=data_key,
+                    author=owner,
+                    author_kind=FileVersion.AuthorKind.AUTOMATIC,
+                    change_kind=FileVersion.ChangeKind.CAPTURE,
+                )
+                _fence_insert(
+                    admission=admission,
+                    revision=revision,
+                    owner=owner,
+                    workspace=workspace,
+                    key_session_id=key_session_id,
+                    now=now,
+                )
+                Admission.objects.filter(pk=admission.pk).update(
+                    status=Admission.Status.COMMITTED,
+                    committed_at=now,
+                    committed_revision=revision,
+                    capture_digest=request_digest,
+                )
+        except IntegrityError as error:
+            if violation_code(error) != CaptureRetired.code:
+                raise
+            if replay := judge.replay_or_refuse(now=now):
+                return replay
+            raise CaptureRetired(predicate="unknown", failed=[]) from None
+        except VersionConflict as conflict:
+            # An overlapping transport retry lands here: it waited on the admission's lock
+            # while the original committed, and then found the version moved by it.
+            if replay := judge.replay_or_refuse(now=timezone.now()):
+                return replay
+            current_version = int(conflict.detail.get("currentVersion", 0))
+            raise _conflict_with_proposal(admission, changes, current_version, data_key) from None
+        return CaptureReceipt(
+            admission_id=admission.pk,
+            version=revision.version,
+            bytes=revision.size_bytes,
+            committed_at=now,
+            is_replay=False,
+        )
+
+
+@contextmanager
+def _refusal_recorded(admission: Admission) -> Iterator[None]:
+    """Record on the admission why its capture was refused, if it was, so that staff can
+    answer "why was this not remembered?"."""
+    try:
+        yield
     except DomainError as refusal:
         reason = (
             refusal.detail.get("predicate")
@@ -113,117 +214,6 @@ def capture_commit(
             capture_refused_at=timezone.now(),
         )
         raise
-
-
-def _capture(
-    *,
-    admission: Admission,
-    owner: User,
-    workspace: Workspace,
-    key_session_id: uuid.UUID,
-    expected_version: int,
-    changes: list[MemoryChange],
-) -> CaptureReceipt:
-    """The automatic writer: apply `changes` to memory at `expected_version`, fenced.
-
-    Authority is judged first, on every fence clause, before memory is read or the edits
-    applied: a turn without it learns nothing about the content (no `no_match`, no
-    `unchanged`). A retry of the committed capture with the same body replays its capture
-    receipt without a new revision, also when it overlapped the original and found the
-    revision already written; any other second capture in the turn is refused. The key
-    session is re-validated against the cache right before the transaction. The revision,
-    the fence row and the admission's commit are one transaction: if any fence clause is
-    false the CHECK aborts it and nothing remains. On a version conflict the newer text stays and
-    the change is stored as a proposal (never rebased). A result that holds a credential is
-    refused (SECRET_DETECTED) before the transaction, so the admission stays unconsumed.
-    """
-    request_digest = capture_request_digest(expected_version=expected_version, changes=changes)
-    judge = _AuthorityJudge(
-        admission=admission,
-        owner=owner,
-        workspace=workspace,
-        key_session_id=key_session_id,
-        request_digest=request_digest,
-    )
-    if replay := judge.replay_or_refuse(now=timezone.now()):
-        return replay
-    data_key = key_session_resolve(session_id=key_session_id, workspace=workspace, user=owner)
-    current = (
-        memory_current_get(workspace=workspace, data_key=data_key) if expected_version else None
-    )
-    if current is not None and current.version != expected_version:
-        if replay := judge.replay_or_refuse(now=timezone.now()):
-            return replay
-        raise _conflict_with_proposal(admission, changes, current.version, data_key)
-    current_text = current.content if current else ""
-    bound = settings.MEMORY_RECALL_MAX_BYTES
-    if len(current_text.encode()) > bound:
-        raise MemoryOversized(reason="memory_over_bound", boundBytes=bound)
-    new_text = apply_memory_changes(current_text, changes)
-    if len(new_text.encode()) > bound:
-        raise MemoryOversized(reason="result_over_bound", boundBytes=bound)
-    if new_text == current_text and expected_version:
-        return CaptureReceipt(
-            admission_id=admission.pk,
-            version=expected_version,
-            bytes=len(current_text.encode()),
-            committed_at=timezone.now(),
-            is_replay=False,
-            is_unchanged=True,
-        )
-    # The text as this capture would store it, so a credential a person saved earlier is
-    # refused too: an automatic revision never re-stores one (a `remove` of it passes).
-    secret_refuse(new_text, path=MEMORY_PATH)
-    _checkpoint("validated")
-    now = timezone.now()
-    try:
-        with transaction.atomic():
-            _fence_locks_take(admission)
-            _checkpoint("locked")
-            revision = file_write(
-                workspace=workspace,
-                path=MEMORY_PATH,
-                plaintext=new_text,
-                base_version=expected_version,
-                data_key=data_key,
-                author=owner,
-                author_kind=FileVersion.AuthorKind.AUTOMATIC,
-                change_kind=FileVersion.ChangeKind.CAPTURE,
-            )
-            _fence_insert(
-                admission=admission,
-                revision=revision,
-                owner=owner,
-                workspace=workspace,
-                key_session_id=key_session_id,
-                now=now,
-            )
-            Admission.objects.filter(pk=admission.pk).update(
-                status=Admission.Status.COMMITTED,
-                committed_at=now,
-                committed_revision=revision,
-                capture_digest=request_digest,
-            )
-    except IntegrityError as error:
-        if violation_code(error) != CaptureRetired.code:
-            raise
-        if replay := judge.replay_or_refuse(now=now):
-            return replay
-        raise CaptureRetired(predicate="unknown", failed=[]) from None
-    except VersionConflict as conflict:
-        # An overlapping transport retry lands here: it waited on the admission's lock
-        # while the original committed, and then found the version moved by it.
-        if replay := judge.replay_or_refuse(now=timezone.now()):
-            return replay
-        current_version = int(conflict.detail.get("currentVersion", 0))
-        raise _conflict_with_proposal(admission, changes, current_version, data_key) from None
-    return CaptureReceipt(
-        admission_id=admission.pk,
-        version=revision.version,
-        bytes=revision.size_bytes,
-        committed_at=now,
-        is_replay=False,
-    )
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,10 @@ import uuid
 
 from django.db import models
 from django.db.models import Q
-from django.db.models.functions import Length
-from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from memory.models import MemoryPolicy
+from workspaces.constraints import choices_check, length_check
 from workspaces.models import FileVersion, KeySession, User, Workspace
 
 
@@ -56,10 +55,11 @@ class DeliveryCredential(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(
-                condition=Exact(Length("credential_digest"), 64),
-                name="automation_deliverycredential_digest_is_sha256",
-                violation_error_code="DIGEST_INVALID",
+            length_check(
+                "credential_digest",
+                64,
+                "automation_deliverycredential_digest_is_sha256",
+                "DIGEST_INVALID",
             ),
         ]
 
@@ -134,15 +134,11 @@ class Admission(models.Model):
                 name="automation_admission_credential_digest_unique",
                 violation_error_code="DIGEST_TAKEN",
             ),
-            models.CheckConstraint(
-                condition=Q(mode__in=MemoryPolicy.Mode.values),
-                name="automation_admission_mode_valid",
-                violation_error_code="MODE_INVALID",
+            choices_check(
+                "mode", MemoryPolicy.Mode, "automation_admission_mode_valid", "MODE_INVALID"
             ),
-            models.CheckConstraint(
-                condition=Q(status__in=AdmissionStatus.values),
-                name="automation_admission_status_valid",
-                violation_error_code="STATUS_INVALID",
+            choices_check(
+                "status", AdmissionStatus, "automation_admission_status_valid", "STATUS_INVALID"
             ),
             models.CheckConstraint(
                 condition=(
@@ -242,11 +238,7 @@ class Turn(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(
-                condition=Q(state__in=TurnState.values),
-                name="automation_turn_state_valid",
-                violation_error_code="STATE_INVALID",
-            ),
+            choices_check("state", TurnState, "automation_turn_state_valid", "STATE_INVALID"),
         ]
 
     def __str__(self) -> str:
@@ -280,11 +272,7 @@ class Message(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(
-                condition=Q(role__in=MessageRole.values),
-                name="automation_message_role_valid",
-                violation_error_code="ROLE_INVALID",
-            ),
+            choices_check("role", MessageRole, "automation_message_role_valid", "ROLE_INVALID"),
             models.UniqueConstraint(
                 fields=["turn", "sequence"],
                 name="automation_message_sequence_unique_in_turn",

@@ -15,46 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.apps import apps
 from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from automation.models import (
-    Admission,
-    CommitFence,
-    Conversation,
-    DeliveryCredential,
-    Message,
-    Turn,
-)
+from automation.models import Admission
 from automation.tokens import delivery_credential_cache_key
-from memory.models import (
-    MemoryPolicy,
-    MemorySpace,
-    Proposal,
-    SpaceDocument,
-    SpaceKey,
-    TenantSpaceUsage,
-)
 from memory.spaces.filesystem import FilesystemStore
-from workspaces.models import (
-    ApiToken,
-    AuditEvent,
-    File,
-    FileVersion,
-    KeySession,
-    KeySessionRevocation,
-    Org,
-    Team,
-    TeamMembership,
-    TeamStorageUsage,
-    User,
-    Workspace,
-    WorkspaceKey,
-    WorkspaceMembership,
-    key_session_cache_key,
-)
+from workspaces.models import AuditEvent, KeySession, Org, Team, key_session_cache_key
 from workspaces.services import audit_record, cached_secrets_discard
 from workspaces.sql import pk_param, table
 
@@ -65,42 +35,50 @@ PURGE_RECLAIM_AFTER = timedelta(hours=1)
 
 @dataclass(frozen=True)
 class PurgeStep:
-    model: type[models.Model]
+    # By label, as the purge's audit event counts them, so the plan reads as one list of
+    # every app's models without importing each by name.
+    label: str
     org_path: str
+
+    @property
+    def model(self) -> type[models.Model]:
+        return apps.get_model(self.label)
 
 
 # Children before parents: when a step runs, nothing left references its rows.
 PURGE_PLAN: tuple[PurgeStep, ...] = (
-    PurgeStep(CommitFence, "admission__workspace__team__org"),
-    PurgeStep(Message, "conversation__workspace__team__org"),
-    PurgeStep(Turn, "admission__workspace__team__org"),
-    PurgeStep(Admission, "workspace__team__org"),
-    PurgeStep(DeliveryCredential, "conversation__workspace__team__org"),
-    PurgeStep(Conversation, "workspace__team__org"),
-    PurgeStep(Proposal, "workspace__team__org"),
-    PurgeStep(MemoryPolicy, "workspace__team__org"),
-    PurgeStep(SpaceDocument, "space__tenant__org"),
-    PurgeStep(MemorySpace, "tenant__org"),
-    PurgeStep(TenantSpaceUsage, "team__org"),
-    PurgeStep(SpaceKey, "tenant__org"),
-    PurgeStep(FileVersion, "file__workspace__team__org"),
-    PurgeStep(File, "workspace__team__org"),
-    PurgeStep(WorkspaceKey, "workspace__team__org"),
-    PurgeStep(KeySessionRevocation, "key_session__workspace__team__org"),
-    PurgeStep(KeySession, "workspace__team__org"),
-    PurgeStep(WorkspaceMembership, "workspace__team__org"),
-    PurgeStep(Workspace, "team__org"),
-    PurgeStep(ApiToken, "team__org"),
-    PurgeStep(TeamStorageUsage, "team__org"),
-    PurgeStep(TeamMembership, "team__org"),
-    PurgeStep(Team, "org"),
+    PurgeStep("automation.CommitFence", "admission__workspace__team__org"),
+    PurgeStep("automation.Message", "conversation__workspace__team__org"),
+    PurgeStep("automation.Turn", "admission__workspace__team__org"),
+    PurgeStep("automation.Admission", "workspace__team__org"),
+    PurgeStep("automation.DeliveryCredential", "conversation__workspace__team__org"),
+    PurgeStep("automation.Conversation", "workspace__team__org"),
+    PurgeStep("memory.Proposal", "workspace__team__org"),
+    PurgeStep("memory.MemoryPolicy", "workspace__team__org"),
+    PurgeStep("memory.SpaceDocument", "space__tenant__org"),
+    PurgeStep("memory.MemorySpace", "tenant__org"),
+    PurgeStep("memory.TenantSpaceUsage", "team__org"),
+    PurgeStep("memory.SpaceKey", "tenant__org"),
+    PurgeStep("workspaces.FileVersion", "file__workspace__team__org"),
+    PurgeStep("workspaces.File", "workspace__team__org"),
+    PurgeStep("workspaces.WorkspaceKey", "workspace__team__org"),
+    PurgeStep("workspaces.KeySessionRevocation", "key_session__workspace__team__org"),
+    PurgeStep("workspaces.KeySession", "workspace__team__org"),
+    PurgeStep("workspaces.WorkspaceMembership", "workspace__team__org"),
+    PurgeStep("workspaces.Workspace", "team__org"),
+    PurgeStep("workspaces.ApiToken", "team__org"),
+    PurgeStep("workspaces.TeamStorageUsage", "team__org"),
+    PurgeStep("workspaces.TeamMembership", "team__org"),
+    PurgeStep("workspaces.Team", "org"),
 )
 
 # Deliberately kept, with the reason. Everything else an org owns is in PURGE_PLAN.
-RETAINED: dict[type[models.Model], str] = {
-    AuditEvent: "the audit trail must outlive what it records; it holds ids, never content",
-    User: "a person is not owned by one org; only their memberships of it are removed",
-    Org: "deleted by the purge itself, last, once nothing references it",
+RETAINED: dict[str, str] = {
+    "workspaces.AuditEvent": (
+        "the audit trail must outlive what it records; it holds ids, never content"
+    ),
+    "workspaces.User": "a person is not owned by one org; only their memberships of it are removed",
+    "workspaces.Org": "deleted by the purge itself, last, once nothing references it",
 }
 
 
@@ -132,7 +110,7 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
     # are purged whichever is configured, so switching MEMORY_STORE leaves nothing behind.
     team_ids = list(Team.objects.filter(org_id=org_id).values_list("pk", flat=True))
     spaces_removed = FilesystemStore(root=settings.DATA_DIR / "spaces").purge_tenants(team_ids)
-    counts = {step.model._meta.label: _purge_step(step, org_id) for step in PURGE_PLAN}
+    counts = {step.label: _purge_step(step, org_id) for step in PURGE_PLAN}
     with transaction.atomic():
         audit_record(
             actor=None,

@@ -17,7 +17,7 @@ from automation.models import Admission, Conversation, DeliveryCredential, Messa
 from memory.documents import ActorKind, DocumentActor
 from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import MemoryText, memory_policy_get
-from workspaces.crypto import record_open, revision_open
+from workspaces.crypto import RecordAddress, record_open, revision_open
 from workspaces.errors import CredentialExpired, NotFound
 from workspaces.models import (
     File,
@@ -220,9 +220,7 @@ def _message_open(message: Message, workspace: Workspace, data_key: bytes | None
     raw = record_open(
         data_key=data_key,
         ciphertext=bytes(message.ciphertext),
-        kind="message",
-        workspace_id=workspace.pk,
-        record_id=message.pk,
+        record=RecordAddress("message", workspace.pk, message.pk),
     )
     body: dict[str, Any] = json.loads(raw)
     return body

@@ -36,7 +36,7 @@ from automation.tokens import delivery_credential_cache_key, delivery_credential
 from memory.edits import is_encodable
 from memory.models import MemoryPolicy
 from memory.selectors import memory_policy_get
-from workspaces.crypto import record_seal
+from workspaces.crypto import RecordAddress, record_seal
 from workspaces.errors import (
     DocumentUnreadable,
     InvalidText,
@@ -258,9 +258,7 @@ def transcript_append(
     sealed = record_seal(
         data_key=data_key,
         plaintext=json.dumps(body).encode(),
-        kind="message",
-        workspace_id=workspace.pk,
-        record_id=message_id,
+        record=RecordAddress("message", workspace.pk, message_id),
     )
     return Message.objects.create(
         id=message_id,

@@ -5,10 +5,11 @@ the server's side of the turn."""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec
 
 from automation.capture import capture_commit, capture_propose
 from automation.errors import CaptureConflict, CaptureRetired, MemoryOversized
@@ -27,6 +28,8 @@ from memory.errors import MemoryEditInvalid, MemoryNamespaceReserved, SecretDete
 from memory.models import MemoryPolicy
 from memory.namespace import is_memory_namespace
 from workspaces.errors import DomainError, KeySessionUnavailable
+
+Params = ParamSpec("Params")
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,22 @@ def _refused(error: DomainError) -> dict[str, Any]:
     return {"status": "refused", "code": error.code, "message": error.message, **error.detail}
 
 
+def _refusal_answered(
+    tool: Callable[Params, dict[str, Any]],
+) -> Callable[Params, dict[str, Any]]:
+    """A document tool that answers its refusal (any DomainError) as a `refused` result
+    for the model to read, instead of raising it."""
+
+    @functools.wraps(tool)
+    def answered(*args: Params.args, **kwargs: Params.kwargs) -> dict[str, Any]:
+        try:
+            return tool(*args, **kwargs)
+        except DomainError as error:
+            return _refused(error)
+
+    return answered
+
+
 REMEMBER_SPEC = ToolSpec(
     name="remember_in_memory",
     description=(
@@ -127,23 +146,19 @@ REMEMBER_SPEC = ToolSpec(
 )
 
 
+@_refusal_answered
 def list_documents(context: TurnContext, prefix: str | None = None) -> dict[str, Any]:
     """The workspace's notes (the memory namespace is not among them)."""
-    try:
-        files = document_list(actor=_actor(context), prefix=prefix)
-    except DomainError as error:
-        return _refused(error)
+    files = document_list(actor=_actor(context), prefix=prefix)
     return {
         "status": "ok",
         "documents": [{"path": f.path, "version": f.current_version} for f in files],
     }
 
 
+@_refusal_answered
 def search_documents(context: TurnContext, query: str, cursor: str | None = None) -> dict[str, Any]:
-    try:
-        found = document_search(actor=_actor(context), query=query, cursor=cursor)
-    except DomainError as error:
-        return _refused(error)
+    found = document_search(actor=_actor(context), query=query, cursor=cursor)
     return {
         "status": "ok",
         "results": [
@@ -154,13 +169,10 @@ def search_documents(context: TurnContext, query: str, cursor: str | None = None
     }
 
 
+@_refusal_answered
 def read_document(context: TurnContext, path: str) -> dict[str, Any]:
-    if refusal := _memory_namespace_refusal(path):
-        return refusal
-    try:
-        document = document_read(actor=_actor(context), raw_path=path)
-    except DomainError as error:
-        return _refused(error)
+    _memory_namespace_refuse(path)
+    document = document_read(actor=_actor(context), raw_path=path)
     return {
         "status": "ok",
         "path": document.path,
@@ -169,23 +181,18 @@ def read_document(context: TurnContext, path: str) -> dict[str, Any]:
     }
 
 
+@_refusal_answered
 def create_note(context: TurnContext, path: str, content: str) -> dict[str, Any]:
     """Create a new note (never overwrites: an existing path is a conflict)."""
-    if refusal := _memory_namespace_refusal(path):
-        return refusal
-    try:
-        revision = document_write(
-            actor=_actor(context), raw_path=path, content=content, base_version=0
-        )
-    except DomainError as error:
-        return _refused(error)
+    _memory_namespace_refuse(path)
+    revision = document_write(actor=_actor(context), raw_path=path, content=content, base_version=0)
     return {"status": "created", "path": path, "version": revision.version}
 
 
+@_refusal_answered
 def propose_edit(context: TurnContext, path: str, content: str) -> dict[str, Any]:
     """Suggest new text for a note without writing it: the person decides."""
-    if refusal := _memory_namespace_refusal(path):
-        return refusal
+    _memory_namespace_refuse(path)
     return {"status": "proposed", "path": path, "content": content}
 
 
@@ -196,12 +203,11 @@ def _actor(context: TurnContext) -> DocumentActor:
     )
 
 
-def _memory_namespace_refusal(path: str) -> dict[str, Any] | None:
+def _memory_namespace_refuse(path: str) -> None:
     # Refused here, before any request is made, so that Off cannot be bypassed by an
     # ordinary document read and memory is never written outside the commit fence.
     if is_memory_namespace(path):
-        return _refused(MemoryNamespaceReserved())
-    return None
+        raise MemoryNamespaceReserved()
 
 
 def _path_spec(name: str, description: str, **extra: Any) -> ToolSpec:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import statistics
 import threading
 import time
 from collections import Counter
@@ -39,11 +38,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import figures
 import psycopg
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from figures import p90
 
-from automation.capture import capture_commit
+from automation.capture import CaptureReceipt, capture_commit
 from automation.errors import CaptureConflict, CaptureRetired
 from automation.models import Admission, CommitFence, Conversation
 from automation.services import conversation_create, message_admit
@@ -73,7 +74,6 @@ SEAL_OVERHEAD_BYTES = 28
 WARMUP_CAPTURES = 20
 MEASURED_CAPTURES = 200
 BLOCK = 20
-TARGET_RATIO = 0.7
 
 # --- 2. concurrent turns ---------------------------------------------------------------
 
@@ -88,14 +88,9 @@ ERROR_TEXTS_KEPT = 5
 
 
 def memory_document() -> str:
-    """Exactly MEMORY_BYTES of Markdown: 32 lines of 64 bytes, ending with a newline."""
-    lines = []
-    for index in range(MEMORY_BYTES // 64):
-        head = f"- Note {index:02d}: the team ships on Thursdays; cite docs/errors.md "
-        lines.append(head.ljust(63, ".")[:63] + "\n")
-    text = "".join(lines)
-    assert len(text.encode()) == MEMORY_BYTES
-    return text
+    return figures.memory_document(
+        size_bytes=MEMORY_BYTES, note="the team ships on Thursdays; cite docs/errors.md"
+    )
 
 
 def capture_line(counter: int) -> str:
@@ -161,25 +156,37 @@ def _reset_and_admit(side: AutoSide) -> Admission:
     )
     side.version = revision.version
     side.turns += 1
+    return _admit(side, turn=side.turns, idempotency_key=f"bench-capture-{side.conversation.pk}")
+
+
+def _admit(side: AutoSide, *, turn: int, idempotency_key: str) -> Admission:
+    """Admit the side's turn number `turn`; `idempotency_key` is made unique per turn."""
     return message_admit(
         conversation=side.conversation,
         sender=side.member,
-        text=f"turn {side.turns}",
-        idempotency_key=f"bench-capture-{side.conversation.pk}-{side.turns}",
+        text=f"turn {turn}",
+        idempotency_key=f"{idempotency_key}-{turn}",
         key_session_id=side.key_session.pk,
         memory_state=None,
     ).admission
 
 
-def _service_capture(side: AutoSide, admission: Admission, line: str) -> int:
-    receipt = capture_commit(
+def _capture_line(
+    side: AutoSide, admission: Admission, *, expected_version: int, line: str
+) -> CaptureReceipt:
+    """The side's member captures one added `line` in the admitted turn."""
+    return capture_commit(
         admission=admission,
         owner=side.member,
         workspace=side.workspace,
         key_session_id=side.key_session.pk,
-        expected_version=side.version,
+        expected_version=expected_version,
         changes=[MemoryChange(op="add", line=line)],
     )
+
+
+def _service_capture(side: AutoSide, admission: Admission, line: str) -> int:
+    receipt = _capture_line(side, admission, expected_version=side.version, line=line)
     if receipt.is_replay or receipt.is_unchanged or receipt.version != side.version + 1:
         raise RuntimeError(f"{FENCE_NAME}: unexpected receipt {receipt}")
     if receipt.bytes != MEMORY_BYTES + LINE_BYTES + 1:
@@ -514,33 +521,23 @@ def fence_commit_result(*, team: Team, admin: User) -> dict[str, Any]:
             f"(expected {expected})"
         )
 
-    service_median = statistics.median(service_ms)
-    raw_median = statistics.median(raw_ms)
-    ratio = raw_median / service_median
     steps = [statement.step for statement in plan]
     notes = (
         f"{MEASURED_CAPTURES} captures per side after {WARMUP_CAPTURES} warm-up, interleaved "
         f"in blocks of {BLOCK}; each adds a {LINE_BYTES}-byte line to {MEMORY_BYTES} bytes; "
-        f"p90 service {_p90(service_ms):.3f} ms, raw {_p90(raw_ms):.3f} ms; both sides issue "
+        f"p90 service {p90(service_ms):.3f} ms, raw {p90(raw_ms):.3f} ms; both sides issue "
         f"{len(plan)} statements per capture ({' '.join(steps)}); the raw side sends the "
         "service's SQL text with psycopg server-side parameters and skips the ORM, the "
         "key-session cache lookup, AES-GCM open and seal, and the text edit; the reset Save "
         "and message_admit before each capture are not timed"
     )
-    return {
-        "name": FENCE_NAME,
-        "unit": "ms per capture (median)",
-        "baseline": round(raw_median, 4),
-        "figure": round(service_median, 4),
-        "ratio": round(ratio, 4),
-        "target": f">= {TARGET_RATIO}",
-        "meets_target": ratio >= TARGET_RATIO,
-        "notes": notes,
-    }
-
-
-def _p90(samples: list[float]) -> float:
-    return statistics.quantiles(samples, n=10)[-1]
+    return figures.service_vs_raw_result(
+        name=FENCE_NAME,
+        per="capture",
+        service_ms=service_ms,
+        raw_ms=raw_ms,
+        notes=notes,
+    )
 
 
 # --- 2. concurrent turns on one workspace ----------------------------------------------
@@ -576,14 +573,7 @@ def _writer_turn(
     side: AutoSide, outcome: WriterOutcome, data_key: bytes, label: str, turn: int
 ) -> None:
     """One turn: admit, read memory (a person resets it when long), capture one line."""
-    admission = message_admit(
-        conversation=side.conversation,
-        sender=side.member,
-        text=f"turn {turn}",
-        idempotency_key=f"bench-{label}-t{outcome.index:02d}-{turn:06d}",
-        key_session_id=side.key_session.pk,
-        memory_state=None,
-    ).admission
+    admission = _admit(side, turn=turn, idempotency_key=f"bench-{label}-t{outcome.index:02d}")
     current: MemoryText = memory_current_get(workspace=side.workspace, data_key=data_key)
     while current.bytes > RESET_AT_BYTES:
         try:
@@ -600,14 +590,7 @@ def _writer_turn(
     line = _writer_line(outcome.index, turn)
     outcome.attempts += 1
     try:
-        receipt = capture_commit(
-            admission=admission,
-            owner=side.member,
-            workspace=side.workspace,
-            key_session_id=side.key_session.pk,
-            expected_version=current.version,
-            changes=[MemoryChange(op="add", line=line)],
-        )
+        receipt = _capture_line(side, admission, expected_version=current.version, line=line)
     except CaptureConflict as conflict:
         outcome.conflicts += 1
         # Raised from the failed compare-and-set inside the fenced transaction (rather

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import figures
 import psycopg
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from figures import p90
 
 from memory.models import MEMORY_PATH
 from memory.services import memory_save
@@ -39,7 +40,6 @@ SEAL_OVERHEAD_BYTES = 28
 WARMUP_SAVES = 30
 MEASURED_SAVES = 400
 BLOCK = 20
-TARGET_RATIO = 0.7
 
 # The statements memory_save issues for a save to an existing document (captured with
 # CaptureQueriesContext). The raw side replays them in the order captured from the
@@ -251,28 +251,18 @@ def run() -> list[dict[str, Any]]:
             f"raw {raw.version} (expected {expected_raw})"
         )
 
-    service_median = statistics.median(service_ms)
-    raw_median = statistics.median(raw_ms)
-    ratio = raw_median / service_median
     notes = (
         f"{MEASURED_SAVES} saves per side after {WARMUP_SAVES} warm-up, interleaved in blocks "
-        f"of {BLOCK}; p90 service {_p90(service_ms):.3f} ms, raw {_p90(raw_ms):.3f} ms; "
+        f"of {BLOCK}; p90 service {p90(service_ms):.3f} ms, raw {p90(raw_ms):.3f} ms; "
         f"both sides issue {len(plan)} statements per save ({' '.join(plan)}); "
         "raw side skips the ORM, key unwrapping and AES-GCM sealing"
     )
     return [
-        {
-            "name": NAME,
-            "unit": "ms per save (median)",
-            "baseline": round(raw_median, 4),
-            "figure": round(service_median, 4),
-            "ratio": round(ratio, 4),
-            "target": f">= {TARGET_RATIO}",
-            "meets_target": ratio >= TARGET_RATIO,
-            "notes": notes,
-        }
+        figures.service_vs_raw_result(
+            name=NAME,
+            per="save",
+            service_ms=service_ms,
+            raw_ms=raw_ms,
+            notes=notes,
+        )
     ]
-
-
-def _p90(samples: list[float]) -> float:
-    return statistics.quantiles(samples, n=10)[-1]

@@ -36,25 +36,15 @@ from datetime import timedelta
 from typing import Any
 from unittest import mock
 
+from django.apps import apps
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from automation import purge
 from automation.purge import PURGE_BATCH_ROWS, PURGE_PLAN, PurgeStep, org_purge
-from memory.models import MEMORY_PATH, MemoryPolicy
-from workspaces.models import (
-    AuditEvent,
-    File,
-    FileVersion,
-    Org,
-    Team,
-    TeamMembership,
-    User,
-    Workspace,
-    WorkspaceKey,
-    WorkspaceMembership,
-)
+from memory.models import MEMORY_PATH
+from workspaces.models import AuditEvent, Org, Team, User
 from workspaces.services import org_deletion_request
 
 NAME_RATE = "org_purge_rows_per_second"
@@ -67,21 +57,22 @@ CIPHERTEXT_MD5_BLOCKS = 19
 SEAL_OVERHEAD_BYTES = 28
 TARGET_LOCK_RATIO = 0.05
 
-# The rows one org holds, by model; everything else in PURGE_PLAN is empty.
-EXPECTED_ROWS: dict[type[Any], int] = {
-    FileVersion: WORKSPACES * REVISIONS_PER_FILE,
-    File: WORKSPACES,
-    MemoryPolicy: WORKSPACES,
-    WorkspaceKey: WORKSPACES,
-    WorkspaceMembership: WORKSPACES,
-    Workspace: WORKSPACES,
-    TeamMembership: 1,
-    Team: 1,
+# The rows one org holds, by the plan's labels; everything else in PURGE_PLAN is empty.
+EXPECTED_ROWS: dict[str, int] = {
+    "workspaces.FileVersion": WORKSPACES * REVISIONS_PER_FILE,
+    "workspaces.File": WORKSPACES,
+    "memory.MemoryPolicy": WORKSPACES,
+    "workspaces.WorkspaceKey": WORKSPACES,
+    "workspaces.WorkspaceMembership": WORKSPACES,
+    "workspaces.Workspace": WORKSPACES,
+    "workspaces.TeamMembership": 1,
+    "workspaces.Team": 1,
 }
 
 
-def _table(model: type[Any]) -> str:
-    return str(model._meta.db_table)
+def _table(label: str) -> str:
+    """The table of model `label`: the rows are written by raw SQL, the plan names them by label."""
+    return str(apps.get_model(label)._meta.db_table)
 
 
 def orgs_build(*, names: list[str], owner: User) -> list[int]:
@@ -91,41 +82,44 @@ def orgs_build(*, names: list[str], owner: User) -> list[int]:
     team_ids = [team.pk for team in teams]
     with connection.cursor() as cur:
         cur.execute(
-            f"INSERT INTO {_table(TeamMembership)} (team_id, user_id, role, created_at) "
+            f"INSERT INTO {_table('workspaces.TeamMembership')} "
+            "(team_id, user_id, role, created_at) "
             "SELECT t, %s, 'owner', now() FROM unnest(%s::bigint[]) AS t",
             [owner.pk, team_ids],
         )
         cur.execute(
-            f"INSERT INTO {_table(Workspace)} "
+            f"INSERT INTO {_table('workspaces.Workspace')} "
             "(team_id, name, ai_enabled, ai_consent_revision, created_at) "
             "SELECT t, 'workspace ' || lpad(n::text, 4, '0'), false, 0, now() "
             "FROM generate_series(1, %s) AS n CROSS JOIN unnest(%s::bigint[]) AS t "
             "ORDER BY n, t",
             [WORKSPACES, team_ids],
         )
-        in_teams = f"FROM {_table(Workspace)} WHERE team_id = ANY(%s::bigint[]) ORDER BY id"
+        in_teams = (
+            f"FROM {_table('workspaces.Workspace')} WHERE team_id = ANY(%s::bigint[]) ORDER BY id"
+        )
         cur.execute(
-            f"INSERT INTO {_table(WorkspaceMembership)} "
+            f"INSERT INTO {_table('workspaces.WorkspaceMembership')} "
             "(workspace_id, user_id, role, created_at) "
             f"SELECT id, %s, 'admin', now() {in_teams}",
             [owner.pk, team_ids],
         )
         cur.execute(
-            f"INSERT INTO {_table(MemoryPolicy)} (workspace_id, mode, policy_revision, "
+            f"INSERT INTO {_table('memory.MemoryPolicy')} (workspace_id, mode, policy_revision, "
             "clear_generation, updated_at, updated_by_id) "
             f"SELECT id, 'read_only', 0, 0, now(), NULL {in_teams}",
             [team_ids],
         )
         # A Fernet token's size; nothing unwraps it here.
         cur.execute(
-            f"INSERT INTO {_table(WorkspaceKey)} "
+            f"INSERT INTO {_table('workspaces.WorkspaceKey')} "
             "(workspace_id, wrapped_key, wrapping_key_id, created_at, rewrapped_at) "
             "SELECT id, decode(repeat(md5(id::text), 8), 'hex'), "
             f"left(md5('bench'), 16), now(), NULL {in_teams}",
             [team_ids],
         )
         cur.execute(
-            f"INSERT INTO {_table(File)} "
+            f"INSERT INTO {_table('workspaces.File')} "
             "(workspace_id, path, current_version, deleted_at, created_at, updated_at) "
             f"SELECT id, %s, %s, NULL, now(), now() {in_teams}",
             [MEMORY_PATH, REVISIONS_PER_FILE, team_ids],
@@ -134,13 +128,13 @@ def orgs_build(*, names: list[str], owner: User) -> list[int]:
         # time interleave; both orgs' revisions share the heap pages. The rounds are the
         # outer loop of the join, so the 400,000 rows need no sort.
         cur.execute(
-            f"INSERT INTO {_table(FileVersion)} (file_id, version, ciphertext, "
+            f"INSERT INTO {_table('workspaces.FileVersion')} (file_id, version, ciphertext, "
             "ciphertext_sha256, size_bytes, author_kind, change_kind, author_id, created_at) "
             "SELECT f.id, v.n, c.ct, encode(sha256(c.ct), 'hex'), length(c.ct) - %s, "
             "'human', 'save', %s, now() "
             "FROM generate_series(1, %s) AS v(n) "
-            f"CROSS JOIN LATERAL (SELECT f.id FROM {_table(File)} f "
-            f"JOIN {_table(Workspace)} w ON w.id = f.workspace_id "
+            f"CROSS JOIN LATERAL (SELECT f.id FROM {_table('workspaces.File')} f "
+            f"JOIN {_table('workspaces.Workspace')} w ON w.id = f.workspace_id "
             "WHERE w.team_id = ANY(%s::bigint[]) ORDER BY f.id) AS f "
             "CROSS JOIN LATERAL (SELECT decode(repeat(md5(f.id::text || ':' || v.n::text), "
             "%s), 'hex') AS ct) AS c",
@@ -164,7 +158,7 @@ def plan_counts(org_id: int) -> dict[str, int]:
 
 
 def expected_counts() -> dict[str, int]:
-    return {step.model._meta.label: EXPECTED_ROWS.get(step.model, 0) for step in PURGE_PLAN}
+    return {step.label: EXPECTED_ROWS.get(step.label, 0) for step in PURGE_PLAN}
 
 
 def table_totals() -> dict[str, int]:
@@ -178,8 +172,10 @@ def database_settle() -> bool:
     """Fresh statistics, hint bits and visibility map set, and (if permitted) no dirty
     buffers. Returns whether the CHECKPOINT was taken."""
     with connection.cursor() as cur:
-        for model in sorted({step.model for step in PURGE_PLAN} | {Org}, key=_table):
-            cur.execute(f"VACUUM (ANALYZE) {_table(model)}")
+        for table in sorted(
+            {_table(step.label) for step in PURGE_PLAN} | {_table(Org._meta.label)}
+        ):
+            cur.execute(f"VACUUM (ANALYZE) {table}")
     return checkpoint()
 
 
@@ -358,7 +354,7 @@ def run() -> list[dict[str, Any]]:
         )
     longest_step, longest_ms = max(holds, key=lambda hold: hold[1])
     # The revisions' deleting batches, in order: does a batch cost more as the purge goes on?
-    revision_ms = [ms for step, ms in timer.atomic_ms if step == FileVersion._meta.label][:-1]
+    revision_ms = [ms for step, ms in timer.atomic_ms if step == "workspaces.FileVersion"][:-1]
     tenth = max(1, len(revision_ms) // 10)
     revision_first = statistics.mean(revision_ms[:tenth])
     revision_last = statistics.mean(revision_ms[-tenth:])
@@ -369,7 +365,7 @@ def run() -> list[dict[str, Any]]:
     shape = (
         f"{WORKSPACES} workspaces x {REVISIONS_PER_FILE} revisions "
         f"({CIPHERTEXT_MD5_BLOCKS * 16}-byte ciphertext) per org, {rows_per_org} rows per org "
-        f"({expected[FileVersion._meta.label]} revisions; {WORKSPACES} each of files, "
+        f"({expected['workspaces.FileVersion']} revisions; {WORKSPACES} each of files, "
         "memory policies, data keys, workspace memberships and workspaces; 1 team membership, "
         "1 team, 1 org)"
     )

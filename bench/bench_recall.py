@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import figures
 import redis
 from django.conf import settings
 from django.db import connection
@@ -105,14 +106,9 @@ assert MEASURED_REQUESTS % (2 * BLOCK) == 0
 
 
 def memory_document() -> str:
-    """Exactly MEMORY_BYTES of Markdown: 128 list lines of 64 bytes each."""
-    lines = []
-    for index in range(MEMORY_BYTES // 64):
-        head = f"- Note {index:03d}: prefers short answers; cite `docs/errors.md` "
-        lines.append(head.ljust(63, ".")[:63] + "\n")
-    text = "".join(lines)
-    assert len(text.encode()) == MEMORY_BYTES
-    return text
+    return figures.memory_document(
+        size_bytes=MEMORY_BYTES, note="prefers short answers; cite `docs/errors.md`"
+    )
 
 
 def _credential_for(admission: Admission) -> str:

@@ -12,6 +12,7 @@ from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from memory.spaces.handle import USER_BOUND, Visibility
+from workspaces.constraints import choices_check, minimum_check
 from workspaces.crypto import WrappedKeyField
 from workspaces.models import Team, User, Workspace
 
@@ -46,20 +47,18 @@ class MemoryPolicy(models.Model):
     class Meta:
         verbose_name_plural = "memory policies"
         constraints = [
-            models.CheckConstraint(
-                condition=Q(mode__in=MemoryMode.values),
-                name="memory_memorypolicy_mode_valid",
-                violation_error_code="MODE_INVALID",
+            choices_check("mode", MemoryMode, "memory_memorypolicy_mode_valid", "MODE_INVALID"),
+            minimum_check(
+                "policy_revision",
+                0,
+                "memory_memorypolicy_revision_non_negative",
+                "REVISION_INVALID",
             ),
-            models.CheckConstraint(
-                condition=Q(policy_revision__gte=0),
-                name="memory_memorypolicy_revision_non_negative",
-                violation_error_code="REVISION_INVALID",
-            ),
-            models.CheckConstraint(
-                condition=Q(clear_generation__gte=0),
-                name="memory_memorypolicy_generation_non_negative",
-                violation_error_code="GENERATION_INVALID",
+            minimum_check(
+                "clear_generation",
+                0,
+                "memory_memorypolicy_generation_non_negative",
+                "GENERATION_INVALID",
             ),
         ]
 
@@ -112,15 +111,11 @@ class Proposal(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(
-                condition=Q(status__in=ProposalStatus.values),
-                name="memory_proposal_status_valid",
-                violation_error_code="STATUS_INVALID",
+            choices_check(
+                "status", ProposalStatus, "memory_proposal_status_valid", "STATUS_INVALID"
             ),
-            models.CheckConstraint(
-                condition=Q(reason__in=ProposalReason.values),
-                name="memory_proposal_reason_valid",
-                violation_error_code="REASON_INVALID",
+            choices_check(
+                "reason", ProposalReason, "memory_proposal_reason_valid", "REASON_INVALID"
             ),
             models.CheckConstraint(
                 condition=Q(status=ProposalStatus.OPEN, resolved_at__isnull=True)

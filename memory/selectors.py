@@ -10,7 +10,7 @@ from django.conf import settings
 
 from memory.edits import MemoryChange, parse_changes
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
-from workspaces.crypto import record_open
+from workspaces.crypto import RecordAddress, record_open
 from workspaces.errors import DocumentUnreadable, NotFound
 from workspaces.models import FileVersion, Workspace
 from workspaces.selectors import (
@@ -87,9 +87,7 @@ def memory_proposal_changes(
     raw = record_open(
         data_key=data_key,
         ciphertext=bytes(proposal.changes_ciphertext),
-        kind="proposal",
-        workspace_id=workspace.pk,
-        record_id=proposal.pk,
+        record=RecordAddress("proposal", workspace.pk, proposal.pk),
     )
     return parse_changes(json.loads(raw))
 

@@ -26,7 +26,7 @@ from memory.selectors import (
     memory_proposal_get,
     memory_version_get,
 )
-from workspaces.crypto import record_seal
+from workspaces.crypto import RecordAddress, record_seal
 from workspaces.errors import VersionConflict
 from workspaces.models import AuditEvent, FileVersion, User, Workspace
 from workspaces.selectors import file_version_plaintext
@@ -203,9 +203,7 @@ def memory_proposal_create(
         changes_ciphertext=record_seal(
             data_key=data_key,
             plaintext=payload,
-            kind="proposal",
-            workspace_id=workspace.pk,
-            record_id=proposal_id,
+            record=RecordAddress("proposal", workspace.pk, proposal_id),
         ),
         base_version=base_version,
         clear_generation=clear_generation,

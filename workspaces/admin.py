@@ -8,6 +8,7 @@ loaded. Rows that record history are view-only; state changes go through the ser
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from django import forms
@@ -22,22 +23,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from workspaces import models
 from workspaces.errors import DomainError
-from workspaces.models import (
-    ApiToken,
-    AuditEvent,
-    File,
-    FileVersion,
-    KeySession,
-    KeySessionRevocation,
-    Org,
-    Team,
-    TeamMembership,
-    User,
-    Workspace,
-    WorkspaceKey,
-    WorkspaceMembership,
-)
 from workspaces.services import (
     api_token_revoke,
     key_session_revoke,
@@ -64,10 +51,52 @@ def changelist_link(model_label: str, text: object, **filters: object) -> str:
     return format_html('<a href="{}?{}">{}</a>', url, query, text)
 
 
-def acting_user(request: HttpRequest) -> User:
+def workspace_column(via: str) -> Callable[[Any, Any], str]:
+    """An admin column (assign it as `workspace`) linking the workspace of a row that has
+    none of its own but reaches one through its `via` relation (a turn, its admission)."""
+
+    @admin.display(description="Workspace", ordering=f"{via}__workspace__name")
+    def workspace(model_admin: Any, row: Any) -> str:
+        workspace = getattr(row, via).workspace
+        return change_link("workspaces.workspace", workspace.pk, workspace)
+
+    return workspace
+
+
+def id_link_column(description: str, model_label: str, id_path: str) -> Callable[[Any, Any], str]:
+    """An admin column linking the `model_label` row whose id the row holds at `id_path`
+    (attribute names joined by "__", as in "admission__conversation_id"), shown by its id."""
+
+    @admin.display(description=description)
+    def link(model_admin: Any, row: Any) -> str:
+        row_id = row
+        for name in id_path.split("__"):
+            row_id = getattr(row_id, name)
+        return change_link(model_label, row_id, row_id)
+
+    return link
+
+
+def one_to_one_link_column(
+    description: str, relation: str, *, missing: str, text: Callable[[Any], object] = str
+) -> Callable[[Any, Any], str]:
+    """An admin column linking the row on the other side of the reverse one-to-one
+    `relation`, shown as `text(row)`, or saying `missing` where there is none."""
+
+    @admin.display(description=description)
+    def link(model_admin: Any, row: Any) -> str:
+        related = getattr(row, relation, None)
+        if related is None:
+            return missing
+        return change_link(related._meta.label, related.pk, text(related))
+
+    return link
+
+
+def acting_user(request: HttpRequest) -> models.User:
     """The staff member behind an admin request, to name as the actor of a service call."""
     user = request.user
-    if not isinstance(user, User):  # the admin site serves only authenticated staff
+    if not isinstance(user, models.User):  # the admin site serves only authenticated staff
         raise PermissionDenied
     return user
 
@@ -94,7 +123,7 @@ class NoHardDeleteMixin:
         return False
 
 
-@admin.register(User)
+@admin.register(models.User)
 class WorkspaceUserAdmin(NoHardDeleteMixin, UserAdmin):
     list_display = ("username", "email", "is_active", "is_staff")
     list_filter = ("is_active", "is_staff")
@@ -110,7 +139,7 @@ class OrgQuotaForm(forms.Form):
     )
 
 
-@admin.register(Org)
+@admin.register(models.Org)
 class OrgAdmin(admin.ModelAdmin):
     list_display = ("name", "status", "deletion_due_at", "memory_quota_bytes", "created_at")
     list_select_related = ()
@@ -135,7 +164,9 @@ class OrgAdmin(admin.ModelAdmin):
     def has_schedule_deletion_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("workspaces.delete_org")
 
-    def save_model(self, request: HttpRequest, obj: Org, form: ModelForm, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: models.Org, form: ModelForm, change: bool
+    ) -> None:
         # Write only what the form changed, so an edit never writes back a status,
         # deadline or quota that a service changed while the form was open.
         if change:
@@ -144,7 +175,7 @@ class OrgAdmin(admin.ModelAdmin):
             obj.save()
 
     @admin.display(description="Audit trail")
-    def audit_trail(self, org: Org) -> str:
+    def audit_trail(self, org: models.Org) -> str:
         if org.pk is None:
             return "-"
         return changelist_link("workspaces.auditevent", "Audit events of this org", org_id=org.pk)
@@ -152,7 +183,7 @@ class OrgAdmin(admin.ModelAdmin):
     @admin.action(
         description="Schedule deletion of the selected orgs", permissions=["schedule_deletion"]
     )
-    def schedule_deletion(self, request: HttpRequest, queryset: QuerySet[Org]) -> None:
+    def schedule_deletion(self, request: HttpRequest, queryset: QuerySet[models.Org]) -> None:
         actor = acting_user(request)
         for org in queryset.order_by("pk"):
             try:
@@ -164,7 +195,7 @@ class OrgAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{org}: to be purged after {due:%Y-%m-%d %H:%M %Z}.")
 
     @admin.action(description="Restore the selected orgs", permissions=["change"])
-    def restore(self, request: HttpRequest, queryset: QuerySet[Org]) -> None:
+    def restore(self, request: HttpRequest, queryset: QuerySet[models.Org]) -> None:
         actor = acting_user(request)
         for org in queryset.order_by("pk"):
             try:
@@ -176,7 +207,7 @@ class OrgAdmin(admin.ModelAdmin):
 
     @admin.action(description="Set the memory quota of the selected orgs", permissions=["change"])
     def set_memory_quota(
-        self, request: HttpRequest, queryset: QuerySet[Org]
+        self, request: HttpRequest, queryset: QuerySet[models.Org]
     ) -> TemplateResponse | None:
         form = OrgQuotaForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
@@ -199,7 +230,7 @@ class OrgAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/workspaces/org/set_memory_quota.html", context)
 
 
-@admin.register(Team)
+@admin.register(models.Team)
 class TeamAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     list_display = ("name", "org", "created_at")
     list_select_related = ("org",)
@@ -207,16 +238,30 @@ class TeamAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     raw_id_fields = ("org",)
 
 
-@admin.register(TeamMembership)
-class TeamMembershipAdmin(admin.ModelAdmin):
-    list_display = ("user", "team", "role", "created_at")
-    list_select_related = ("user", "team")
+class MembershipAdmin(admin.ModelAdmin):
+    """A user's role in a team or a workspace: one page shape for both, named by `scope`
+    (the field that holds the team or the workspace)."""
+
+    scope: ClassVar[str]
     list_filter = ("role",)
-    search_fields = ("user__username", "team__name")
+
+    def get_list_display(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("user", self.scope, "role", "created_at")
+
+    def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("user__username", f"{self.scope}__name")
+
+    def get_list_select_related(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("user", self.scope)
+
+
+@admin.register(models.TeamMembership)
+class TeamMembershipAdmin(MembershipAdmin):
+    scope = "team"
     raw_id_fields = ("user", "team")
 
 
-@admin.register(Workspace)
+@admin.register(models.Workspace)
 class WorkspaceAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     list_display = ("name", "team", "ai_enabled", "ai_consent_revision", "created_at")
     list_select_related = ("team",)
@@ -227,16 +272,13 @@ class WorkspaceAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     readonly_fields = ("ai_enabled", "ai_consent_revision", "created_at")
 
 
-@admin.register(WorkspaceMembership)
-class WorkspaceMembershipAdmin(admin.ModelAdmin):
-    list_display = ("user", "workspace", "role", "created_at")
-    list_select_related = ("user", "workspace")
-    list_filter = ("role",)
-    search_fields = ("user__username", "workspace__name")
+@admin.register(models.WorkspaceMembership)
+class WorkspaceMembershipAdmin(MembershipAdmin):
+    scope = "workspace"
     raw_id_fields = ("user", "workspace")
 
 
-@admin.register(ApiToken)
+@admin.register(models.ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     list_display = ("name", "user", "team", "created_at", "expires_at", "revoked_at")
     list_select_related = ("user", "team")
@@ -251,13 +293,13 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return False
 
     @admin.action(description="Revoke the selected tokens")
-    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+    def revoke(self, request: HttpRequest, queryset: QuerySet[models.ApiToken]) -> None:
         actor = acting_user(request)
         for token in queryset:
             api_token_revoke(token=token, actor=actor)
 
 
-@admin.register(WorkspaceKey)
+@admin.register(models.WorkspaceKey)
 class WorkspaceKeyAdmin(ViewOnlyAdmin):
     # Never `wrapped_key`: reading it unwraps the data key.
     fields = ("workspace", "wrapping_key_id", "created_at", "rewrapped_at")
@@ -266,11 +308,11 @@ class WorkspaceKeyAdmin(ViewOnlyAdmin):
     list_filter = ("wrapping_key_id", "rewrapped_at")
     search_fields = ("workspace__name", "workspace__id__exact", "=wrapping_key_id")
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[WorkspaceKey]:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[models.WorkspaceKey]:
         return super().get_queryset(request).defer("wrapped_key")
 
 
-@admin.register(File)
+@admin.register(models.File)
 class FileAdmin(ViewOnlyAdmin):
     fields = (
         "workspace",
@@ -288,36 +330,25 @@ class FileAdmin(ViewOnlyAdmin):
     search_fields = ("path", "workspace__name", "workspace__id__exact")
 
     @admin.display(description="Revisions")
-    def revisions(self, file: File) -> str:
+    def revisions(self, file: models.File) -> str:
         return changelist_link("workspaces.fileversion", "All revisions", file__id__exact=file.pk)
 
 
-@admin.register(FileVersion)
+# What a revision's page and its row in the list both show.
+_REVISION_COLUMNS = ("workspace", "version", "change_kind", "author_kind", "author", "size_bytes")
+
+
+@admin.register(models.FileVersion)
 class FileVersionAdmin(ViewOnlyAdmin):
     # Never `ciphertext`. Its digest is shown: a hash of ciphertext reveals no text.
     fields: ClassVar[tuple[str, ...]] = (
         "file_link",
-        "workspace",
-        "version",
-        "change_kind",
-        "author_kind",
-        "author",
-        "size_bytes",
+        *_REVISION_COLUMNS,
         "ciphertext_sha256",
         "created_at",
     )
     readonly_fields: ClassVar[tuple[str, ...]] = ("file_link", "workspace")
-    list_display = (
-        "id",
-        "path",
-        "workspace",
-        "version",
-        "change_kind",
-        "author_kind",
-        "author",
-        "size_bytes",
-        "created_at",
-    )
+    list_display = ("id", "path", *_REVISION_COLUMNS, "created_at")
     list_select_related = ("file__workspace", "author")
     list_filter = ("change_kind", "author_kind", "created_at")
     search_fields: ClassVar[tuple[str, ...]] = (
@@ -326,25 +357,21 @@ class FileVersionAdmin(ViewOnlyAdmin):
         "file__workspace__id__exact",
     )
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[FileVersion]:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[models.FileVersion]:
         return super().get_queryset(request).defer("ciphertext")
 
     @admin.display(description="Path", ordering="file__path")
-    def path(self, revision: FileVersion) -> str:
+    def path(self, revision: models.FileVersion) -> str:
         return revision.file.path
 
-    @admin.display(description="Workspace", ordering="file__workspace__name")
-    def workspace(self, revision: FileVersion) -> str:
-        return change_link(
-            "workspaces.workspace", revision.file.workspace_id, revision.file.workspace
-        )
+    workspace = workspace_column("file")
 
     @admin.display(description="File")
-    def file_link(self, revision: FileVersion) -> str:
+    def file_link(self, revision: models.FileVersion) -> str:
         return change_link("workspaces.file", revision.file_id, revision.file.path)
 
 
-@admin.register(KeySession)
+@admin.register(models.KeySession)
 class KeySessionAdmin(ViewOnlyAdmin):
     fields = ("id", "workspace", "user", "created_at", "revoked_at", "revocation_link")
     readonly_fields = ("revocation_link",)
@@ -357,22 +384,17 @@ class KeySessionAdmin(ViewOnlyAdmin):
     def has_revoke_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("workspaces.change_keysession")
 
-    @admin.display(description="Revocation")
-    def revocation_link(self, session: KeySession) -> str:
-        revocation: KeySessionRevocation | None = getattr(session, "revocation", None)
-        if revocation is None:
-            return "Not revoked"
-        return change_link("workspaces.keysessionrevocation", revocation.pk, revocation)
+    revocation_link = one_to_one_link_column("Revocation", "revocation", missing="Not revoked")
 
     @admin.action(description="Revoke the selected key sessions", permissions=["revoke"])
-    def revoke(self, request: HttpRequest, queryset: QuerySet[KeySession]) -> None:
+    def revoke(self, request: HttpRequest, queryset: QuerySet[models.KeySession]) -> None:
         actor = acting_user(request)
         for session in queryset.order_by("pk"):
             key_session_revoke(session=session, revoked_by=actor)
         self.message_user(request, f"Revoked {queryset.count()} key session(s).")
 
 
-@admin.register(KeySessionRevocation)
+@admin.register(models.KeySessionRevocation)
 class KeySessionRevocationAdmin(ViewOnlyAdmin):
     fields = ("key_session", "workspace", "revoked_by", "revoked_at")
     readonly_fields = ("workspace",)
@@ -386,13 +408,10 @@ class KeySessionRevocationAdmin(ViewOnlyAdmin):
         "revoked_by__username",
     )
 
-    @admin.display(description="Workspace", ordering="key_session__workspace__name")
-    def workspace(self, revocation: KeySessionRevocation) -> str:
-        workspace = revocation.key_session.workspace
-        return change_link("workspaces.workspace", workspace.pk, workspace)
+    workspace = workspace_column("key_session")
 
 
-@admin.register(AuditEvent)
+@admin.register(models.AuditEvent)
 class AuditEventAdmin(ViewOnlyAdmin):
     fields = (
         "occurred_at",
@@ -424,16 +443,12 @@ class AuditEventAdmin(ViewOnlyAdmin):
     # Targets that have an admin page, by the target_type the services record.
     TARGET_MODELS = {"key_session": "workspaces.keysession"}
 
-    @admin.display(description="Org")
-    def org_link(self, event: AuditEvent) -> str:
-        return change_link("workspaces.org", event.org_id, event.org_id)
+    org_link = id_link_column("Org", "workspaces.org", "org_id")
 
-    @admin.display(description="Workspace")
-    def workspace_link(self, event: AuditEvent) -> str:
-        return change_link("workspaces.workspace", event.workspace_id, event.workspace_id)
+    workspace_link = id_link_column("Workspace", "workspaces.workspace", "workspace_id")
 
     @admin.display(description="Target")
-    def target_link(self, event: AuditEvent) -> str:
+    def target_link(self, event: models.AuditEvent) -> str:
         model_label = self.TARGET_MODELS.get(event.target_type)
         if model_label is None or not event.target_id:
             return event.target_id or "-"

@@ -22,7 +22,7 @@ from workspaces.errors import NoActiveTeam, TokenScopeRefused
 from workspaces.models import ApiToken, Team, TeamMembership, User
 from workspaces.ratelimit import client_address, window_count, window_hit
 from workspaces.selectors import org_require_active
-from workspaces.tokens import PAT_PREFIX, JwtClaims, jwt_decode, pat_digest
+from workspaces.tokens import PAT_PREFIX, JwtClaims, bearer_secret_digest, jwt_decode
 
 ACTIVE_TEAM_SESSION_KEY = "active_team_id"
 
@@ -93,7 +93,7 @@ class BearerAuthentication(BaseAuthentication):
                     TeamMembership.objects.filter(team=OuterRef("team"), user=OuterRef("user"))
                 )
             )
-            .filter(token_hash=pat_digest(raw))
+            .filter(token_hash=bearer_secret_digest(raw))
             .first()
         )
         if token is None:

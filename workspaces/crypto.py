@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -49,9 +50,18 @@ def revision_associated_data(*, workspace_id: int, file_id: int, version: int) -
     return f"workspace-memory/v1/{workspace_id}/{file_id}/{version}".encode()
 
 
-def record_associated_data(*, kind: str, workspace_id: int, record_id: object) -> bytes:
-    """Associated data for a sealed record other than a file revision (e.g. a proposal)."""
-    return f"workspace-memory/v1/{kind}/{workspace_id}/{record_id}".encode()
+@dataclass(frozen=True)
+class RecordAddress:
+    """A sealed record other than a file revision (a proposal's changes, a message): its
+    kind, workspace and id, which its seal is bound to."""
+
+    kind: str
+    workspace_id: int
+    record_id: object
+
+    @property
+    def associated_data(self) -> bytes:
+        return f"workspace-memory/v1/{self.kind}/{self.workspace_id}/{self.record_id}".encode()
 
 
 def seal(*, data_key: bytes, plaintext: bytes, associated_data: bytes) -> bytes:
@@ -67,26 +77,15 @@ def unseal(*, data_key: bytes, ciphertext: bytes, associated_data: bytes) -> byt
         raise CiphertextRejected() from None
 
 
-def record_seal(
-    *, data_key: bytes, plaintext: bytes, kind: str, workspace_id: int, record_id: object
-) -> bytes:
-    """Seal a record other than a file revision (a proposal's changes, a message), bound to
-    its kind, workspace and id."""
-    associated_data = record_associated_data(
-        kind=kind, workspace_id=workspace_id, record_id=record_id
-    )
-    return seal(data_key=data_key, plaintext=plaintext, associated_data=associated_data)
+def record_seal(*, data_key: bytes, plaintext: bytes, record: RecordAddress) -> bytes:
+    """Seal the record at `record`, bound to its address."""
+    return seal(data_key=data_key, plaintext=plaintext, associated_data=record.associated_data)
 
 
-def record_open(
-    *, data_key: bytes | None, ciphertext: bytes, kind: str, workspace_id: int, record_id: object
-) -> bytes:
+def record_open(*, data_key: bytes | None, ciphertext: bytes, record: RecordAddress) -> bytes:
     """Open what `record_seal` sealed, whole, or refuse it as `_open` does, naming the
     record (`{kind: id}`)."""
-    associated_data = record_associated_data(
-        kind=kind, workspace_id=workspace_id, record_id=record_id
-    )
-    return _open(data_key, ciphertext, associated_data, {kind: str(record_id)})
+    return _open(data_key, ciphertext, record.associated_data, {record.kind: str(record.record_id)})
 
 
 def revision_open(

@@ -7,10 +7,9 @@ import uuid
 from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.db.models import Q
-from django.db.models.functions import Length
-from django.db.models.lookups import Exact
 from django.utils import timezone
 
+from workspaces.constraints import choices_check, length_check, minimum_check
 from workspaces.crypto import WrappedKeyField
 
 
@@ -51,11 +50,7 @@ class Org(models.Model):
                 name="workspaces_org_name_unique",
                 violation_error_code="NAME_TAKEN",
             ),
-            models.CheckConstraint(
-                condition=Q(status__in=OrgStatus.values),
-                name="workspaces_org_status_valid",
-                violation_error_code="ORG_STATUS_INVALID",
-            ),
+            choices_check("status", OrgStatus, "workspaces_org_status_valid", "ORG_STATUS_INVALID"),
             models.CheckConstraint(
                 condition=(
                     Q(
@@ -74,10 +69,8 @@ class Org(models.Model):
                 name="workspaces_org_purge_claim_iff_purging",
                 violation_error_code="ORG_STATUS_INVALID",
             ),
-            models.CheckConstraint(
-                condition=Q(memory_quota_bytes__gte=0),
-                name="workspaces_org_memory_quota_non_negative",
-                violation_error_code="QUOTA_INVALID",
+            minimum_check(
+                "memory_quota_bytes", 0, "workspaces_org_memory_quota_non_negative", "QUOTA_INVALID"
             ),
         ]
 
@@ -123,10 +116,8 @@ class TeamStorageUsage(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(
-                condition=Q(used_bytes__gte=0),
-                name="workspaces_teamstorageusage_used_non_negative",
-                violation_error_code="USAGE_INVALID",
+            minimum_check(
+                "used_bytes", 0, "workspaces_teamstorageusage_used_non_negative", "USAGE_INVALID"
             ),
         ]
 
@@ -156,11 +147,7 @@ class TeamMembership(models.Model):
                 name="workspaces_teammembership_unique",
                 violation_error_code="ALREADY_MEMBER",
             ),
-            models.CheckConstraint(
-                condition=Q(role__in=TeamRole.values),
-                name="workspaces_teammembership_role_valid",
-                violation_error_code="ROLE_INVALID",
-            ),
+            choices_check("role", TeamRole, "workspaces_teammembership_role_valid", "ROLE_INVALID"),
         ]
 
     def __str__(self) -> str:
@@ -183,10 +170,11 @@ class Workspace(models.Model):
                 name="workspaces_workspace_name_unique_in_team",
                 violation_error_code="NAME_TAKEN",
             ),
-            models.CheckConstraint(
-                condition=Q(ai_consent_revision__gte=0),
-                name="workspaces_workspace_consent_revision_non_negative",
-                violation_error_code="REVISION_INVALID",
+            minimum_check(
+                "ai_consent_revision",
+                0,
+                "workspaces_workspace_consent_revision_non_negative",
+                "REVISION_INVALID",
             ),
         ]
 
@@ -216,10 +204,8 @@ class WorkspaceMembership(models.Model):
                 name="workspaces_workspacemembership_unique",
                 violation_error_code="ALREADY_MEMBER",
             ),
-            models.CheckConstraint(
-                condition=Q(role__in=WorkspaceRole.values),
-                name="workspaces_workspacemembership_role_valid",
-                violation_error_code="ROLE_INVALID",
+            choices_check(
+                "role", WorkspaceRole, "workspaces_workspacemembership_role_valid", "ROLE_INVALID"
             ),
         ]
 
@@ -269,15 +255,11 @@ class ApiToken(models.Model):
                 name="workspaces_apitoken_expires_after_created",
                 violation_error_code="TOKEN_EXPIRY_INVALID",
             ),
-            models.CheckConstraint(
-                condition=Exact(Length("token_hash"), 64),
-                name="workspaces_apitoken_hash_is_sha256",
-                violation_error_code="TOKEN_HASH_INVALID",
+            length_check(
+                "token_hash", 64, "workspaces_apitoken_hash_is_sha256", "TOKEN_HASH_INVALID"
             ),
-            models.CheckConstraint(
-                condition=Q(scope__in=TokenScope.values),
-                name="workspaces_apitoken_scope_valid",
-                violation_error_code="TOKEN_SCOPE_INVALID",
+            choices_check(
+                "scope", TokenScope, "workspaces_apitoken_scope_valid", "TOKEN_SCOPE_INVALID"
             ),
         ]
 
@@ -304,10 +286,11 @@ class WorkspaceKey(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(
-                condition=Exact(Length("wrapping_key_id"), 16),
-                name="workspaces_workspacekey_wrapping_key_id_valid",
-                violation_error_code="KEY_ID_INVALID",
+            length_check(
+                "wrapping_key_id",
+                16,
+                "workspaces_workspacekey_wrapping_key_id_valid",
+                "KEY_ID_INVALID",
             ),
         ]
 
@@ -336,10 +319,8 @@ class File(models.Model):
                 name="workspaces_file_path_unique_in_workspace",
                 violation_error_code="DOCUMENT_EXISTS",
             ),
-            models.CheckConstraint(
-                condition=Q(current_version__gte=1),
-                name="workspaces_file_current_version_positive",
-                violation_error_code="VERSION_INVALID",
+            minimum_check(
+                "current_version", 1, "workspaces_file_current_version_positive", "VERSION_INVALID"
             ),
         ]
 
@@ -389,30 +370,26 @@ class FileVersion(models.Model):
                 name="workspaces_fileversion_unique",
                 violation_error_code="VERSION_CONFLICT",
             ),
-            models.CheckConstraint(
-                condition=Q(version__gte=1),
-                name="workspaces_fileversion_version_positive",
-                violation_error_code="VERSION_INVALID",
+            minimum_check(
+                "version", 1, "workspaces_fileversion_version_positive", "VERSION_INVALID"
             ),
-            models.CheckConstraint(
-                condition=Q(size_bytes__gte=0),
-                name="workspaces_fileversion_size_non_negative",
-                violation_error_code="SIZE_INVALID",
+            minimum_check(
+                "size_bytes", 0, "workspaces_fileversion_size_non_negative", "SIZE_INVALID"
             ),
-            models.CheckConstraint(
-                condition=Exact(Length("ciphertext_sha256"), 64),
-                name="workspaces_fileversion_digest_is_sha256",
-                violation_error_code="DIGEST_INVALID",
+            length_check(
+                "ciphertext_sha256", 64, "workspaces_fileversion_digest_is_sha256", "DIGEST_INVALID"
             ),
-            models.CheckConstraint(
-                condition=Q(author_kind__in=AuthorKind.values),
-                name="workspaces_fileversion_author_kind_valid",
-                violation_error_code="AUTHOR_KIND_INVALID",
+            choices_check(
+                "author_kind",
+                AuthorKind,
+                "workspaces_fileversion_author_kind_valid",
+                "AUTHOR_KIND_INVALID",
             ),
-            models.CheckConstraint(
-                condition=Q(change_kind__in=ChangeKind.values),
-                name="workspaces_fileversion_change_kind_valid",
-                violation_error_code="CHANGE_KIND_INVALID",
+            choices_check(
+                "change_kind",
+                ChangeKind,
+                "workspaces_fileversion_change_kind_valid",
+                "CHANGE_KIND_INVALID",
             ),
         ]
 
@@ -507,10 +484,8 @@ class AuditEvent(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(
-                condition=Q(action__in=AuditAction.values),
-                name="workspaces_auditevent_action_valid",
-                violation_error_code="ACTION_INVALID",
+            choices_check(
+                "action", AuditAction, "workspaces_auditevent_action_valid", "ACTION_INVALID"
             ),
         ]
         indexes = [

@@ -155,9 +155,7 @@ def api_token_revoke(*, token: ApiToken, actor: User) -> ApiToken:
             audit_record(
                 actor=actor,
                 action=AuditEvent.Action.TOKEN_REVOKED,
-                org_id=Team.objects.filter(pk=token.team_id)
-                .values_list("org_id", flat=True)
-                .first(),
+                org_id=_audit_org_id(pk=token.team_id),
                 target_type="api_token",
                 target_id=token.pk,
                 detail={"ownerId": token.user_id, "teamId": token.team_id},
@@ -236,6 +234,12 @@ def audit_record(
         target_id=str(target_id),
         detail=detail or {},
     )
+
+
+def _audit_org_id(**team_lookup: object) -> int | None:
+    """The org an audit event names, for an action on a row that holds only its team's or
+    its workspace's id: the org of the team `team_lookup` finds (one query)."""
+    return Team.objects.filter(**team_lookup).values_list("org_id", flat=True).first()
 
 
 def sign_in_audit(
@@ -675,9 +679,7 @@ def key_session_revoke(*, session: KeySession, revoked_by: User) -> KeySession:
             audit_record(
                 actor=revoked_by,
                 action=AuditEvent.Action.KEY_SESSION_REVOKED,
-                org_id=Workspace.objects.filter(pk=session.workspace_id)
-                .values_list("team__org_id", flat=True)
-                .first(),
+                org_id=_audit_org_id(workspaces=session.workspace_id),
                 workspace_id=session.workspace_id,
                 target_type="key_session",
                 target_id=session.pk,
@@ -698,17 +700,9 @@ def file_delete(*, workspace: Workspace, path: str, base_version: int) -> File:
     deleted, missing, or at another version is a VersionConflict and nothing changes.
     Its bytes no longer count towards the team's storage usage.
     """
-    now = timezone.now()
-    with transaction.atomic():
-        updated = File.objects.filter(
-            workspace=workspace, path=path, current_version=base_version, deleted_at__isnull=True
-        ).update(deleted_at=now, updated_at=now)
-        if updated != 1:
-            raise _state_conflict(workspace=workspace, path=path)
-        team_storage_charge(
-            workspace=workspace, delta=-_revision_bytes(workspace, path, base_version)
-        )
-    return File.objects.get(workspace=workspace, path=path)
+    return _file_deleted_set(
+        workspace=workspace, path=path, base_version=base_version, is_deleted=True
+    )
 
 
 def file_restore(*, workspace: Workspace, path: str, base_version: int) -> File:
@@ -719,16 +713,27 @@ def file_restore(*, workspace: Workspace, path: str, base_version: int) -> File:
     bytes count towards the team's storage usage again, so a restore past the org's quota
     is TenantQuotaExceeded.
     """
+    return _file_deleted_set(
+        workspace=workspace, path=path, base_version=base_version, is_deleted=False
+    )
+
+
+def _file_deleted_set(
+    *, workspace: Workspace, path: str, base_version: int, is_deleted: bool
+) -> File:
+    """Turn the file at `base_version` into a tombstone (`is_deleted`) or back, with one
+    conditional UPDATE that also requires the other state, and move its bytes out of or
+    into the team's storage usage in the same transaction."""
     now = timezone.now()
     with transaction.atomic():
-        updated = File.objects.filter(
-            workspace=workspace, path=path, current_version=base_version, deleted_at__isnull=False
-        ).update(deleted_at=None, updated_at=now)
+        at_base = File.objects.filter(workspace=workspace, path=path, current_version=base_version)
+        updated = at_base.filter(deleted_at__isnull=is_deleted).update(
+            deleted_at=now if is_deleted else None, updated_at=now
+        )
         if updated != 1:
             raise _state_conflict(workspace=workspace, path=path)
-        team_storage_charge(
-            workspace=workspace, delta=_revision_bytes(workspace, path, base_version)
-        )
+        size = _revision_bytes(workspace, path, base_version)
+        team_storage_charge(workspace=workspace, delta=-size if is_deleted else size)
     return File.objects.get(workspace=workspace, path=path)
 
 

@@ -14,16 +14,22 @@ PAT_PREFIX = "iap_"
 JWT_ALGORITHM = "HS256"
 
 
+def bearer_secret_generate(prefix: str) -> tuple[str, str]:
+    """Return a new bearer secret (`prefix` and 256 random bits) and the digest stored in
+    its place: a personal access token, a delivery credential."""
+    raw = prefix + secrets.token_urlsafe(32)
+    return raw, bearer_secret_digest(raw)
+
+
+def bearer_secret_digest(raw: str) -> str:
+    # A secret of 256 random bits needs only a fast hash: there is nothing to brute-force
+    # that a slow password hash would protect.
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
 def pat_generate() -> tuple[str, str]:
     """Return a new personal access token and the digest stored in its place."""
-    raw = PAT_PREFIX + secrets.token_urlsafe(32)
-    return raw, pat_digest(raw)
-
-
-def pat_digest(raw: str) -> str:
-    # A PAT carries 256 random bits, so a fast hash is enough: there is nothing to
-    # brute-force that a slow password hash would protect.
-    return hashlib.sha256(raw.encode()).hexdigest()
+    return bearer_secret_generate(PAT_PREFIX)
 
 
 @dataclass(frozen=True)

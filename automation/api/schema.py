@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from workspaces.api.schema import CredentialScheme
 
 
-class DeliveryScheme(OpenApiAuthenticationExtension):
+class DeliveryScheme(CredentialScheme):
     target_class = "automation.authentication.DeliveryCredentialAuthentication"
     name = "delivery"
-
-    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
-        return {
-            "type": "apiKey",
-            "in": "header",
-            "name": "Authorization",
-            "description": "`Delivery dlv_...`: the credential of one admitted assistant turn.",
-        }
+    definition = {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": "`Delivery dlv_...`: the credential of one admitted assistant turn.",
+    }

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from automation import capture, selectors, services
 from automation.authentication import DeliveryCredentialAuthentication, DeliveryGrant
 from automation.errors import IdempotencyKeyRequired
-from automation.models import Admission
+from automation.models import Admission, Conversation
 from memory.edits import parse_changes
 from workspaces.api.access import caller_membership
 from workspaces.api.headers import whole_number
@@ -26,6 +26,14 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 KEY_SESSION_HEADER = OpenApiParameter(
     "X-Key-Session", uuid.UUID, OpenApiParameter.HEADER, description="An open key session."
 )
+
+
+def _own_conversation(request: Request, conversation_id: uuid.UUID) -> Conversation:
+    """The caller's own conversation (`conversation_get_for_owner`): NotFound otherwise."""
+    credential = request_credential(request)
+    return selectors.conversation_get_for_owner(
+        user=credential.user, team=credential.team, conversation_id=conversation_id
+    )
 
 
 def _key_session_from(request: Request) -> uuid.UUID | None:
@@ -133,9 +141,7 @@ class MessageSendApi(APIView):
     )
     def post(self, request: Request, conversation_id: uuid.UUID) -> Response:
         credential = request_credential(request)
-        conversation = selectors.conversation_get_for_owner(
-            user=credential.user, team=credential.team, conversation_id=conversation_id
-        )
+        conversation = _own_conversation(request, conversation_id)
         idempotency_key = _idempotency_key_from(request)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -163,10 +169,7 @@ class MessageSendApi(APIView):
 
     @extend_schema(responses=TranscriptSerializer(many=True))
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
-        credential = request_credential(request)
-        conversation = selectors.conversation_get_for_owner(
-            user=credential.user, team=credential.team, conversation_id=conversation_id
-        )
+        conversation = _own_conversation(request, conversation_id)
         entries = selectors.transcript_for_conversation(conversation=conversation)
         return Response(self.TranscriptSerializer(entries, many=True).data)
 
@@ -191,10 +194,7 @@ class MemoryReceiptsApi(APIView):
 
     @extend_schema(responses=OutputSerializer(many=True))
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
-        credential = request_credential(request)
-        conversation = selectors.conversation_get_for_owner(
-            user=credential.user, team=credential.team, conversation_id=conversation_id
-        )
+        conversation = _own_conversation(request, conversation_id)
         receipts = selectors.memory_receipts_for_conversation(conversation=conversation)
         return Response(self.OutputSerializer(receipts, many=True).data)
 

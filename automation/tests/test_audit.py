@@ -48,6 +48,6 @@ def test_each_security_relevant_action_is_audited_without_content(assistant):
         "key_session",
         str(assistant.key_session.pk),
     )
-    assert revoked.workspace_id == tenant.workspace.pk
+    assert (revoked.workspace_id, revoked.org_id) == (tenant.workspace.pk, tenant.org.pk)
     everything = json.dumps(list(AuditEvent.objects.values("detail")))
     assert "likes tea" not in everything

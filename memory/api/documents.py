@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
 from memory import documents
 from memory.api import document_common as common
 from workspaces.api.access import caller_membership
 from workspaces.api.headers import base_version_from, flag_from
+from workspaces.models import File
 
 READ_OR_LIST = common.ReadOrList(
     component_name="DocumentReadOrList",
@@ -67,33 +71,29 @@ class DocumentApi(APIView):
         return Response(common.DocumentStateSerializer(file).data)
 
 
-class DocumentMoveApi(APIView):
-    @extend_schema(
-        parameters=[common.BASE_VERSION_HEADER],
-        request=common.DocumentMoveSerializer,
-        responses=common.DocumentStateSerializer,
-    )
-    def post(self, request: Request, workspace_id: int) -> Response:
-        actor = _person(request, workspace_id)
-        base = base_version_from(request)
-        data = common.validated(common.DocumentMoveSerializer(data=request.data))
-        file = documents.document_move(
-            actor=actor, raw_source=data["from"], raw_destination=data["to"], base_version=base
-        )
-        return Response(common.DocumentStateSerializer(file).data)
+# A move or a restore: membership, X-Base-Version, then the body (the schema reads it too).
+@extend_schema(parameters=[common.BASE_VERSION_HEADER], responses=common.DocumentStateSerializer)
+class _DocumentStateChangeApi(APIView):
+    serializer_class: type[Serializer]
+    service: Callable[..., File]
+    path_arguments: dict[str, str]  # the service's argument -> the body's field
 
-
-class DocumentRestoreApi(APIView):
-    @extend_schema(
-        parameters=[common.BASE_VERSION_HEADER],
-        request=common.DocumentRestoreSerializer,
-        responses=common.DocumentStateSerializer,
-    )
     def post(self, request: Request, workspace_id: int) -> Response:
         actor = _person(request, workspace_id)
         base_version = base_version_from(request)
-        data = common.validated(common.DocumentRestoreSerializer(data=request.data))
-        file = documents.document_restore(
-            actor=actor, raw_path=data["path"], base_version=base_version
-        )
+        data = common.validated(self.serializer_class(data=request.data))
+        paths = {argument: data[field] for argument, field in self.path_arguments.items()}
+        file = self.service(actor=actor, base_version=base_version, **paths)
         return Response(common.DocumentStateSerializer(file).data)
+
+
+class DocumentMoveApi(_DocumentStateChangeApi):
+    serializer_class = common.DocumentMoveSerializer
+    service = staticmethod(documents.document_move)
+    path_arguments = {"raw_source": "from", "raw_destination": "to"}
+
+
+class DocumentRestoreApi(_DocumentStateChangeApi):
+    serializer_class = common.DocumentRestoreSerializer
+    service = staticmethod(documents.document_restore)
+    path_arguments = {"raw_path": "path"}

@@ -340,16 +340,12 @@ class AssistantPanel {
         "success",
       );
     } else if (result.code === "VERSION_CONFLICT") {
-      await frame.showNewer(result);
-      announce(
+      await frame.refusedAsStale(
         this.status,
-        failure(
-          "Not applied",
-          result,
-          ` Memory changed to version ${result.detail.currentVersion}; the newer text is ` +
-            "shown. Press Apply again to apply the suggestion to it.",
-        ),
-        "error",
+        "Not applied",
+        result,
+        ` Memory changed to version ${result.detail.currentVersion}; the newer text is ` +
+          "shown. Press Apply again to apply the suggestion to it.",
       );
     } else {
       await this.refresh();

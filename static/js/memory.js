@@ -15,12 +15,11 @@ class MemoryFrame extends DocumentEditor {
     this.urls = config.urls;
     this.lastSaveAck = 0; // the version this page's own last write was acknowledged at
     this.policy = config.policy;
-    this.part("clear").addEventListener("click", () => this.clear());
-    this.part("clear-retry").addEventListener("click", () => this.clear());
-    this.part("undo").addEventListener("click", () => this.undo());
-    this.part("mode").addEventListener("submit", (event) => {
-      event.preventDefault();
-      this.changeMode();
+    this.wire({
+      clear: () => this.clear(),
+      "clear-retry": () => this.clear(),
+      undo: () => this.undo(),
+      mode: () => this.changeMode(),
     });
   }
 
@@ -101,17 +100,13 @@ class MemoryFrame extends DocumentEditor {
         "success",
       );
     } else if (result.code === "VERSION_CONFLICT") {
-      await this.showNewer(result);
       this.part("clear-retry").hidden = false;
-      announce(
+      await this.refusedAsStale(
         this.status,
-        failure(
-          "Not cleared",
-          result,
-          ` Memory changed to version ${result.detail.currentVersion} first, so nothing was ` +
-            "cleared. The newer text is shown; press Retry Clear to clear it.",
-        ),
-        "error",
+        "Not cleared",
+        result,
+        ` Memory changed to version ${result.detail.currentVersion} first, so nothing was ` +
+          "cleared. The newer text is shown; press Retry Clear to clear it.",
       );
     } else {
       announce(this.status, failure("Not cleared", result, " Nothing changed."), "error");
@@ -143,16 +138,12 @@ class MemoryFrame extends DocumentEditor {
         "success",
       );
     } else if (result.code === "VERSION_CONFLICT") {
-      await this.showNewer(result);
-      announce(
+      await this.refusedAsStale(
         this.status,
-        failure(
-          "Not undone",
-          result,
-          ` Memory changed to version ${result.detail.currentVersion} first, so nothing ` +
-            "changed. The newer text is shown; press Undo again to restore the one before it.",
-        ),
-        "error",
+        "Not undone",
+        result,
+        ` Memory changed to version ${result.detail.currentVersion} first, so nothing ` +
+          "changed. The newer text is shown; press Undo again to restore the one before it.",
       );
     } else {
       announce(this.status, failure("Not undone", result, " Nothing changed."), "error");

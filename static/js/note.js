@@ -20,11 +20,10 @@ class NoteEditor extends DocumentEditor {
     super({ prefix: "note", content: note.content, version: note.version, noun: "note" });
     this.path = note.path;
     this.isDeleted = note.deleted;
-    this.part("delete").addEventListener("click", () => this.remove());
-    this.part("restore").addEventListener("click", () => this.restore());
-    this.part("move").addEventListener("submit", (event) => {
-      event.preventDefault();
-      this.move();
+    this.wire({
+      delete: () => this.remove(),
+      restore: () => this.restore(),
+      move: () => this.move(),
     });
   }
 

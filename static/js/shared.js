@@ -121,10 +121,12 @@ export class DocumentEditor {
     this.hasUnresolvedConflict = false;
     this.textarea.value = content;
     this.textarea.addEventListener("input", () => this.render());
-    this.part("save").addEventListener("click", () => this.save());
-    this.part("discard").addEventListener("click", () => this.discard());
-    this.part("use-theirs").addEventListener("click", () => this.useTheirs());
-    this.part("keep-mine").addEventListener("click", () => this.keepMine());
+    this.wire({
+      save: () => this.save(),
+      discard: () => this.discard(),
+      "use-theirs": () => this.useTheirs(),
+      "keep-mine": () => this.keepMine(),
+    });
     window.addEventListener("beforeunload", (event) => {
       if (this.isDirty) {
         event.preventDefault();
@@ -136,6 +138,22 @@ export class DocumentEditor {
 
   part(name) {
     return byId(`${this.prefix}-${name}`);
+  }
+
+  // Each part named in `actions` runs its action when pressed, or, a form, when submitted
+  // (without leaving the page).
+  wire(actions) {
+    for (const [name, action] of Object.entries(actions)) {
+      const part = this.part(name);
+      if (part instanceof HTMLFormElement) {
+        part.addEventListener("submit", (event) => {
+          event.preventDefault();
+          action();
+        });
+      } else {
+        part.addEventListener("click", action);
+      }
+    }
   }
 
   get isDirty() {
@@ -294,6 +312,13 @@ export class DocumentEditor {
     }
   }
 
+  // A write refused because the document moved first: show the newer text (or the
+  // conflict banner over a draft), then say in `status` what was not done and what next.
+  async refusedAsStale(status, verb, result, suffix) {
+    await this.showNewer(result);
+    announce(status, failure(verb, result, suffix), "error");
+  }
+
   // Resolve an unsaved draft before `purpose`; true to go ahead.
   async resolveDraft(purpose) {
     if (!this.isDirty) return true;
@@ -330,11 +355,11 @@ export class DocumentEditor {
       announce(this.status, failure("Not deleted", result), "error");
       return;
     }
-    await this.showNewer(result);
-    announce(
+    await this.refusedAsStale(
       this.status,
-      failure("Not deleted", result, " It changed first; check the newer text, then retry."),
-      "error",
+      "Not deleted",
+      result,
+      " It changed first; check the newer text, then retry.",
     );
   }
 

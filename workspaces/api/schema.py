@@ -2,31 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
-class BearerScheme(OpenApiAuthenticationExtension):
+class CredentialScheme(OpenApiAuthenticationExtension):
+    """A credential's security scheme, stated as data in `definition`. This base matches no
+    authentication class (it has no `target_class`); each subclass names its own."""
+
+    definition: ClassVar[dict[str, Any]]
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return self.definition
+
+
+class BearerScheme(CredentialScheme):
     target_class = "workspaces.authentication.BearerAuthentication"
     name = "bearer"
-
-    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "A personal access token (iap_...) or a short-lived JWT.",
-        }
+    definition = {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A personal access token (iap_...) or a short-lived JWT.",
+    }
 
 
-class SessionScheme(OpenApiAuthenticationExtension):
+class SessionScheme(CredentialScheme):
     target_class = "workspaces.authentication.TeamSessionAuthentication"
     name = "session"
-
-    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
-        return {
-            "type": "apiKey",
-            "in": "cookie",
-            "name": "sessionid",
-            "description": "The web frame's session; writes also need X-CSRFToken.",
-        }
+    definition = {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": "sessionid",
+        "description": "The web frame's session; writes also need X-CSRFToken.",
+    }

@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import html
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from workspaces.admin import id_link_column, workspace_column
 from workspaces.models import ApiToken, AuditEvent, KeySessionRevocation, Org
 from workspaces.selectors import workspace_data_key
 from workspaces.services import (
@@ -235,3 +237,30 @@ def test_people_teams_and_workspaces_cannot_be_hard_deleted(staff_client, tenant
 
     assert response.status_code == 403
     assert type(target).objects.filter(pk=target.pk).exists()
+
+
+def test_an_id_link_column_links_the_row_its_id_path_reaches_and_shows_the_id():
+    # given: a column reaching an org id through the row's team
+    column = id_link_column("Org", "workspaces.org", "team__org_id")
+
+    # when: it renders a row whose team names org 7, and one whose team names none
+    linked = column(None, SimpleNamespace(team=SimpleNamespace(org_id=7)))
+    missing = column(None, SimpleNamespace(team=SimpleNamespace(org_id=None)))
+
+    # then: a link to org 7's change page, labelled 7; a dash for none
+    assert linked == f'<a href="{reverse("admin:workspaces_org_change", args=[7])}">7</a>'
+    assert missing == "-"
+    assert vars(column)["short_description"] == "Org"
+
+
+def test_a_workspace_column_links_the_workspace_the_row_reaches_and_orders_by_its_name(tenant):
+    # given: a column reaching the workspace through the row's file
+    column = workspace_column("file")
+
+    # when: it renders a row whose file is in the tenant's workspace
+    linked = column(None, SimpleNamespace(file=SimpleNamespace(workspace=tenant.workspace)))
+
+    # then: a link to that workspace, labelled with its name, sorted by the name
+    url = reverse("admin:workspaces_workspace_change", args=[tenant.workspace.pk])
+    assert linked == f'<a href="{url}">{html.escape(tenant.workspace.name)}</a>'
+    assert vars(column)["admin_order_field"] == "file__workspace__name"

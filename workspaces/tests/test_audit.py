@@ -95,6 +95,7 @@ def test_the_admins_revoke_is_audited_as_the_staff_member(admin_client, admin_us
     event = AuditEvent.objects.get(action="token_revoked")
     assert (event.actor_id, event.target_id) == (admin_user.pk, str(token.pk))
     assert event.detail == {"ownerId": tenant.member.pk, "teamId": tenant.team.pk}
+    assert event.org_id == tenant.org.pk
     assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
 
 

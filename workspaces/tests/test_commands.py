@@ -16,7 +16,7 @@ from workspaces.models import (
     WorkspaceMembership,
 )
 from workspaces.services import workspace_key_ensure
-from workspaces.tokens import pat_digest
+from workspaces.tokens import bearer_secret_digest
 
 
 def seed(*args: str) -> dict:
@@ -81,7 +81,7 @@ def test_seed_demo_prints_readable_credentials(db):
     api_token = text.split("token (PAT):")[1].split()[0]
     mcp_token = text.split("MCP token:")[1].split()[0]
     scopes = {
-        token: ApiToken.objects.get(token_hash=pat_digest(token)).scope
+        token: ApiToken.objects.get(token_hash=bearer_secret_digest(token)).scope
         for token in (api_token, mcp_token)
     }
     assert scopes == {api_token: "api", mcp_token: "mcp"}

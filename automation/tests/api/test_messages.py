@@ -4,10 +4,11 @@ import pytest
 from django.core.cache import cache
 
 from automation.models import Admission, Conversation, DeliveryCredential, Turn
-from automation.tokens import delivery_credential_cache_key, delivery_credential_digest
+from automation.tokens import delivery_credential_cache_key
 from memory.services import memory_policy_set
 from workspaces.models import WorkspaceMembership
 from workspaces.services import key_session_open, workspace_ai_consent_set
+from workspaces.tokens import bearer_secret_digest
 
 
 @pytest.fixture
@@ -65,7 +66,7 @@ def test_send_admits_the_turn_freezing_its_authority(
     slot = DeliveryCredential.objects.get(conversation_id=conversation_id)
     assert slot.credential_digest == admission.credential_digest
     raw = cache.get(delivery_credential_cache_key(admission.pk))
-    assert delivery_credential_digest(raw) == admission.credential_digest
+    assert bearer_secret_digest(raw) == admission.credential_digest
     assert raw not in response.content.decode()
 
 

@@ -1,0 +1,54 @@
+"""What several benchmarks build and report the same way: a memory document of an exact
+size, a p90, and the result of a product-vs-raw comparison. Not a benchmark itself
+(`bench/run.py` runs only `bench_*.py`)."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+# A service timed against the same statements sent raw should keep at least this share
+# of raw's speed: the ORM and the cryptography cost at most about 30%.
+SERVICE_VS_RAW_TARGET = 0.7
+
+
+def memory_document(*, size_bytes: int, note: str) -> str:
+    """Exactly `size_bytes` of Markdown: list lines of 64 bytes each (numbered, `note`
+    padded with dots), ending with a newline. `size_bytes` is a multiple of 64."""
+    lines = []
+    for index in range(size_bytes // 64):
+        head = f"- Note {index:03d}: {note} "
+        lines.append(head.ljust(63, ".")[:63] + "\n")
+    text = "".join(lines)
+    assert len(text.encode()) == size_bytes
+    return text
+
+
+def p90(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=10)[-1]
+
+
+def service_vs_raw_result(
+    *,
+    name: str,
+    per: str,
+    service_ms: list[float],
+    raw_ms: list[float],
+    notes: str,
+) -> dict[str, Any]:
+    """The result of timing the product's service against the same statements sent raw,
+    in ms `per` operation: medians, and raw / service as the ratio, which should reach
+    SERVICE_VS_RAW_TARGET."""
+    service_median = statistics.median(service_ms)
+    raw_median = statistics.median(raw_ms)
+    ratio = raw_median / service_median
+    return {
+        "name": name,
+        "unit": f"ms per {per} (median)",
+        "baseline": round(raw_median, 4),
+        "figure": round(service_median, 4),
+        "ratio": round(ratio, 4),
+        "target": f">= {SERVICE_VS_RAW_TARGET}",
+        "meets_target": ratio >= SERVICE_VS_RAW_TARGET,
+        "notes": notes,
+    }

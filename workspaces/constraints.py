@@ -1,0 +1,37 @@
+"""The CHECK constraints every app's models declare alike, built one way.
+
+Each builder takes the field, what it checks against, the constraint's name
+(`<app>_<model>_<rule>`) and the code its violation means (its `violation_error_code`, read
+by `workspaces.violations`). A rule of its own shape stays a `CheckConstraint` written out
+where its model declares it.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Length
+from django.db.models.lookups import Exact
+
+
+def choices_check(
+    field: str, choices: type[models.Choices], name: str, code: str
+) -> models.CheckConstraint:
+    """`field` holds one of `choices`' values: the CHECK every choices field gets."""
+    return models.CheckConstraint(
+        condition=Q(**{f"{field}__in": choices.values}), name=name, violation_error_code=code
+    )
+
+
+def minimum_check(field: str, minimum: int, name: str, code: str) -> models.CheckConstraint:
+    """`field` is at least `minimum` (0 for a counter or a revision, 1 for a version)."""
+    return models.CheckConstraint(
+        condition=Q(**{f"{field}__gte": minimum}), name=name, violation_error_code=code
+    )
+
+
+def length_check(field: str, length: int, name: str, code: str) -> models.CheckConstraint:
+    """`field` is exactly `length` characters (64 for a hex SHA-256)."""
+    return models.CheckConstraint(
+        condition=Exact(Length(field), length), name=name, violation_error_code=code
+    )
