@@ -169,6 +169,8 @@ def test_undo_restores_the_previous_revision_as_a_new_one_shown_in_changes(
     assert revision(tenant, 3).change_kind == "undo"
 
     page.get_by_role("navigation", name="Workspace").get_by_role("link", name="Changes").click()
+    # Until the Changes page has loaded, htmx is not wired up and a click navigates instead.
+    page.wait_for_url(re.compile(r"/changes/$"))
     page.get_by_role("link", name="Version 2", exact=True).click()
     detail = page.locator("#revision-detail")
     expect(detail.get_by_role("heading", name="Version 2")).to_be_focused()
