@@ -55,8 +55,8 @@ def test_changing_one_text_axis_changes_the_id(handle, axis, value):
 
 
 def test_a_colon_inside_a_segment_cannot_pose_as_an_axis_boundary():
-    joined = SpaceHandle(visibility=Visibility.BOT, name="n", tenant_id=1, project="a:b")
-    split = SpaceHandle(visibility=Visibility.BOT, name="n", tenant_id=1, project="a", bot="b")
+    joined = SpaceHandle(visibility=Visibility.BOT, name="n", tenant_id=1, project="a:", bot="b")
+    split = SpaceHandle(visibility=Visibility.BOT, name="n", tenant_id=1, project="a", bot=":b")
     assert joined.id != split.id
 
 
