@@ -42,7 +42,7 @@ from memory.spaces.handle import SpaceHandle
 from memory.spaces.store import (
     CounterDrift,
     DocumentMeta,
-    Quotas,
+    DocumentWrite,
     SpaceUsage,
     StoredDocument,
     body_checksum,
@@ -138,22 +138,13 @@ class DatabaseStore:
         )
         return StoredDocument(meta=meta, body=body)
 
-    def write(
-        self,
-        handle: SpaceHandle,
-        path: str,
-        body: bytes,
-        *,
-        expected_revision: int | None,
-        updated_by: str,
-        quotas: Quotas,
-        deadline: float,
-    ) -> DocumentMeta:
+    def write(self, handle: SpaceHandle, request: DocumentWrite) -> DocumentMeta:
+        path, body, expected_revision = request.path, request.body, request.expected_revision
         checksum = body_checksum(body)
         now = timezone.now()
         with _store_errors():
             data_key = space_data_key_ensure(tenant_id=handle.tenant_id)
-            with _locking_transaction(deadline):
+            with _locking_transaction(request.deadline):
                 space = _space_lock(handle, create=True)
                 assert space is not None
                 current = _document_lock(space, path)
@@ -161,8 +152,8 @@ class DatabaseStore:
                     path_conflict_check(path, _paths_near(space, path))
                 delta = len(body) - (current.size if current else 0)
                 if handle.tenant_id is not None:
-                    _tenant_charge(handle.tenant_id, delta, quotas.tenant_bytes)
-                _space_charge(space, delta, quotas.space_bytes)
+                    _tenant_charge(handle.tenant_id, delta, request.quotas.tenant_bytes)
+                _space_charge(space, delta, request.quotas.space_bytes)
                 current_revision = current.revision if current else 0
                 base = current_revision if expected_revision is None else expected_revision
                 revision = base + 1
@@ -179,7 +170,7 @@ class DatabaseStore:
                     "size": len(body),
                     "body_ciphertext": sealed(body, "body"),
                     "checksum_ciphertext": sealed(checksum.encode(), "checksum"),
-                    "updated_by": updated_by,
+                    "updated_by": request.updated_by,
                     "updated_at": now,
                 }
                 if base == 0:
@@ -196,7 +187,7 @@ class DatabaseStore:
             size=len(body),
             checksum=checksum,
             revision=revision,
-            updated_by=updated_by,
+            updated_by=request.updated_by,
             updated_at=now,
         )
 
