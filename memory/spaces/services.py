@@ -38,7 +38,7 @@ from memory.errors import GlobalSpaceWriteDenied
 from memory.secrets import secret_refuse
 from memory.spaces.handle import SpaceHandle
 from memory.spaces.quotas import quotas_for, store_get
-from memory.spaces.store import DocumentMeta
+from memory.spaces.store import DocumentMeta, DocumentWrite
 from workspaces.errors import DocumentTooLarge, InvalidText, NotFound
 from workspaces.models import AuditEvent, User
 from workspaces.paths import document_path_require_canonical
@@ -118,15 +118,15 @@ def space_document_write(
         raise InvalidText("The document is not valid UTF-8; nothing was written.") from None
     secret_refuse(text, path=path)
     with _audited(handle):
-        meta = store_get().write(
-            handle,
-            path,
-            body,
+        request = DocumentWrite(
+            path=path,
+            body=body,
             expected_revision=expected_revision,
             updated_by=writer.attribution,
             quotas=quotas_for(handle),
             deadline=_deadline(),
         )
+        meta = store_get().write(handle, request)
         _global_audit(
             action=AuditEvent.Action.SPACE_GLOBAL_WRITTEN,
             handle=handle,
