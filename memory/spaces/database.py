@@ -38,7 +38,7 @@ from django.utils import timezone
 
 from memory.errors import SpaceQuotaExceeded, StoreBusy, StoreUnavailable
 from memory.models import MemorySpace, SpaceDocument, SpaceKey, TenantSpaceUsage
-from memory.spaces.handle import SpaceHandle
+from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.store import (
     CounterDrift,
     DocumentMeta,
@@ -58,6 +58,8 @@ from workspaces.crypto import (
 from workspaces.errors import DocumentUnreadable, NotFound, TenantQuotaExceeded, VersionConflict
 from workspaces.violations import violation_code
 
+# The columns of a space row that are its handle's fields of the same name.
+_HANDLE_AXES = ("name", "tenant_id", "project", "bot", "user_id", "run")
 # PostgreSQL's SQLSTATE for a lock not granted within lock_timeout.
 _LOCK_NOT_AVAILABLE = "55P03"
 
@@ -232,6 +234,21 @@ class DatabaseStore:
                     .first()
                 )
         return SpaceUsage(used_bytes=used or 0, tenant_used_bytes=tenant_used or 0)
+
+    def spaces(self, tenant_id: int) -> Sequence[SpaceHandle]:
+        with _store_errors():
+            rows = list(
+                MemorySpace.objects.filter(tenant_id=tenant_id, documents__isnull=False)
+                .distinct()
+                .order_by("handle_id")
+            )
+        return [
+            SpaceHandle(
+                visibility=Visibility(row.visibility),
+                **{axis: getattr(row, axis) for axis in _HANDLE_AXES},
+            )
+            for row in rows
+        ]
 
     def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
         with _store_errors(), transaction.atomic():

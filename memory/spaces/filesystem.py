@@ -39,7 +39,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory.errors import SpaceQuotaExceeded, StoreBusy, StoreUnavailable
-from memory.spaces.handle import SpaceHandle
+from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.store import (
     CounterDrift,
     DocumentMeta,
@@ -164,6 +164,32 @@ class FilesystemStore:
                 used_bytes=self._space_used(handle), tenant_used_bytes=self._tenant_used(handle)
             )
 
+    def spaces(self, tenant_id: int) -> Sequence[SpaceHandle]:
+        handles = []
+        with _store_errors():
+            tenant_dir = self._tenant_dir(tenant_id)
+            space_dirs = sorted(tenant_dir.iterdir()) if tenant_dir.is_dir() else []
+            for space_dir in space_dirs:
+                if not any(space_dir.glob("meta/*.json")):
+                    continue
+                axes = _json_read(space_dir / "space.json", {})
+                if "visibility" not in axes:
+                    # Only a crash between a first write's metadata and its counters leaves
+                    # a space without its axes; its handle cannot be rebuilt from a digest.
+                    continue
+                handles.append(
+                    SpaceHandle(
+                        visibility=Visibility(axes["visibility"]),
+                        name=axes["name"],
+                        tenant_id=axes["tenant"],
+                        project=axes["project"],
+                        bot=axes["bot"],
+                        user_id=axes["user"],
+                        run=axes["run"],
+                    )
+                )
+        return sorted(handles, key=lambda handle: handle.id)
+
     def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
         removed = 0
         with _store_errors():
@@ -249,12 +275,14 @@ class FilesystemStore:
     ) -> None:
         """Write both counters moved by `delta`. Call holding the space's and the tenant's
         locks, with the values read under them."""
-        if delta == 0:
-            return
         space_dir = self._space_dir(handle)
+        # A space's first write records its axes even when it adds no byte (an empty
+        # document), so that `spaces` can name every space holding a document.
+        if delta == 0 and (space_dir / "space.json").exists():
+            return
         state = {**_handle_axes(handle), "usedBytes": max(0, space_used + delta)}
         _atomic_write(space_dir, space_dir / "space.json", _json_dump(state))
-        if handle.tenant_id is not None:
+        if handle.tenant_id is not None and delta != 0:
             tenant_dir = self._tenant_dir(handle.tenant_id)
             usage = {"usedBytes": max(0, tenant_used + delta)}
             _atomic_write(tenant_dir, tenant_dir / "usage.json", _json_dump(usage))

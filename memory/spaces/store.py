@@ -128,6 +128,10 @@ class MemoryStore(Protocol):
     def usage(self, handle: SpaceHandle) -> SpaceUsage:
         """The space's and its tenant's used bytes; 0 for a space never written."""
 
+    def spaces(self, tenant_id: int) -> Sequence[SpaceHandle]:
+        """Every space of the tenant that holds a document, sorted by handle id (for
+        `manage.py memory du --team`)."""
+
     def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
         """Remove every space, document and counter of these tenants; return the count of
         documents removed. Used by the nightly org purge."""

@@ -149,6 +149,24 @@ def test_spaces_that_differ_in_any_axis_are_apart(adapter, make_team):
         assert adapter.store.usage(handle).used_bytes == index + 1
 
 
+def test_a_tenant_names_every_space_holding_a_document_and_no_other(adapter, make_team):
+    team, other_team = make_team(), make_team()
+    empty_body = handle_of(team, Visibility.BOT)
+    private = handle_of(team, Visibility.PRIVATE)
+    emptied = handle_of(team, Visibility.ORG)
+    adapter.write(empty_body, "empty.md", b"", expected=0)
+    adapter.write(private, "a.md", b"private", expected=0)
+    adapter.write(emptied, "gone.md", b"gone", expected=0)
+    adapter.delete(emptied, "gone.md")
+    adapter.write(handle_of(other_team), "a.md", b"theirs", expected=0)
+    adapter.write(handle_of(None, Visibility.GLOBAL), "a.md", b"everyone's", expected=0)
+
+    spaces = adapter.store.spaces(team.pk)
+
+    assert spaces == sorted([empty_body, private], key=lambda handle: handle.id)
+    assert adapter.store.spaces(make_team().pk) == []
+
+
 def test_reaching_the_space_quota_refuses_and_moves_nothing(adapter, team):
     handle = handle_of(team)
     quotas = Quotas(space_bytes=10, tenant_bytes=100)
