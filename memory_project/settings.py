@@ -236,6 +236,12 @@ MEMORY_QUOTA_SPACE_BYTES = {
 }
 # How long a space write or delete waits for the space's locks before answering STORE_BUSY.
 MEMORY_STORE_WAIT_SECONDS = env_int("MEMORY_STORE_WAIT_SECONDS", 5, minimum=1, maximum=300)
+# Bounds on one archive import, counted as the archive is read (so a gzip bomb stops at
+# the bound instead of being inflated first): its entries, and its decompressed bytes.
+MEMORY_IMPORT_MAX_ENTRIES = env_int("MEMORY_IMPORT_MAX_ENTRIES", 10_000, minimum=1)
+MEMORY_IMPORT_MAX_BYTES = env_int(
+    "MEMORY_IMPORT_MAX_BYTES", 64 * _MIB, minimum=MEMORY_MAX_DOCUMENT_BYTES + 64 * 1024
+)
 # One document search decrypts at most this many bytes before it answers with a cursor to
 # continue from, and one person runs at most this many searches at once.
 SEARCH_MAX_DECRYPTED_BYTES = env_int(
