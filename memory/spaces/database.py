@@ -45,6 +45,9 @@ from memory.spaces.store import (
     Quotas,
     SpaceUsage,
     StoredDocument,
+    WriteBatch,
+    batch_conflict_check,
+    batch_quotas_require,
     body_checksum,
     path_conflict_check,
 )
@@ -201,6 +204,64 @@ class DatabaseStore:
             updated_by=updated_by,
             updated_at=now,
         )
+
+    def write_many(self, handle: SpaceHandle, batch: WriteBatch) -> Sequence[DocumentMeta]:
+        """One transaction: under the space's lock, then every document's, then the
+        tenant's (the writers' order), the batch is judged whole and its one delta checked
+        against the quotas; then each document goes through `write` (nested, so a refusal
+        there rolls the whole batch back), its counters already known to fit."""
+        batch_conflict_check([write.path for write in batch.writes])
+        with _store_errors(), _locking_transaction(batch.deadline):
+            space = _space_lock(handle, create=not batch.check_only)
+            delta = 0
+            for write in batch.writes:
+                current = None if space is None else _document_lock(space, write.path)
+                current_revision = current.revision if current else 0
+                if write.expected_revision not in (None, current_revision):
+                    raise VersionConflict(currentVersion=current_revision, path=write.path)
+                if current is None and space is not None:
+                    path_conflict_check(write.path, _paths_near(space, write.path))
+                delta += len(write.body) - (current.size if current else 0)
+            tenant_used = 0
+            if handle.tenant_id is not None:
+                tenant_used = (
+                    TenantSpaceUsage.objects.select_for_update()
+                    .filter(team_id=handle.tenant_id)
+                    .values_list("used_bytes", flat=True)
+                    .first()
+                ) or 0
+            batch_quotas_require(
+                handle=handle,
+                delta=delta,
+                space_used=0 if space is None else space.used_bytes,
+                tenant_used=tenant_used,
+                quotas=batch.quotas,
+            )
+            if batch.check_only:
+                return [
+                    DocumentMeta(
+                        path=write.path,
+                        size=len(write.body),
+                        checksum=body_checksum(write.body),
+                        revision=(write.expected_revision or 0) + 1,
+                        updated_by=batch.updated_by,
+                        updated_at=timezone.now(),
+                    )
+                    for write in batch.writes
+                ]
+            unlimited = Quotas(space_bytes=0, tenant_bytes=0)
+            return [
+                self.write(
+                    handle,
+                    write.path,
+                    write.body,
+                    expected_revision=write.expected_revision,
+                    updated_by=batch.updated_by,
+                    quotas=unlimited,
+                    deadline=batch.deadline,
+                )
+                for write in batch.writes
+            ]
 
     def delete(
         self, handle: SpaceHandle, path: str, *, expected_revision: int | None, deadline: float

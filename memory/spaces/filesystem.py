@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -46,6 +47,9 @@ from memory.spaces.store import (
     Quotas,
     SpaceUsage,
     StoredDocument,
+    WriteBatch,
+    batch_conflict_check,
+    batch_quotas_require,
     body_checksum,
     path_conflict_check,
 )
@@ -54,6 +58,8 @@ from workspaces.errors import NotFound, TenantQuotaExceeded, VersionConflict
 # The longest pause between two tries of a busy lock: short against the deadline, long
 # enough not to spin.
 _LOCK_POLL_MAX_SECONDS = 0.05
+# Makes every temporary file name of this process unique, however fast they are made.
+_temporary_numbers = itertools.count()
 
 Result = TypeVar("Result")
 
@@ -137,6 +143,52 @@ class FilesystemStore:
             _atomic_write(space_dir, meta_file, _meta_dump(meta))
             self._counters_add(handle, delta, space_used, tenant_used)
         return meta
+
+    def write_many(self, handle: SpaceHandle, batch: WriteBatch) -> Sequence[DocumentMeta]:
+        """Under the space's and the tenant's locks: judge the batch whole, check its one
+        delta, then stage every body and metadata file and swap them in together."""
+        batch_conflict_check([write.path for write in batch.writes])
+        space_dir = self._space_dir(handle)
+        tree = space_dir / "tree"
+        with _store_errors(), self._locked(handle, batch.deadline):
+            delta = 0
+            metas: list[DocumentMeta] = []
+            for write in batch.writes:
+                meta_file = self._meta_file(handle, write.path)
+                current = _meta_read(meta_file) if meta_file.exists() else None
+                current_revision = current.revision if current else 0
+                if write.expected_revision not in (None, current_revision):
+                    raise VersionConflict(currentVersion=current_revision, path=write.path)
+                if current is None:
+                    path_conflict_check(write.path, _paths_near(tree, write.path))
+                delta += len(write.body) - (current.size if current else 0)
+                metas.append(
+                    DocumentMeta(
+                        path=write.path,
+                        size=len(write.body),
+                        checksum=body_checksum(write.body),
+                        revision=current_revision + 1,
+                        updated_by=batch.updated_by,
+                        updated_at=timezone.now(),
+                    )
+                )
+            space_used, tenant_used = self._space_used(handle), self._tenant_used(handle)
+            batch_quotas_require(
+                handle=handle,
+                delta=delta,
+                space_used=space_used,
+                tenant_used=tenant_used,
+                quotas=batch.quotas,
+            )
+            if batch.check_only:
+                return metas
+            files: list[tuple[Path, bytes]] = []
+            for write, meta in zip(batch.writes, metas, strict=True):
+                files.append((tree / write.path, write.body))
+                files.append((self._meta_file(handle, write.path), _meta_dump(meta)))
+            _swap_in(space_dir, files)
+            self._counters_add(handle, delta, space_used, tenant_used)
+        return metas
 
     def delete(
         self, handle: SpaceHandle, path: str, *, expected_revision: int | None, deadline: float
@@ -348,20 +400,67 @@ def _flock(path: Path, deadline: float | None, *, shared: bool = False) -> Itera
 def _atomic_write(space_dir: Path, target: Path, data: bytes) -> None:
     """Write `data` to `target` whole or not at all: a temporary file in `tmp/` of the
     space (the same filesystem), fsynced, renamed over the target, its directory fsynced."""
-    temporary = space_dir / "tmp" / f"{os.getpid()}-{time.monotonic_ns()}"
-    temporary.parent.mkdir(parents=True, exist_ok=True)
+    temporary = _stage(space_dir, data)
     target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    _fsync_directory(target.parent)
+
+
+def _stage(space_dir: Path, data: bytes) -> Path:
+    """`data` in a new fsynced file in `tmp/` of the space (the filesystem of its tree)."""
+    temporary = _temporary_name(space_dir)
+    temporary.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    _fsync_directory(target.parent)
+    return temporary
+
+
+def _temporary_name(space_dir: Path) -> Path:
+    return space_dir / "tmp" / f"{os.getpid()}-{time.monotonic_ns()}-{next(_temporary_numbers)}"
+
+
+def _swap_in(space_dir: Path, files: Sequence[tuple[Path, bytes]]) -> None:
+    """Write every file of `files` or none: all are staged first (a failure there leaves the
+    tree as it was), then renamed into place, each replaced file set aside until the last
+    rename succeeded and put back if one failed."""
+    staged: list[Path] = []
+    swapped: list[tuple[Path, Path | None]] = []  # (target, the file it replaced)
+    try:
+        for _, data in files:
+            staged.append(_stage(space_dir, data))
+        for temporary, (target, _) in zip(staged, files, strict=True):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            previous = None
+            if target.exists():
+                previous = _temporary_name(space_dir)
+                os.replace(target, previous)
+            swapped.append((target, previous))
+            os.replace(temporary, target)
+    except BaseException:
+        for target, previous in reversed(swapped):
+            if previous is None:
+                target.unlink(missing_ok=True)
+            else:
+                os.replace(previous, target)
+        for temporary in staged:
+            temporary.unlink(missing_ok=True)
+        raise
+    for directory in sorted({target.parent for target, _ in files}):
+        _fsync_directory(directory)
+    for _, previous in swapped:
+        if previous is not None:
+            previous.unlink()
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from memory.errors import SpaceQuotaExceeded
 from memory.spaces.handle import SpaceHandle
-from workspaces.errors import InvalidDocumentPath
+from workspaces.errors import InvalidDocumentPath, TenantQuotaExceeded
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,62 @@ def path_conflict_check(path: str, near: Sequence[str]) -> None:
         )
 
 
+@dataclass(frozen=True)
+class PendingWrite:
+    """One document of a batch (`MemoryStore.write_many`); `expected_revision` as `write`'s."""
+
+    path: str
+    body: bytes
+    expected_revision: int | None
+
+
+@dataclass(frozen=True)
+class WriteBatch:
+    """Documents `MemoryStore.write_many` writes together, and how."""
+
+    writes: Sequence[PendingWrite]
+    updated_by: str
+    quotas: Quotas
+    deadline: float  # as `write`'s
+    check_only: bool = False  # judge the batch and answer its metadata, write nothing
+
+
+def batch_conflict_check(paths: Sequence[str]) -> None:
+    """Refuse a batch that names one path twice, or that would make one of its documents a
+    directory of another (`a.md` and `a.md/b.md`): as `path_conflict_check`, within it."""
+    seen = set(paths)
+    if len(seen) != len(paths):
+        duplicate = next(path for path in paths if paths.count(path) > 1)
+        raise InvalidDocumentPath(
+            "The batch names this path twice; nothing was written.",
+            reason="path_conflict",
+            conflictsWith=duplicate,
+        )
+    for path in sorted(seen):
+        segments = path.split("/")
+        ancestors = ("/".join(segments[:end]) for end in range(1, len(segments)))
+        path_conflict_check(path, [ancestor for ancestor in ancestors if ancestor in seen])
+
+
+def batch_quotas_require(
+    *, handle: SpaceHandle, delta: int, space_used: int, tenant_used: int, quotas: Quotas
+) -> None:
+    """Refuse a batch whose one total `delta` would take the tenant (answered first) or the
+    space past its quota, as one write is refused. Call with counters read under the locks."""
+    if handle.tenant_id is not None and _exceeds(tenant_used, delta, quotas.tenant_bytes):
+        raise TenantQuotaExceeded(
+            usedBytes=tenant_used, deltaBytes=delta, quotaBytes=quotas.tenant_bytes
+        )
+    if _exceeds(space_used, delta, quotas.space_bytes):
+        raise SpaceQuotaExceeded(
+            usedBytes=space_used, deltaBytes=delta, quotaBytes=quotas.space_bytes
+        )
+
+
+def _exceeds(used: int, delta: int, quota: int) -> bool:
+    return delta > 0 and quota != 0 and used + delta > quota
+
+
 class MemoryStore(Protocol):
     def describe(self, handle: SpaceHandle) -> str:
         """Where the space lives, for people (a table and key, or a directory)."""
@@ -117,6 +174,14 @@ class MemoryStore(Protocol):
         raises StoreBusy. A new document that would be both a file and a directory of the
         space's tree (`a.md` beside `a.md/b.md`) is InvalidDocumentPath (`path_conflict`).
         A refused write changes nothing, counters included.
+        """
+
+    def write_many(self, handle: SpaceHandle, batch: WriteBatch) -> Sequence[DocumentMeta]:
+        """Create or replace every document of `writes` (an archive import), all or none:
+        one transaction (database) or staged then swapped (filesystem). Each is judged as
+        `write` judges it (revision, path conflict, within the batch too), and the quotas
+        are charged with the batch's one total delta. Answers the metadata in `writes`'
+        order. With `check_only`, judges the batch and answers the same without writing.
         """
 
     def delete(
