@@ -72,7 +72,8 @@ def fill(tenant: Tenant, handle: SpaceHandle, documents: dict[str, bytes]) -> No
 
 def contents(handle: SpaceHandle) -> dict[str, bytes]:
     store = store_get()
-    return {meta.path: store.read(handle, meta.path).body for meta in store.list(handle)}
+    documents = (store.read(handle, meta.path) for meta in store.list(handle))
+    return {document.meta.path: document.body for document in documents if document is not None}
 
 
 def exported(handle: SpaceHandle) -> bytes:
