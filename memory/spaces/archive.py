@@ -37,7 +37,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, BinaryIO
+from typing import IO, Any
 
 from django.conf import settings
 from rest_framework.exceptions import ValidationError
@@ -125,7 +125,7 @@ class ImportReport:
 
 
 def space_export(
-    *, handle: SpaceHandle, out: BinaryIO, progress: Progress | None = None
+    *, handle: SpaceHandle, out: IO[bytes], progress: Progress | None = None
 ) -> ExportReport:
     """Write the whole space as one archive to `out`. Every document is read and scanned
     first: SecretDetected or DocumentUnreadable is raised before a byte is written.
@@ -171,7 +171,7 @@ def _addressable(path: str) -> bool:
 
 
 def _archive_write(
-    out: BinaryIO,
+    out: IO[bytes],
     *,
     handle: SpaceHandle,
     metas: Sequence[DocumentMeta],
@@ -239,7 +239,7 @@ def _hex(checksum: str) -> str:
 def space_import(
     *,
     handle: SpaceHandle,
-    archive: BinaryIO,
+    archive: IO[bytes],
     strategy: ImportStrategy,
     dry_run: bool,
     writer: SpaceWriter,
@@ -330,7 +330,7 @@ class _BoundedReader(io.RawIOBase):
         return data
 
 
-def _archive_read(archive: BinaryIO) -> _Contents:
+def _archive_read(archive: IO[bytes]) -> _Contents:
     """Read and judge the whole archive; ArchiveInvalid, ArchiveChecksumMismatch or
     DocumentTooLarge for the first refusal."""
     head = archive.read(2)
@@ -351,7 +351,7 @@ def _archive_read(archive: BinaryIO) -> _Contents:
 class _Prefixed(io.RawIOBase):
     """`head` (already read to judge the magic number), then the rest of `rest`."""
 
-    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
         self.head, self.rest = head, rest
 
     def readable(self) -> bool:

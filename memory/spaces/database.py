@@ -47,9 +47,9 @@ from memory.spaces.store import (
     StoredDocument,
     WriteBatch,
     batch_conflict_check,
-    batch_quotas_require,
     body_checksum,
     path_conflict_check,
+    quotas_require,
 )
 from workspaces.crypto import (
     CiphertextRejected,
@@ -230,7 +230,7 @@ class DatabaseStore:
                     .values_list("used_bytes", flat=True)
                     .first()
                 ) or 0
-            batch_quotas_require(
+            quotas_require(
                 handle=handle,
                 delta=delta,
                 space_used=0 if space is None else space.used_bytes,

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.utils import timezone
 
-from memory.errors import SpaceQuotaExceeded, StoreBusy, StoreUnavailable
+from memory.errors import StoreBusy, StoreUnavailable
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.store import (
     CounterDrift,
@@ -49,11 +49,11 @@ from memory.spaces.store import (
     StoredDocument,
     WriteBatch,
     batch_conflict_check,
-    batch_quotas_require,
     body_checksum,
     path_conflict_check,
+    quotas_require,
 )
-from workspaces.errors import NotFound, TenantQuotaExceeded, VersionConflict
+from workspaces.errors import NotFound, VersionConflict
 
 # The longest pause between two tries of a busy lock: short against the deadline, long
 # enough not to spin.
@@ -116,16 +116,14 @@ class FilesystemStore:
             delta = len(body) - (current.size if current else 0)
             # The same order of refusals as the database store: the tenant's quota, the
             # space's, then the revision.
-            tenant_used = self._tenant_used(handle)
-            if handle.tenant_id is not None and _exceeds(tenant_used, delta, quotas.tenant_bytes):
-                raise TenantQuotaExceeded(
-                    usedBytes=tenant_used, deltaBytes=delta, quotaBytes=quotas.tenant_bytes
-                )
-            space_used = self._space_used(handle)
-            if _exceeds(space_used, delta, quotas.space_bytes):
-                raise SpaceQuotaExceeded(
-                    usedBytes=space_used, deltaBytes=delta, quotaBytes=quotas.space_bytes
-                )
+            tenant_used, space_used = self._tenant_used(handle), self._space_used(handle)
+            quotas_require(
+                handle=handle,
+                delta=delta,
+                space_used=space_used,
+                tenant_used=tenant_used,
+                quotas=quotas,
+            )
             current_revision = current.revision if current else 0
             if expected_revision is not None and expected_revision != current_revision:
                 raise VersionConflict(currentVersion=current_revision)
@@ -173,7 +171,7 @@ class FilesystemStore:
                     )
                 )
             space_used, tenant_used = self._space_used(handle), self._tenant_used(handle)
-            batch_quotas_require(
+            quotas_require(
                 handle=handle,
                 delta=delta,
                 space_used=space_used,
@@ -492,10 +490,6 @@ def _paths_near(tree: Path, path: str) -> list[str]:
             :1
         ]
     return []
-
-
-def _exceeds(used: int, delta: int, quota: int) -> bool:
-    return delta > 0 and quota != 0 and used + delta > quota
 
 
 def _digest(text: str) -> str:

@@ -122,11 +122,11 @@ def batch_conflict_check(paths: Sequence[str]) -> None:
         path_conflict_check(path, [ancestor for ancestor in ancestors if ancestor in seen])
 
 
-def batch_quotas_require(
+def quotas_require(
     *, handle: SpaceHandle, delta: int, space_used: int, tenant_used: int, quotas: Quotas
 ) -> None:
-    """Refuse a batch whose one total `delta` would take the tenant (answered first) or the
-    space past its quota, as one write is refused. Call with counters read under the locks."""
+    """Refuse a write (or a batch, with its one total `delta`) that would take the tenant
+    (answered first) or the space past its quota. Call with counters read under the locks."""
     if handle.tenant_id is not None and _exceeds(tenant_used, delta, quotas.tenant_bytes):
         raise TenantQuotaExceeded(
             usedBytes=tenant_used, deltaBytes=delta, quotaBytes=quotas.tenant_bytes

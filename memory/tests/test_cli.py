@@ -136,10 +136,11 @@ def test_a_write_without_a_base_version_is_refused_as_over_rest(tenant, tmp_path
 
 @pytest.mark.django_db
 def test_a_credential_is_refused_with_its_line_and_nothing_is_written(tenant, tmp_path):
+    body = _file(tmp_path, f"# keys\n{CREDENTIALS[0].line}\n".encode())
+
     code, message, out = refused(
         "put", "keys.md", *org_space(tenant), "--user", tenant.member.username,
-        "--file", _file(tmp_path, f"# keys\n{CREDENTIALS[0].line}\n".encode()), "--base-version", "0",
-        "--json",
+        "--file", body, "--base-version", "0", "--json",
     )  # fmt: skip
 
     assert code == 1
