@@ -19,6 +19,7 @@ from typing import IO, Any, BinaryIO, Protocol, cast
 import requests
 
 from memory.api.spaces import SpaceDocumentSerializer, SpaceUsageApi
+from memory.spaces import selectors, services
 from memory.spaces.archive import (
     FORMAT,
     MANIFEST,
@@ -29,18 +30,7 @@ from memory.spaces.archive import (
     space_import,
 )
 from memory.spaces.handle import SpaceHandle
-from memory.spaces.selectors import (
-    space_document_entry,
-    space_document_read,
-    space_documents_list,
-    space_usage,
-)
-from memory.spaces.services import (
-    SpaceWriter,
-    WriterKind,
-    space_document_delete,
-    space_document_write,
-)
+from memory.spaces.services import SpaceWriter, WriterKind
 from workspaces.errors import BaseVersionRequired
 
 # `progress(done, total)`: units of work done so far out of `total` (0: not known).
@@ -65,9 +55,17 @@ class RemoteUnreachable(Exception):
 
 
 @dataclass(frozen=True)
-class Document:
-    body: bytes
-    revision: int
+class ArchiveUpload:
+    """An archive to import: the open file, its size in bytes, and how to import it."""
+
+    file: BinaryIO
+    size: int
+    strategy: ImportStrategy
+    dry_run: bool
+
+    def counted(self, progress: Progress) -> BinaryIO:
+        """The file, reporting each read to `progress` against the size."""
+        return cast(BinaryIO, _ReadCounter(self.file, size=self.size, progress=progress))
 
 
 class SpaceClient(Protocol):
@@ -75,7 +73,7 @@ class SpaceClient(Protocol):
 
     def documents(self, *, directory: str) -> dict[str, Any]: ...
 
-    def read(self, *, path: str) -> Document: ...
+    def read(self, *, path: str) -> dict[str, Any]: ...
 
     def write(self, *, path: str, body: bytes, base_version: int | None) -> dict[str, Any]: ...
 
@@ -83,15 +81,7 @@ class SpaceClient(Protocol):
 
     def export(self, *, out: BinaryIO, progress: Progress) -> dict[str, Any]: ...
 
-    def import_archive(
-        self,
-        *,
-        archive: BinaryIO,
-        size: int,
-        strategy: ImportStrategy,
-        dry_run: bool,
-        progress: Progress,
-    ) -> dict[str, Any]: ...
+    def import_archive(self, upload: ArchiveUpload, *, progress: Progress) -> dict[str, Any]: ...
 
 
 class LocalSpaceClient:
@@ -103,28 +93,28 @@ class LocalSpaceClient:
         self.writer = writer
 
     def usage(self) -> dict[str, Any]:
-        return dict(SpaceUsageApi.OutputSerializer(space_usage(handle=self.handle)).data)
+        return dict(SpaceUsageApi.OutputSerializer(selectors.space_usage(handle=self.handle)).data)
 
     def documents(self, *, directory: str) -> dict[str, Any]:
-        entries = space_documents_list(handle=self.handle, directory=directory)
+        entries = selectors.space_documents_list(handle=self.handle, directory=directory)
         return {"documents": SpaceDocumentSerializer(entries, many=True).data}
 
-    def read(self, *, path: str) -> Document:
-        document = space_document_read(handle=self.handle, path=path)
-        return Document(body=document.body, revision=document.meta.revision)
+    def read(self, *, path: str) -> dict[str, Any]:
+        document = selectors.space_document_read(handle=self.handle, path=path)
+        return _document_data(path, document.body, document.meta.revision)
 
     def write(self, *, path: str, body: bytes, base_version: int | None) -> dict[str, Any]:
-        meta = space_document_write(
+        meta = services.space_document_write(
             handle=self.handle,
             path=path,
             body=body,
             expected_revision=_base_version_require(base_version),
             writer=self._writer(),
         )
-        return dict(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
+        return dict(SpaceDocumentSerializer(selectors.space_document_entry(meta, body)).data)
 
     def delete(self, *, path: str, base_version: int | None) -> None:
-        space_document_delete(
+        services.space_document_delete(
             handle=self.handle,
             path=path,
             expected_revision=_base_version_require(base_version),
@@ -139,21 +129,13 @@ class LocalSpaceClient:
             "unaddressable": report.unaddressable,
         }
 
-    def import_archive(
-        self,
-        *,
-        archive: BinaryIO,
-        size: int,
-        strategy: ImportStrategy,
-        dry_run: bool,
-        progress: Progress,
-    ) -> dict[str, Any]:
+    def import_archive(self, upload: ArchiveUpload, *, progress: Progress) -> dict[str, Any]:
         writer = self._writer()
         report = space_import(
             handle=self.handle,
-            archive=cast(BinaryIO, _ReadCounter(archive, size=size, progress=progress)),
-            strategy=strategy,
-            dry_run=dry_run,
+            archive=upload.counted(progress),
+            strategy=upload.strategy,
+            dry_run=upload.dry_run,
             writer=SpaceWriter(
                 kind=WriterKind.IMPORT,
                 ident=writer.ident,
@@ -161,7 +143,7 @@ class LocalSpaceClient:
                 user=writer.user,
             ),
         )
-        return import_report_data(report)
+        return _import_report_data(report)
 
     def _writer(self) -> SpaceWriter:
         # The command refuses a write without --user before it builds this client's call.
@@ -169,7 +151,12 @@ class LocalSpaceClient:
         return self.writer
 
 
-def import_report_data(report: ImportReport) -> dict[str, Any]:
+def _document_data(path: str, body: bytes, revision: int) -> dict[str, Any]:
+    # Every stored body passed the write path's UTF-8 check.
+    return {"path": path, "revision": revision, "content": body.decode("utf-8", errors="replace")}
+
+
+def _import_report_data(report: ImportReport) -> dict[str, Any]:
     return {
         "imported": report.imported,
         "skipped": report.skipped,
@@ -202,9 +189,9 @@ class RemoteSpaceClient:
         query = {"dir": directory} if directory else {}
         return dict(self._request("GET", "docs", query=query).json())
 
-    def read(self, *, path: str) -> Document:
+    def read(self, *, path: str) -> dict[str, Any]:
         response = self._request("GET", "doc", query={"path": path})
-        return Document(body=response.content, revision=int(response.headers["X-Revision"]))
+        return _document_data(path, response.content, int(response.headers["X-Revision"]))
 
     def write(self, *, path: str, body: bytes, base_version: int | None) -> dict[str, Any]:
         response = self._request(
@@ -236,22 +223,14 @@ class RemoteSpaceClient:
         out.flush()
         return _manifest_summary(out)
 
-    def import_archive(
-        self,
-        *,
-        archive: BinaryIO,
-        size: int,
-        strategy: ImportStrategy,
-        dry_run: bool,
-        progress: Progress,
-    ) -> dict[str, Any]:
-        query = {"strategy": strategy.value, **({"dryRun": "1"} if dry_run else {})}
+    def import_archive(self, upload: ArchiveUpload, *, progress: Progress) -> dict[str, Any]:
+        query = {"strategy": upload.strategy.value, **({"dryRun": "1"} if upload.dry_run else {})}
         response = self._request(
             "POST",
             "import",
             query=query,
             headers={"Content-Type": MEDIA_TYPE},
-            data=cast(IO[bytes], _ReadCounter(archive, size=size, progress=progress)),
+            data=upload.counted(progress),
         )
         return dict(response.json())
 

@@ -24,6 +24,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
 from memory.api.spaces import SpaceUsageApi
 from memory.cli import (
+    ArchiveUpload,
     LocalSpaceClient,
     RemoteRefusal,
     RemoteSpaceClient,
@@ -353,15 +354,11 @@ class Command(BaseCommand):
 
     def cat(self, client: SpaceClient, options: dict[str, Any]) -> None:
         document = client.read(path=options["path"])
-        # Every stored body passed the write path's UTF-8 check.
-        text = document.body.decode("utf-8", errors="replace")
         if self.as_json:
-            return self.emit(
-                {"path": options["path"], "revision": document.revision, "content": text}
-            )
-        self.stdout.write(text, ending="")
+            return self.emit(document)
+        self.stdout.write(document["content"], ending="")
         if sys.stderr.isatty():
-            self.stderr.write(f"(revision {document.revision})")
+            self.stderr.write(f"(revision {document['revision']})")
 
     def put(self, client: SpaceClient, options: dict[str, Any]) -> None:
         body = _input_read(options["file"])
@@ -400,13 +397,13 @@ class Command(BaseCommand):
         except OSError as error:
             raise UsageError(f"cannot read {source}: {error.strerror}") from None
         with archive, self.progress("import") as progress:
-            report = client.import_archive(
-                archive=archive,
+            upload = ArchiveUpload(
+                file=archive,
                 size=os.fstat(archive.fileno()).st_size,
                 strategy=ImportStrategy(options["strategy"]),
                 dry_run=options["dry_run"],
-                progress=progress,
             )
+            report = client.import_archive(upload, progress=progress)
         if self.as_json:
             return self.emit({**report, "dryRun": options["dry_run"]})
         prefix = "dry run, nothing written: would have " if options["dry_run"] else ""
