@@ -13,18 +13,17 @@ import io
 import json
 import tarfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any, BinaryIO, Protocol, cast
 
 import requests
 
-from memory.api.spaces import SpaceDocumentSerializer, SpaceUsageApi
+from memory.api.spaces import SpaceDocumentSerializer, SpaceImportApi, SpaceUsageApi
 from memory.spaces import selectors, services
 from memory.spaces.archive import (
     FORMAT,
     MANIFEST,
     MEDIA_TYPE,
-    ImportReport,
     ImportStrategy,
     space_export,
     space_import,
@@ -130,20 +129,15 @@ class LocalSpaceClient:
         }
 
     def import_archive(self, upload: ArchiveUpload, *, progress: Progress) -> dict[str, Any]:
-        writer = self._writer()
         report = space_import(
             handle=self.handle,
             archive=upload.counted(progress),
             strategy=upload.strategy,
             dry_run=upload.dry_run,
-            writer=SpaceWriter(
-                kind=WriterKind.IMPORT,
-                ident=writer.ident,
-                tenant_id=writer.tenant_id,
-                user=writer.user,
-            ),
+            writer=replace(self._writer(), kind=WriterKind.IMPORT),
         )
-        return _import_report_data(report)
+        data = {**vars(report), "dry_run": upload.dry_run}
+        return dict(SpaceImportApi.OutputSerializer(data).data)
 
     def _writer(self) -> SpaceWriter:
         # The command refuses a write without --user before it builds this client's call.
@@ -154,15 +148,6 @@ class LocalSpaceClient:
 def _document_data(path: str, body: bytes, revision: int) -> dict[str, Any]:
     # Every stored body passed the write path's UTF-8 check.
     return {"path": path, "revision": revision, "content": body.decode("utf-8", errors="replace")}
-
-
-def _import_report_data(report: ImportReport) -> dict[str, Any]:
-    return {
-        "imported": report.imported,
-        "skipped": report.skipped,
-        "renamed": report.renamed,
-        "ignored": report.ignored,
-    }
 
 
 def _base_version_require(base_version: int | None) -> int:

@@ -99,6 +99,11 @@ def _hint(code: str, detail: dict[str, Any]) -> str | None:
                 f"{detail.get('path')} line {detail.get('line')} looks like a credential "
                 f"({detail.get('rule')}); remove it and retry"
             )
+        case "SPACE_INVALID":
+            return (
+                f"--{detail.get('field')} does not name a valid space ({detail.get('reason')}); "
+                "see --help for the flags each visibility takes"
+            )
         case "INVALID_TEXT":
             return "the file is not UTF-8 text; convert it and retry"
         case "GLOBAL_SPACE_WRITE_DENIED":
@@ -405,7 +410,7 @@ class Command(BaseCommand):
             )
             report = client.import_archive(upload, progress=progress)
         if self.as_json:
-            return self.emit({**report, "dryRun": options["dry_run"]})
+            return self.emit(report)
         prefix = "dry run, nothing written: would have " if options["dry_run"] else ""
         self.stdout.write(
             f"{prefix}imported {report['imported']}, skipped {report['skipped']}, "
