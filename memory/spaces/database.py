@@ -248,6 +248,9 @@ class DatabaseStore:
                     for write in batch.writes
                 ]
             unlimited = Quotas(space_bytes=0, tenant_bytes=0)
+            # Every lock the writes take is held already (the space row, before which no
+            # one takes a document row of it, and the tenant's): they wait for nothing, and
+            # a large batch is not cut short by the deadline its lock waits had.
             return [
                 self.write(
                     handle,
@@ -256,7 +259,7 @@ class DatabaseStore:
                     expected_revision=write.expected_revision,
                     updated_by=batch.updated_by,
                     quotas=unlimited,
-                    deadline=batch.deadline,
+                    deadline=time.monotonic() + settings.MEMORY_STORE_WAIT_SECONDS,
                 )
                 for write in batch.writes
             ]
