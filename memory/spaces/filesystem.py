@@ -44,7 +44,7 @@ from memory.spaces.handle import SpaceHandle
 from memory.spaces.store import (
     CounterDrift,
     DocumentMeta,
-    Quotas,
+    DocumentWrite,
     SpaceUsage,
     StoredDocument,
     WriteBatch,
@@ -96,19 +96,10 @@ class FilesystemStore:
 
         return self._shared(handle, fetch)
 
-    def write(
-        self,
-        handle: SpaceHandle,
-        path: str,
-        body: bytes,
-        *,
-        expected_revision: int | None,
-        updated_by: str,
-        quotas: Quotas,
-        deadline: float,
-    ) -> DocumentMeta:
+    def write(self, handle: SpaceHandle, request: DocumentWrite) -> DocumentMeta:
+        path, body, quotas = request.path, request.body, request.quotas
         space_dir = self._space_dir(handle)
-        with _store_errors(), self._locked(handle, deadline):
+        with _store_errors(), self._locked(handle, request.deadline):
             meta_file = self._meta_file(handle, path)
             current = _meta_read(meta_file) if meta_file.exists() else None
             if current is None:
@@ -125,14 +116,14 @@ class FilesystemStore:
                 quotas=quotas,
             )
             current_revision = current.revision if current else 0
-            if expected_revision is not None and expected_revision != current_revision:
+            if request.expected_revision not in (None, current_revision):
                 raise VersionConflict(currentVersion=current_revision)
             meta = DocumentMeta(
                 path=path,
                 size=len(body),
                 checksum=body_checksum(body),
                 revision=current_revision + 1,
-                updated_by=updated_by,
+                updated_by=request.updated_by,
                 updated_at=timezone.now(),
             )
             body_file = space_dir / "tree" / path
