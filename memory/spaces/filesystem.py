@@ -45,6 +45,7 @@ from memory.spaces.store import (
     CounterDrift,
     DocumentMeta,
     DocumentWrite,
+    Quotas,
     SpaceUsage,
     StoredDocument,
     WriteBatch,
@@ -107,14 +108,7 @@ class FilesystemStore:
             delta = len(body) - (current.size if current else 0)
             # The same order of refusals as the database store: the tenant's quota, the
             # space's, then the revision.
-            tenant_used, space_used = self._tenant_used(handle), self._space_used(handle)
-            quotas_require(
-                handle=handle,
-                delta=delta,
-                space_used=space_used,
-                tenant_used=tenant_used,
-                quotas=quotas,
-            )
+            space_used, tenant_used = self._quotas_require(handle, delta, quotas)
             current_revision = current.revision if current else 0
             if request.expected_revision not in (None, current_revision):
                 raise VersionConflict(currentVersion=current_revision)
@@ -161,14 +155,7 @@ class FilesystemStore:
                         updated_at=timezone.now(),
                     )
                 )
-            space_used, tenant_used = self._space_used(handle), self._tenant_used(handle)
-            quotas_require(
-                handle=handle,
-                delta=delta,
-                space_used=space_used,
-                tenant_used=tenant_used,
-                quotas=batch.quotas,
-            )
+            space_used, tenant_used = self._quotas_require(handle, delta, batch.quotas)
             if batch.check_only:
                 return metas
             files: list[tuple[Path, bytes]] = []
@@ -284,6 +271,19 @@ class FilesystemStore:
             return 0
         usage = _json_read(self._tenant_dir(handle.tenant_id) / "usage.json", {"usedBytes": 0})
         return int(usage["usedBytes"])
+
+    def _quotas_require(self, handle: SpaceHandle, delta: int, quotas: Quotas) -> tuple[int, int]:
+        """Refuse growth by `delta` past either quota; answer the space's and the tenant's
+        counters as read. Call holding the space's and the tenant's locks."""
+        space_used, tenant_used = self._space_used(handle), self._tenant_used(handle)
+        quotas_require(
+            handle=handle,
+            delta=delta,
+            space_used=space_used,
+            tenant_used=tenant_used,
+            quotas=quotas,
+        )
+        return space_used, tenant_used
 
     def _counters_add(
         self, handle: SpaceHandle, delta: int, space_used: int, tenant_used: int
