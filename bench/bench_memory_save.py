@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -199,12 +197,6 @@ class RawSide:
         self.version = version
 
 
-def _timed(save: Callable[[int], None], counter: int) -> float:
-    begun = time.perf_counter_ns()
-    save(counter)
-    return (time.perf_counter_ns() - begun) / 1e6
-
-
 def run() -> list[dict[str, Any]]:
     org = Org.objects.create(name="bench org")
     team = Team.objects.create(org=org, name="bench team")
@@ -225,23 +217,9 @@ def run() -> list[dict[str, Any]]:
 
     with psycopg.connect(os.environ["DATABASE_URL"], autocommit=False) as conn:
         raw = RawSide(conn=conn, workspace=raw_ws, author=author, plan=plan)
-        counter = 1
-        for _ in range(WARMUP_SAVES):
-            service.save(counter)
-            raw.save(counter)
-            counter += 1
-
-        service_ms: list[float] = []
-        raw_ms: list[float] = []
-        for block in range(MEASURED_SAVES // BLOCK):
-            # Alternate which side goes first so neither always follows the other.
-            order = [(service.save, service_ms), (raw.save, raw_ms)]
-            if block % 2:
-                order.reverse()
-            for save, samples in order:
-                for _ in range(BLOCK):
-                    samples.append(_timed(save, counter))
-                    counter += 1
+        service_ms, raw_ms = figures.interleaved_samples(
+            service.save, raw.save, warmup=WARMUP_SAVES, measured=MEASURED_SAVES, block=BLOCK
+        )
 
     # Version 1 is each document's creation; the service also made the captured save.
     expected_raw = 1 + WARMUP_SAVES + MEASURED_SAVES

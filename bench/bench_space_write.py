@@ -21,7 +21,6 @@ recomputes every counter from the documents: its drift must be 0.
 from __future__ import annotations
 
 import os
-import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +29,7 @@ from typing import Any
 import psycopg
 from bench_memory_save import document as memory_document
 from django.db import connection
+from figures import interleaved_samples, p90, service_vs_raw_result
 
 from memory.models import SpaceDocument
 from memory.spaces.handle import SpaceHandle, Visibility
@@ -98,12 +98,6 @@ def _with_path(params: Sequence[Any] | None, path: str) -> Sequence[Any] | None:
     ]
 
 
-def _timed(write: Callable[[int], None], counter: int) -> float:
-    begun = time.perf_counter_ns()
-    write(counter)
-    return (time.perf_counter_ns() - begun) / 1e6
-
-
 def _service_vs_raw(team: Team, writer: SpaceWriter) -> dict[str, Any]:
     service_space = SpaceHandle(visibility=Visibility.ORG, name="service", tenant_id=team.pk)
     raw_space = SpaceHandle(visibility=Visibility.ORG, name="raw", tenant_id=team.pk)
@@ -132,29 +126,14 @@ def _service_vs_raw(team: Team, writer: SpaceWriter) -> dict[str, Any]:
         )
     )
     service_write(0)
-    service_ms: list[float] = []
-    raw_ms: list[float] = []
     # Client-side binding, as Django's backend binds: the captured statements run as sent.
     with psycopg.connect(
         os.environ["DATABASE_URL"], autocommit=False, cursor_factory=psycopg.ClientCursor
     ) as conn:
         raw = RawSide(conn=conn, statements=statements)
-        counter = 1
-        for _ in range(WARMUP_WRITES):
-            service_write(counter)
-            raw.write(counter)
-            counter += 1
-        for block in range(MEASURED_WRITES // BLOCK):
-            order: list[tuple[Callable[[int], None], list[float]]] = [
-                (service_write, service_ms),
-                (raw.write, raw_ms),
-            ]
-            if block % 2:
-                order.reverse()
-            for write, samples in order:
-                for _ in range(BLOCK):
-                    samples.append(_timed(write, counter))
-                    counter += 1
+        service_ms, raw_ms = interleaved_samples(
+            service_write, raw.write, warmup=WARMUP_WRITES, measured=MEASURED_WRITES, block=BLOCK
+        )
 
     # Counted, not listed: the raw side's rows hold the template's ciphertext, sealed for
     # another path, so they would not open.
@@ -167,24 +146,19 @@ def _service_vs_raw(team: Team, writer: SpaceWriter) -> dict[str, Any]:
     )
     if counts != expected:
         raise RuntimeError(f"bench_space_write: expected {expected} documents, got {counts}")
-    service_median = statistics.median(service_ms)
-    raw_median = statistics.median(raw_ms)
-    ratio = raw_median / service_median
-    return {
-        "name": "space_write_4k_service_vs_raw_psycopg",
-        "unit": "ms per write (median)",
-        "baseline": round(raw_median, 4),
-        "figure": round(service_median, 4),
-        "ratio": round(ratio, 4),
-        "target": f">= {TARGET_RATIO}",
-        "meets_target": ratio >= TARGET_RATIO,
-        "notes": (
+    return service_vs_raw_result(
+        name="space_write_4k_service_vs_raw_psycopg",
+        per="write",
+        service_ms=service_ms,
+        raw_ms=raw_ms,
+        notes=(
             f"{MEASURED_WRITES} creates per side after {WARMUP_WRITES} warm-up, interleaved in "
-            f"blocks of {BLOCK}; p90 service {_p90(service_ms):.3f} ms, raw "
-            f"{_p90(raw_ms):.3f} ms; both sides send {len(statements)} statements per write; "
+            f"blocks of {BLOCK}; p90 service {p90(service_ms):.3f} ms, raw "
+            f"{p90(raw_ms):.3f} ms; both sides send {len(statements)} statements per write; "
             "raw side skips the checks, the secret scan, the ORM and AES-GCM sealing"
         ),
-    }
+        target=TARGET_RATIO,
+    )
 
 
 def _writers_run(handle: SpaceHandle, writer: SpaceWriter, threads: int, each: int) -> float:
@@ -260,7 +234,3 @@ def run() -> list[dict[str, Any]]:
     user = User.objects.create_user(username="bench-spaces", password="bench-password-unused")
     writer = SpaceWriter.of_user(user, tenant_id=team.pk)
     return [_service_vs_raw(team, writer), _concurrent_vs_single(team, writer)]
-
-
-def _p90(samples: list[float]) -> float:
-    return statistics.quantiles(samples, n=10)[-1]

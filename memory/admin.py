@@ -24,7 +24,7 @@ from memory.models import (
     TenantSpaceUsage,
 )
 from memory.spaces.quotas import space_tenant_quota_override_set, tenant_quota_in_force
-from workspaces.admin import ViewOnlyAdmin, acting_user, changelist_link
+from workspaces.admin import ViewOnlyAdmin, WrappedDataKeyAdmin, acting_user, changelist_link
 
 
 @admin.register(MemoryPolicy)
@@ -151,13 +151,5 @@ class TenantSpaceUsageAdmin(admin.ModelAdmin):
 
 
 @admin.register(SpaceKey)
-class SpaceKeyAdmin(ViewOnlyAdmin):
-    # Never `wrapped_key`: reading it unwraps the data key.
-    fields = ("tenant", "wrapping_key_id", "created_at", "rewrapped_at")
-    list_display = fields
-    list_select_related = ("tenant",)
-    list_filter = ("wrapping_key_id", "rewrapped_at")
-    search_fields = ("tenant__name", "tenant__id__exact", "=wrapping_key_id")
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[SpaceKey]:
-        return super().get_queryset(request).defer("wrapped_key")
+class SpaceKeyAdmin(WrappedDataKeyAdmin):
+    owner = "tenant"

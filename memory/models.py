@@ -7,14 +7,12 @@ import uuid
 
 from django.db import models
 from django.db.models import Q, Value
-from django.db.models.functions import Coalesce, Length
-from django.db.models.lookups import Exact
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memory.spaces.handle import USER_BOUND, Visibility
 from workspaces.constraints import choices_check, minimum_check
-from workspaces.crypto import WrappedKeyField
-from workspaces.models import Team, User, Workspace
+from workspaces.models import Team, User, Workspace, WrappedDataKey
 
 
 class MemoryMode(models.TextChoices):
@@ -197,11 +195,7 @@ class MemorySpace(models.Model):
                 name="memory_memoryspace_user_iff_user_bound",
                 violation_error_code="SPACE_INVALID",
             ),
-            models.CheckConstraint(
-                condition=Q(used_bytes__gte=0),
-                name="memory_memoryspace_used_non_negative",
-                violation_error_code="USAGE_INVALID",
-            ),
+            minimum_check("used_bytes", 0, "memory_memoryspace_used_non_negative", "USAGE_INVALID"),
         ]
 
     def __str__(self) -> str:
@@ -233,16 +227,10 @@ class SpaceDocument(models.Model):
                 name="memory_spacedocument_path_unique_in_space",
                 violation_error_code="VERSION_CONFLICT",
             ),
-            models.CheckConstraint(
-                condition=Q(revision__gte=1),
-                name="memory_spacedocument_revision_positive",
-                violation_error_code="VERSION_INVALID",
+            minimum_check(
+                "revision", 1, "memory_spacedocument_revision_positive", "VERSION_INVALID"
             ),
-            models.CheckConstraint(
-                condition=Q(size__gte=0),
-                name="memory_spacedocument_size_non_negative",
-                violation_error_code="SIZE_INVALID",
-            ),
+            minimum_check("size", 0, "memory_spacedocument_size_non_negative", "SIZE_INVALID"),
             models.CheckConstraint(
                 condition=~Q(updated_by=""),
                 name="memory_spacedocument_updated_by_present",
@@ -273,10 +261,8 @@ class TenantSpaceUsage(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(
-                condition=Q(used_bytes__gte=0),
-                name="memory_tenantspaceusage_used_non_negative",
-                violation_error_code="USAGE_INVALID",
+            minimum_check(
+                "used_bytes", 0, "memory_tenantspaceusage_used_non_negative", "USAGE_INVALID"
             ),
             models.CheckConstraint(
                 condition=Q(quota_override_bytes__isnull=True) | Q(quota_override_bytes__gte=0),
@@ -289,20 +275,15 @@ class TenantSpaceUsage(models.Model):
         return f"space usage of team {self.team_id}: {self.used_bytes} bytes"
 
 
-class SpaceKey(models.Model):
-    """The data key that seals a tenant's space documents, stored only wrapped by the
-    deployment key (as workspace keys are). The global space has its own key: the row
-    with no tenant. At most one row per tenant, and one for global."""
+class SpaceKey(WrappedDataKey):
+    """The data key that seals a tenant's space documents. The global space has its own
+    key: the row with no tenant. At most one row per tenant, and one for global."""
 
     tenant = models.ForeignKey(
         Team, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
-    wrapped_key = WrappedKeyField()
-    wrapping_key_id = models.CharField(max_length=16)
-    created_at = models.DateTimeField(default=timezone.now)
-    rewrapped_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(WrappedDataKey.Meta):
         constraints = [
             # Coalesce: a plain unique column lets any number of NULLs through, and the
             # global key must be one row too.
@@ -311,11 +292,7 @@ class SpaceKey(models.Model):
                 name="memory_spacekey_tenant_unique",
                 violation_error_code="KEY_EXISTS",
             ),
-            models.CheckConstraint(
-                condition=Exact(Length("wrapping_key_id"), 16),
-                name="memory_spacekey_wrapping_key_id_valid",
-                violation_error_code="KEY_ID_INVALID",
-            ),
+            *WrappedDataKey.Meta.constraints,
         ]
 
     def __str__(self) -> str:

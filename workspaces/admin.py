@@ -299,17 +299,28 @@ class ApiTokenAdmin(admin.ModelAdmin):
             api_token_revoke(token=token, actor=actor)
 
 
-@admin.register(models.WorkspaceKey)
-class WorkspaceKeyAdmin(ViewOnlyAdmin):
-    # Never `wrapped_key`: reading it unwraps the data key.
-    fields = ("workspace", "wrapping_key_id", "created_at", "rewrapped_at")
-    list_display = fields
-    list_select_related = ("workspace",)
-    list_filter = ("wrapping_key_id", "rewrapped_at")
-    search_fields = ("workspace__name", "workspace__id__exact", "=wrapping_key_id")
+class WrappedDataKeyAdmin(ViewOnlyAdmin):
+    """The page of a `WrappedDataKey` model, whose key belongs to its `owner` field (a
+    workspace, a team). Never `wrapped_key`: reading it unwraps the data key."""
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[models.WorkspaceKey]:
+    owner: ClassVar[str]
+    list_filter = ("wrapping_key_id", "rewrapped_at")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        owner = cls.owner
+        cls.fields = (owner, "wrapping_key_id", "created_at", "rewrapped_at")
+        cls.list_display = cls.fields
+        cls.list_select_related = (owner,)
+        cls.search_fields = (f"{owner}__name", f"{owner}__id__exact", "=wrapping_key_id")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).defer("wrapped_key")
+
+
+@admin.register(models.WorkspaceKey)
+class WorkspaceKeyAdmin(WrappedDataKeyAdmin):
+    owner = "workspace"
 
 
 @admin.register(models.File)

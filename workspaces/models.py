@@ -271,12 +271,10 @@ class ApiToken(models.Model):
         return self.revoked_at is not None
 
 
-class WorkspaceKey(models.Model):
-    """A workspace's data key, stored only wrapped by the deployment key."""
+class WrappedDataKey(models.Model):
+    """A data key stored only wrapped by the deployment key: a workspace's, and (in memory)
+    a space tenant's. What a rotation re-wraps and staff look at, declared once."""
 
-    workspace = models.OneToOneField(
-        Workspace, on_delete=models.CASCADE, primary_key=True, related_name="data_key"
-    )
     wrapped_key = WrappedKeyField()
     # Fingerprint of the deployment key that wrapped it: lets a rotation resume where it
     # stopped, and lets staff see which rows still need re-wrapping.
@@ -285,14 +283,23 @@ class WorkspaceKey(models.Model):
     rewrapped_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        abstract = True
         constraints = [
             length_check(
                 "wrapping_key_id",
                 16,
-                "workspaces_workspacekey_wrapping_key_id_valid",
+                "%(app_label)s_%(class)s_wrapping_key_id_valid",
                 "KEY_ID_INVALID",
             ),
         ]
+
+
+class WorkspaceKey(WrappedDataKey):
+    """A workspace's data key."""
+
+    workspace = models.OneToOneField(
+        Workspace, on_delete=models.CASCADE, primary_key=True, related_name="data_key"
+    )
 
     def __str__(self) -> str:
         return f"data key of workspace {self.workspace_id}"

@@ -14,11 +14,11 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Model
-from django.db.models.functions import Greatest
 from django.http import HttpRequest
 from django.utils import timezone
 
 from workspaces.authentication import Credential, CredentialKind
+from workspaces.counters import tenant_counter_charge
 from workspaces.crypto import (
     WrappedKeyField,
     ciphertext_digest,
@@ -37,7 +37,6 @@ from workspaces.errors import (
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
     OrgStateConflict,
-    TenantQuotaExceeded,
     VersionConflict,
     WorkspaceAdminRequired,
 )
@@ -524,28 +523,20 @@ def team_storage_charge(*, workspace: Workspace, delta: int) -> None:
     """
     if delta == 0:
         return
-    rows = TeamStorageUsage.objects.filter(team_id=workspace.team_id)
-    if delta < 0:
-        rows.update(used_bytes=Greatest(F("used_bytes") + delta, 0))
-        return
+    # The quota is read only for growth: a shrink needs no query more.
     quota = (
         Team.objects.filter(pk=workspace.team_id)
         .values_list("org__memory_quota_bytes", flat=True)
         .get()
+        if delta > 0
+        else 0
     )
-    within_quota = rows if quota == 0 else rows.filter(used_bytes__lte=quota - delta)
-    if within_quota.update(used_bytes=F("used_bytes") + delta) == 1:
-        return
-    # Either the team has no row yet or the quota refuses. Make sure the row exists (a
-    # concurrent first write making it too waits on its key, then finds it), and ask
-    # once more: then only the quota can refuse.
-    TeamStorageUsage.objects.bulk_create(
-        [TeamStorageUsage(team_id=workspace.team_id)], ignore_conflicts=True
+    tenant_counter_charge(
+        rows=TeamStorageUsage.objects.filter(team_id=workspace.team_id),
+        new_row=TeamStorageUsage(team_id=workspace.team_id),
+        delta=delta,
+        quota=quota,
     )
-    if within_quota.update(used_bytes=F("used_bytes") + delta) == 1:
-        return
-    used = rows.values_list("used_bytes", flat=True).get()
-    raise TenantQuotaExceeded(usedBytes=used, deltaBytes=delta, quotaBytes=quota)
 
 
 def _file_create(*, workspace: Workspace, path: str, now: datetime) -> File:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -19,6 +18,7 @@ from memory.spaces.filesystem import FilesystemStore
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import quotas_for
 from memory.spaces.store import MemoryStore
+from memory.tests.spaces.conftest import store_write
 from workspaces.errors import OrgStateConflict
 from workspaces.models import AuditEvent, KeySession, Org
 from workspaces.services import (
@@ -62,15 +62,7 @@ def org_space(team) -> SpaceHandle:
 
 
 def space_write(store: MemoryStore, handle: SpaceHandle, body: bytes) -> SpaceHandle:
-    store.write(
-        handle,
-        "a.md",
-        body,
-        expected_revision=0,
-        updated_by="user:1",
-        quotas=quotas_for(handle),
-        deadline=time.monotonic() + 5,
-    )
+    store_write(store, handle, "a.md", body, expected=0, quotas=quotas_for(handle))
     return handle
 
 

@@ -32,8 +32,7 @@ from django.db import (
     connection,
     transaction,
 )
-from django.db.models import F, QuerySet, Sum
-from django.db.models.functions import Greatest
+from django.db.models import F, Sum
 from django.utils import timezone
 
 from memory.errors import SpaceQuotaExceeded, StoreBusy, StoreUnavailable
@@ -42,6 +41,7 @@ from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.store import (
     CounterDrift,
     DocumentMeta,
+    DocumentWrite,
     Quotas,
     SpaceUsage,
     StoredDocument,
@@ -51,6 +51,7 @@ from memory.spaces.store import (
     path_conflict_check,
     quotas_require,
 )
+from workspaces.counters import counter_move, tenant_counter_charge
 from workspaces.crypto import (
     CiphertextRejected,
     data_key_generate,
@@ -58,7 +59,7 @@ from workspaces.crypto import (
     seal,
     unseal,
 )
-from workspaces.errors import DocumentUnreadable, NotFound, TenantQuotaExceeded, VersionConflict
+from workspaces.errors import DocumentUnreadable, NotFound, VersionConflict
 from workspaces.violations import violation_code
 
 # The columns of a space row that are its handle's fields of the same name.
@@ -143,22 +144,13 @@ class DatabaseStore:
         )
         return StoredDocument(meta=meta, body=body)
 
-    def write(
-        self,
-        handle: SpaceHandle,
-        path: str,
-        body: bytes,
-        *,
-        expected_revision: int | None,
-        updated_by: str,
-        quotas: Quotas,
-        deadline: float,
-    ) -> DocumentMeta:
+    def write(self, handle: SpaceHandle, request: DocumentWrite) -> DocumentMeta:
+        path, body, expected_revision = request.path, request.body, request.expected_revision
         checksum = body_checksum(body)
         now = timezone.now()
         with _store_errors():
             data_key = space_data_key_ensure(tenant_id=handle.tenant_id)
-            with _locking_transaction(deadline):
+            with _locking_transaction(request.deadline):
                 space = _space_lock(handle, create=True)
                 assert space is not None
                 current = _document_lock(space, path)
@@ -166,8 +158,8 @@ class DatabaseStore:
                     path_conflict_check(path, _paths_near(space, path))
                 delta = len(body) - (current.size if current else 0)
                 if handle.tenant_id is not None:
-                    _tenant_charge(handle.tenant_id, delta, quotas.tenant_bytes)
-                _space_charge(space, delta, quotas.space_bytes)
+                    _tenant_charge(handle.tenant_id, delta, request.quotas.tenant_bytes)
+                _space_charge(space, delta, request.quotas.space_bytes)
                 current_revision = current.revision if current else 0
                 base = current_revision if expected_revision is None else expected_revision
                 revision = base + 1
@@ -184,7 +176,7 @@ class DatabaseStore:
                     "size": len(body),
                     "body_ciphertext": sealed(body, "body"),
                     "checksum_ciphertext": sealed(checksum.encode(), "checksum"),
-                    "updated_by": updated_by,
+                    "updated_by": request.updated_by,
                     "updated_at": now,
                 }
                 if base == 0:
@@ -201,7 +193,7 @@ class DatabaseStore:
             size=len(body),
             checksum=checksum,
             revision=revision,
-            updated_by=updated_by,
+            updated_by=request.updated_by,
             updated_at=now,
         )
 
@@ -250,15 +242,20 @@ class DatabaseStore:
                     for write in batch.writes
                 ]
             unlimited = Quotas(space_bytes=0, tenant_bytes=0)
+            # Every lock the writes take is held already (the space row, before which no
+            # one takes a document row of it, and the tenant's): they wait for nothing, and
+            # a large batch is not cut short by the deadline its lock waits had.
             return [
                 self.write(
                     handle,
-                    write.path,
-                    write.body,
-                    expected_revision=write.expected_revision,
-                    updated_by=batch.updated_by,
-                    quotas=unlimited,
-                    deadline=batch.deadline,
+                    DocumentWrite(
+                        path=write.path,
+                        body=write.body,
+                        expected_revision=write.expected_revision,
+                        updated_by=batch.updated_by,
+                        quotas=unlimited,
+                        deadline=time.monotonic() + settings.MEMORY_STORE_WAIT_SECONDS,
+                    ),
                 )
                 for write in batch.writes
             ]
@@ -459,37 +456,17 @@ def _document_create(
 def _tenant_charge(tenant_id: int, delta: int, quota: int) -> None:
     """Move the tenant's counter by `delta`. Checked before the space's, so that when both
     quotas would refuse, the tenant's refusal is the one answered."""
-    rows = TenantSpaceUsage.objects.filter(team_id=tenant_id)
-    if _charge(rows, delta, quota):
-        return
-    # No row yet (the tenant's first write) or the quota refuses: make sure the row exists
-    # (a concurrent first writer waits on its key, then finds it) and ask once more.
-    TenantSpaceUsage.objects.bulk_create(
-        [TenantSpaceUsage(team_id=tenant_id)], ignore_conflicts=True
+    tenant_counter_charge(
+        rows=TenantSpaceUsage.objects.filter(team_id=tenant_id),
+        new_row=TenantSpaceUsage(team_id=tenant_id),
+        delta=delta,
+        quota=quota,
     )
-    if _charge(rows, delta, quota):
-        return
-    used = rows.values_list("used_bytes", flat=True).get()
-    raise TenantQuotaExceeded(usedBytes=used, deltaBytes=delta, quotaBytes=quota)
 
 
 def _space_charge(space: MemorySpace, delta: int, quota: int) -> None:
-    if not _charge(MemorySpace.objects.filter(pk=space.pk), delta, quota):
+    if not counter_move(MemorySpace.objects.filter(pk=space.pk), delta=delta, quota=quota):
         raise SpaceQuotaExceeded(usedBytes=space.used_bytes, deltaBytes=delta, quotaBytes=quota)
-
-
-def _charge(
-    rows: QuerySet[MemorySpace] | QuerySet[TenantSpaceUsage], delta: int, quota: int
-) -> bool:
-    """One conditional UPDATE of one counter row: growth applies only while the counter
-    stays within `quota` (0: no cap), so concurrent writers cannot pass it together; a
-    shrink always applies, never below zero. False when no row was updated."""
-    if delta == 0:
-        return rows.exists()
-    if delta < 0:
-        return rows.update(used_bytes=Greatest(F("used_bytes") + delta, 0)) == 1
-    within_quota = rows if quota == 0 else rows.filter(used_bytes__lte=quota - delta)
-    return within_quota.update(used_bytes=F("used_bytes") + delta) == 1
 
 
 def _meta(handle: SpaceHandle, document: SpaceDocument, data_key: bytes | None) -> DocumentMeta:

@@ -44,6 +44,7 @@ from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.store import (
     CounterDrift,
     DocumentMeta,
+    DocumentWrite,
     Quotas,
     SpaceUsage,
     StoredDocument,
@@ -96,19 +97,10 @@ class FilesystemStore:
 
         return self._shared(handle, fetch)
 
-    def write(
-        self,
-        handle: SpaceHandle,
-        path: str,
-        body: bytes,
-        *,
-        expected_revision: int | None,
-        updated_by: str,
-        quotas: Quotas,
-        deadline: float,
-    ) -> DocumentMeta:
+    def write(self, handle: SpaceHandle, request: DocumentWrite) -> DocumentMeta:
+        path, body, quotas = request.path, request.body, request.quotas
         space_dir = self._space_dir(handle)
-        with _store_errors(), self._locked(handle, deadline):
+        with _store_errors(), self._locked(handle, request.deadline):
             meta_file = self._meta_file(handle, path)
             current = _meta_read(meta_file) if meta_file.exists() else None
             if current is None:
@@ -116,23 +108,16 @@ class FilesystemStore:
             delta = len(body) - (current.size if current else 0)
             # The same order of refusals as the database store: the tenant's quota, the
             # space's, then the revision.
-            tenant_used, space_used = self._tenant_used(handle), self._space_used(handle)
-            quotas_require(
-                handle=handle,
-                delta=delta,
-                space_used=space_used,
-                tenant_used=tenant_used,
-                quotas=quotas,
-            )
+            space_used, tenant_used = self._quotas_require(handle, delta, quotas)
             current_revision = current.revision if current else 0
-            if expected_revision is not None and expected_revision != current_revision:
+            if request.expected_revision not in (None, current_revision):
                 raise VersionConflict(currentVersion=current_revision)
             meta = DocumentMeta(
                 path=path,
                 size=len(body),
                 checksum=body_checksum(body),
                 revision=current_revision + 1,
-                updated_by=updated_by,
+                updated_by=request.updated_by,
                 updated_at=timezone.now(),
             )
             body_file = space_dir / "tree" / path
@@ -170,14 +155,7 @@ class FilesystemStore:
                         updated_at=timezone.now(),
                     )
                 )
-            space_used, tenant_used = self._space_used(handle), self._tenant_used(handle)
-            quotas_require(
-                handle=handle,
-                delta=delta,
-                space_used=space_used,
-                tenant_used=tenant_used,
-                quotas=batch.quotas,
-            )
+            space_used, tenant_used = self._quotas_require(handle, delta, batch.quotas)
             if batch.check_only:
                 return metas
             files: list[tuple[Path, bytes]] = []
@@ -319,6 +297,19 @@ class FilesystemStore:
             return 0
         usage = _json_read(self._tenant_dir(handle.tenant_id) / "usage.json", {"usedBytes": 0})
         return int(usage["usedBytes"])
+
+    def _quotas_require(self, handle: SpaceHandle, delta: int, quotas: Quotas) -> tuple[int, int]:
+        """Refuse growth by `delta` past either quota; answer the space's and the tenant's
+        counters as read. Call holding the space's and the tenant's locks."""
+        space_used, tenant_used = self._space_used(handle), self._tenant_used(handle)
+        quotas_require(
+            handle=handle,
+            delta=delta,
+            space_used=space_used,
+            tenant_used=tenant_used,
+            quotas=quotas,
+        )
+        return space_used, tenant_used
 
     def _counters_add(
         self, handle: SpaceHandle, delta: int, space_used: int, tenant_used: int

@@ -39,7 +39,7 @@ from memory.errors import GlobalSpaceWriteDenied
 from memory.secrets import secret_refuse
 from memory.spaces.handle import SpaceHandle
 from memory.spaces.quotas import quotas_for, store_get
-from memory.spaces.store import DocumentMeta, PendingWrite, WriteBatch
+from memory.spaces.store import DocumentMeta, DocumentWrite, PendingWrite, WriteBatch
 from workspaces.errors import DocumentTooLarge, InvalidText, NotFound
 from workspaces.models import AuditEvent, User
 from workspaces.paths import document_path_require_canonical
@@ -119,15 +119,15 @@ def space_document_write(
     """
     path = space_document_write_check(handle=handle, path=path, body=body, writer=writer)
     with _audited(handle):
-        meta = store_get().write(
-            handle,
-            path,
-            body,
+        request = DocumentWrite(
+            path=path,
+            body=body,
             expected_revision=expected_revision,
             updated_by=writer.attribution,
             quotas=quotas_for(handle),
             deadline=_deadline(),
         )
+        meta = store_get().write(handle, request)
         _global_audit(
             action=AuditEvent.Action.SPACE_GLOBAL_WRITTEN,
             handle=handle,

@@ -35,6 +35,21 @@ class Quotas:
 
 
 @dataclass(frozen=True)
+class DocumentWrite:
+    """One write as the store takes it, built once by `memory.spaces.services` (or a test).
+
+    `deadline` is a time.monotonic() value; `MemoryStore.write` says what every field
+    means to the store."""
+
+    path: str
+    body: bytes
+    expected_revision: int | None
+    updated_by: str
+    quotas: Quotas
+    deadline: float
+
+
+@dataclass(frozen=True)
 class DocumentMeta:
     path: str
     size: int  # bytes of the body
@@ -152,18 +167,8 @@ class MemoryStore(Protocol):
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         """The current body and metadata, or None when the document does not exist."""
 
-    def write(
-        self,
-        handle: SpaceHandle,
-        path: str,
-        body: bytes,
-        *,
-        expected_revision: int | None,
-        updated_by: str,
-        quotas: Quotas,
-        deadline: float,
-    ) -> DocumentMeta:
-        """Create or replace one document, atomically with its counters.
+    def write(self, handle: SpaceHandle, request: DocumentWrite) -> DocumentMeta:
+        """Create or replace one document (`request`), atomically with its counters.
 
         `expected_revision` 0 creates only; N replaces revision N only; None replaces
         whatever is current (import and the mirror, after their own checks). A stale one

@@ -8,7 +8,6 @@ import hashlib
 import io
 import json
 import tarfile
-import time
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -35,8 +34,8 @@ from memory.spaces.archive import (
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
 from memory.spaces.services import SpaceWriter, WriterKind, space_document_write
-from memory.spaces.store import Quotas
 from memory.tests.secret_corpus import CREDENTIALS
+from memory.tests.spaces.conftest import store_write
 from workspaces.errors import DocumentTooLarge
 from workspaces.models import AuditEvent, User
 
@@ -219,16 +218,7 @@ def test_export_of_a_space_holding_a_credential_writes_nothing(tenant, credentia
     handle = space(tenant)
     fill(tenant, handle, {"a.md": b"fine\n"})
     # Stored before the scanner knew it: written around the write path, straight to the store.
-    writer = importer(tenant)
-    store_get().write(
-        handle,
-        "z.md",
-        f"key: {credential}\n".encode(),
-        expected_revision=0,
-        updated_by=writer.attribution,
-        quotas=Quotas(space_bytes=0, tenant_bytes=0),
-        deadline=time.monotonic() + 5,
-    )
+    store_write(store_get(), handle, "z.md", f"key: {credential}\n".encode(), expected=0)
     out = io.BytesIO()
 
     with pytest.raises(SecretDetected) as refused:
@@ -272,15 +262,7 @@ def test_a_document_under_a_path_no_longer_valid_is_listed_not_dropped(tenant):
     handle = space(tenant)
     fill(tenant, handle, {"a.md": b"kept\n"})
     # Stored under a spelling the path rule now refuses: only the store can hold it.
-    store_get().write(
-        handle,
-        "old/./b.md",
-        b"legacy\n",
-        expected_revision=0,
-        updated_by="user:1",
-        quotas=Quotas(space_bytes=0, tenant_bytes=0),
-        deadline=time.monotonic() + 5,
-    )
+    store_write(store_get(), handle, "old/./b.md", b"legacy\n", expected=0)
 
     with tarfile.open(fileobj=io.BytesIO(exported(handle)), mode="r:gz") as tar:
         names = tar.getnames()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 from typing import Any
 from urllib.parse import urlencode
 
@@ -14,8 +13,8 @@ from conftest import Tenant, assert_error
 from memory.spaces.archive import space_export
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
-from memory.spaces.store import Quotas
 from memory.tests.secret_corpus import CREDENTIALS
+from memory.tests.spaces.conftest import store_write
 from memory.tests.test_space_archive import INCOMING, Entry, archive_of, contents, layout
 
 pytestmark = pytest.mark.usefixtures("every_store")
@@ -63,14 +62,8 @@ def test_export_answers_the_archive_as_an_attachment_naming_the_space(client, te
 
 def test_export_of_a_space_holding_a_credential_is_json_with_no_archive_bytes(client, tenant):
     put(client, "a.md", b"fine\n")
-    store_get().write(
-        org_handle(tenant),
-        "leak.md",
-        f"{CREDENTIALS[0]}\n".encode(),
-        expected_revision=0,
-        updated_by="user:1",
-        quotas=Quotas(space_bytes=0, tenant_bytes=0),
-        deadline=time.monotonic() + 5,
+    store_write(
+        store_get(), org_handle(tenant), "leak.md", f"{CREDENTIALS[0]}\n".encode(), expected=0
     )
 
     response = export(client, ORG_SPACE, HTTP_ACCEPT=GZIP)

@@ -20,7 +20,7 @@ from memory.models import MemorySpace
 from memory.spaces.database import DatabaseStore
 from memory.spaces.filesystem import FilesystemStore, _flock
 from memory.spaces.handle import SpaceHandle, Visibility
-from memory.spaces.store import DocumentMeta, MemoryStore, Quotas
+from memory.spaces.store import DocumentMeta, DocumentWrite, MemoryStore, Quotas
 from workspaces.models import Org, Team
 
 ADAPTERS = ("database", "filesystem")
@@ -55,15 +55,15 @@ def store_write(
     wait: float = 5.0,
 ) -> DocumentMeta:
     """A write with the defaults a test of the store wants, waiting `wait` seconds at most."""
-    return store.write(
-        handle,
-        path,
-        body,
+    request = DocumentWrite(
+        path=path,
+        body=body,
         expected_revision=expected,
         updated_by=by,
         quotas=quotas,
         deadline=time.monotonic() + wait,
     )
+    return store.write(handle, request)
 
 
 def _database_adapter() -> Adapter:

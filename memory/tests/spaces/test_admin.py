@@ -3,15 +3,13 @@ service."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.urls import reverse
 
 from memory.models import SpaceDocument, TenantSpaceUsage
 from memory.spaces.database import DatabaseStore
 from memory.spaces.quotas import quotas_for
-from memory.tests.spaces.conftest import handle_of
+from memory.tests.spaces.conftest import handle_of, store_write
 from workspaces.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -35,15 +33,7 @@ def test_space_and_document_pages_never_show_a_body(admin_client, team):
     handle = handle_of(team)
     store = DatabaseStore()
     marker = "HERON-93b1-admin-marker"
-    store.write(
-        handle,
-        "notes/a.md",
-        marker.encode(),
-        expected_revision=0,
-        updated_by="user:1",
-        quotas=quotas_for(handle),
-        deadline=time.monotonic() + 5,
-    )
+    store_write(store, handle, "notes/a.md", marker.encode(), expected=0, quotas=quotas_for(handle))
     document = SpaceDocument.objects.get()
 
     pages = [

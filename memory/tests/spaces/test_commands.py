@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import io
-import time
 
 import pytest
 from django.core.management import call_command
 
 from memory.models import TenantSpaceUsage
 from memory.spaces.quotas import store_get
-from memory.tests.spaces.conftest import ROOMY, handle_of
+from memory.tests.spaces.conftest import handle_of, store_write
 
 pytestmark = pytest.mark.django_db
 
@@ -29,15 +28,7 @@ def test_reconcile_prints_the_drift_of_each_counter_and_fixes_it(
     settings.DATA_DIR = tmp_path
     handle = handle_of(team)
     store = store_get()
-    store.write(
-        handle,
-        "a.md",
-        b"x" * 10,
-        expected_revision=0,
-        updated_by="user:1",
-        quotas=ROOMY,
-        deadline=time.monotonic() + 5,
-    )
+    store_write(store, handle, "a.md", b"x" * 10, expected=0)
     if store_name == "database":
         TenantSpaceUsage.objects.filter(team=team).update(used_bytes=40)
     else:
