@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,9 @@ from conftest import Tenant
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
 from memory.spaces.selectors import space_document_read
-from memory.spaces.store import Quotas, body_checksum
+from memory.spaces.store import body_checksum
 from memory.tests.secret_corpus import CREDENTIALS
+from memory.tests.spaces.conftest import store_write
 from workspaces.services import api_token_create
 
 BASE_DIR = Path(settings.BASE_DIR)
@@ -291,11 +291,7 @@ def test_export_then_import_into_another_space_gives_the_same_documents(tenant, 
 @pytest.mark.django_db
 def test_a_refused_export_leaves_no_file(tenant, tmp_path):
     # Put past the write path, as a document stored before the scanner knew the rule.
-    store_get().write(
-        handle_of(tenant), "keys.md", f"{CREDENTIALS[0].line}\n".encode(),
-        expected_revision=0, updated_by="user:1", quotas=Quotas(0, 0),
-        deadline=time.monotonic() + 5,
-    )  # fmt: skip
+    store_write(store_get(), handle_of(tenant), "keys.md", f"{CREDENTIALS[0].line}\n".encode())
     archive = tmp_path / "space.tar.gz"
 
     code, message, _ = refused("export", *org_space(tenant), "--out", str(archive))
