@@ -193,7 +193,9 @@ class Command(BaseCommand):
         cat.add_argument("path", metavar="PATH")
         put = add("put", [space], "Create or replace one document.")
         put.add_argument("path", metavar="PATH")
-        put.add_argument("--file", default="-", help="Read the body from F (default: stdin).")
+        put.add_argument(
+            "--file", default="-", help="Read the body from FILE (- or absent: stdin)."
+        )
         put.add_argument(
             "--base-version", type=int, help="The revision you read; 0 creates the document."
         )
