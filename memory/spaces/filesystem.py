@@ -87,6 +87,13 @@ class FilesystemStore:
 
         return self._shared(handle, collect)
 
+    def read_all(self, handle: SpaceHandle) -> Iterator[StoredDocument]:
+        # The files are local: a read each is no round trip to save.
+        for meta in self.list(handle):
+            document = self.read(handle, meta.path)
+            if document is not None:  # deleted since the listing
+                yield document
+
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         def fetch() -> StoredDocument | None:
             meta_file = self._meta_file(handle, path)

@@ -15,7 +15,7 @@ resolved at write time.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -163,6 +163,10 @@ class MemoryStore(Protocol):
     def list(self, handle: SpaceHandle, *, prefix: str = "") -> Sequence[DocumentMeta]:
         """Every document under `prefix` (a canonical directory, "" for all), recursively,
         sorted by path. A space never written lists nothing."""
+
+    def read_all(self, handle: SpaceHandle) -> Iterator[StoredDocument]:
+        """Every document of the space with its body, one at a time, in no set order (an
+        export): as `read` of each, without a round trip per document."""
 
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         """The current body and metadata, or None when the document does not exist."""
