@@ -40,12 +40,14 @@ from memory.models import MemorySpace, SpaceDocument, SpaceKey, TenantSpaceUsage
 from memory.spaces.handle import SpaceHandle
 from memory.spaces.store import (
     CounterDrift,
+    CurrentDocument,
     DocumentMeta,
     DocumentWrite,
     SpaceUsage,
     StoredDocument,
     WriteBatch,
     batch_conflict_check,
+    batch_judge,
     body_checksum,
     path_conflict_check,
     quotas_require,
@@ -101,10 +103,8 @@ def space_associated_data(*, space_id: str, path: str, revision: int, part: str)
 
 
 @dataclass(frozen=True)
-class _Current:
+class _Current(CurrentDocument):
     pk: int
-    revision: int
-    size: int
 
 
 class DatabaseStore:
@@ -195,26 +195,12 @@ class DatabaseStore:
                 space = _space_lock(handle, create=not batch.check_only)
                 current = {} if space is None else _documents_lock(space, paths)
                 near = {} if space is None else _tree_index(space)
-                delta = 0
-                metas = []
-                for write in batch.writes:
-                    found = current.get(write.path)
-                    current_revision = found.revision if found else 0
-                    if write.expected_revision not in (None, current_revision):
-                        raise VersionConflict(currentVersion=current_revision, path=write.path)
-                    if found is None:
-                        path_conflict_check(write.path, _near_in(near, write.path))
-                    delta += len(write.body) - (found.size if found else 0)
-                    metas.append(
-                        DocumentMeta(
-                            path=write.path,
-                            size=len(write.body),
-                            checksum=body_checksum(write.body),
-                            revision=current_revision + 1,
-                            updated_by=batch.updated_by,
-                            updated_at=now,
-                        )
-                    )
+                metas, delta = batch_judge(
+                    batch,
+                    current=current.get,
+                    near=lambda path: _near_in(near, path),
+                    now=now,
+                )
                 tenant_used = 0
                 if handle.tenant_id is not None:
                     tenant_used = (
@@ -397,7 +383,9 @@ def _document_lock(space: MemorySpace, path: str) -> _Current | None:
         .values("pk", "revision", "size")
         .first()
     )
-    return None if row is None else _Current(row["pk"], row["revision"], row["size"])
+    return (
+        None if row is None else _Current(revision=row["revision"], size=row["size"], pk=row["pk"])
+    )
 
 
 def _documents_lock(space: MemorySpace, paths: Sequence[str]) -> dict[str, _Current]:
@@ -410,7 +398,7 @@ def _documents_lock(space: MemorySpace, paths: Sequence[str]) -> dict[str, _Curr
             .values("pk", "path", "revision", "size")
         )
         for row in rows:
-            found[row["path"]] = _Current(row["pk"], row["revision"], row["size"])
+            found[row["path"]] = _Current(revision=row["revision"], size=row["size"], pk=row["pk"])
     return found
 
 
@@ -501,28 +489,27 @@ def _space_charge(space: MemorySpace, delta: int, quota: int) -> None:
 
 
 def _stored(handle: SpaceHandle, document: SpaceDocument, data_key: bytes | None) -> StoredDocument:
-    body = _open(
-        data_key,
-        bytes(document.body_ciphertext),
-        space_associated_data(
-            space_id=handle.id, path=document.path, revision=document.revision, part="body"
-        ),
-        path=document.path,
-        revision=document.revision,
-    )
+    body = _open_part(handle, document, data_key, "body")
     return StoredDocument(meta=_meta(handle, document, data_key), body=body)
 
 
-def _meta(handle: SpaceHandle, document: SpaceDocument, data_key: bytes | None) -> DocumentMeta:
-    checksum = _open(
+def _open_part(
+    handle: SpaceHandle, document: SpaceDocument, data_key: bytes | None, part: str
+) -> bytes:
+    """The document's sealed `part` ("body" or "checksum"), opened whole."""
+    return _open(
         data_key,
-        bytes(document.checksum_ciphertext),
+        bytes(getattr(document, f"{part}_ciphertext")),
         space_associated_data(
-            space_id=handle.id, path=document.path, revision=document.revision, part="checksum"
+            space_id=handle.id, path=document.path, revision=document.revision, part=part
         ),
         path=document.path,
         revision=document.revision,
     )
+
+
+def _meta(handle: SpaceHandle, document: SpaceDocument, data_key: bytes | None) -> DocumentMeta:
+    checksum = _open_part(handle, document, data_key, "checksum")
     return DocumentMeta(
         path=document.path,
         size=document.size,
