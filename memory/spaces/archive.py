@@ -131,27 +131,31 @@ def space_export(
     first: SecretDetected or DocumentUnreadable is raised before a byte is written.
     `progress(done, total)` is called as documents are read."""
     store = store_get()
-    metas = store.list(handle)
+    # Listed only to show progress against a total: the export itself reads each once.
+    total = len(store.list(handle)) if progress is not None else 0
     unaddressable: list[str] = []
-    exported: list[DocumentMeta] = []
+    exported: list[tuple[DocumentMeta, int]] = []  # each with its body's offset in the spool
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES) as bodies:
-        for done, listed in enumerate(metas, start=1):
-            if not _addressable(listed.path):
-                unaddressable.append(listed.path)
-            elif (document := store.read(handle, listed.path)) is not None:
+        for done, document in enumerate(store.read_all(handle), start=1):
+            path = document.meta.path
+            if not _addressable(path):
+                unaddressable.append(path)
+            else:
                 # The scanner judges text; a body that is not UTF-8 is still scanned whole.
-                secret_refuse(document.body.decode("utf-8", "replace"), path=listed.path)
+                secret_refuse(document.body.decode("utf-8", "replace"), path=path)
+                exported.append((document.meta, bodies.tell()))
                 bodies.write(document.body)
-                exported.append(document.meta)
             if progress is not None:
-                progress(done, len(metas))
-        bodies.seek(0)
+                progress(done, max(total, done))
+        exported.sort(key=lambda item: item[0].path)
+        unaddressable.sort()
         _archive_write(
-            out, handle=handle, metas=exported, unaddressable=unaddressable, bodies=bodies
+            out, handle=handle, documents=exported, unaddressable=unaddressable, bodies=bodies
         )
+    metas = [meta for meta, _ in exported]
     return ExportReport(
-        doc_count=len(exported),
-        doc_bytes=sum(meta.size for meta in exported),
+        doc_count=len(metas),
+        doc_bytes=sum(meta.size for meta in metas),
         unaddressable=unaddressable,
     )
 
@@ -174,11 +178,14 @@ def _archive_write(
     out: IO[bytes],
     *,
     handle: SpaceHandle,
-    metas: Sequence[DocumentMeta],
+    documents: Sequence[tuple[DocumentMeta, int]],
     unaddressable: Sequence[str],
     bodies: IO[bytes],
 ) -> None:
-    documents = [
+    """The archive of `documents` (sorted by path, each with its body's offset in
+    `bodies`), written to `out`."""
+    metas = [meta for meta, _ in documents]
+    listed = [
         {
             "path": meta.path,
             "size": meta.size,
@@ -196,8 +203,8 @@ def _archive_write(
             "bot": handle.bot,
             "run": handle.run,
         },
-        "doc_count": len(documents),
-        "documents": documents,
+        "doc_count": len(listed),
+        "documents": listed,
         "unaddressable": list(unaddressable),
     }
     checksums = "".join(f"{_hex(meta.checksum)}  {DOCS}{meta.path}\n" for meta in metas)
@@ -208,7 +215,8 @@ def _archive_write(
         tarfile.open(fileobj=compressed, mode="w|", format=tarfile.PAX_FORMAT) as tar,
     ):
         _entry_add(tar, MANIFEST, _json_bytes(manifest))
-        for meta in metas:
+        for meta, offset in documents:
+            bodies.seek(offset)
             _entry_add(tar, DOCS + meta.path, bodies, size=meta.size)
         _entry_add(tar, CHECKSUMS, checksums.encode())
 

@@ -43,6 +43,7 @@ from memory.errors import StoreBusy, StoreUnavailable
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.store import (
     CounterDrift,
+    CurrentDocument,
     DocumentMeta,
     DocumentWrite,
     Quotas,
@@ -50,6 +51,7 @@ from memory.spaces.store import (
     StoredDocument,
     WriteBatch,
     batch_conflict_check,
+    batch_judge,
     body_checksum,
     path_conflict_check,
     quotas_require,
@@ -86,6 +88,13 @@ class FilesystemStore:
             )
 
         return self._shared(handle, collect)
+
+    def read_all(self, handle: SpaceHandle) -> Iterator[StoredDocument]:
+        # The files are local: a read each is no round trip to save.
+        for meta in self.list(handle):
+            document = self.read(handle, meta.path)
+            if document is not None:  # deleted since the listing
+                yield document
 
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         def fetch() -> StoredDocument | None:
@@ -134,27 +143,20 @@ class FilesystemStore:
         space_dir = self._space_dir(handle)
         tree = space_dir / "tree"
         with _store_errors(), self._locked(handle, batch.deadline):
-            delta = 0
-            metas: list[DocumentMeta] = []
-            for write in batch.writes:
-                meta_file = self._meta_file(handle, write.path)
-                current = _meta_read(meta_file) if meta_file.exists() else None
-                current_revision = current.revision if current else 0
-                if write.expected_revision not in (None, current_revision):
-                    raise VersionConflict(currentVersion=current_revision, path=write.path)
-                if current is None:
-                    path_conflict_check(write.path, _paths_near(tree, write.path))
-                delta += len(write.body) - (current.size if current else 0)
-                metas.append(
-                    DocumentMeta(
-                        path=write.path,
-                        size=len(write.body),
-                        checksum=body_checksum(write.body),
-                        revision=current_revision + 1,
-                        updated_by=batch.updated_by,
-                        updated_at=timezone.now(),
-                    )
-                )
+
+            def current(path: str) -> CurrentDocument | None:
+                meta_file = self._meta_file(handle, path)
+                if not meta_file.exists():
+                    return None
+                meta = _meta_read(meta_file)
+                return CurrentDocument(revision=meta.revision, size=meta.size)
+
+            metas, delta = batch_judge(
+                batch,
+                current=current,
+                near=lambda path: _paths_near(tree, path),
+                now=timezone.now(),
+            )
             space_used, tenant_used = self._quotas_require(handle, delta, batch.quotas)
             if batch.check_only:
                 return metas

@@ -15,14 +15,14 @@ resolved at write time.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 from memory.errors import SpaceQuotaExceeded
 from memory.spaces.handle import SpaceHandle
-from workspaces.errors import InvalidDocumentPath, TenantQuotaExceeded
+from workspaces.errors import InvalidDocumentPath, TenantQuotaExceeded, VersionConflict
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,48 @@ class WriteBatch:
     check_only: bool = False  # judge the batch and answer its metadata, write nothing
 
 
+@dataclass(frozen=True)
+class CurrentDocument:
+    """What a store holds at a path when a batch is judged."""
+
+    revision: int
+    size: int
+
+
+def batch_judge(
+    batch: WriteBatch,
+    *,
+    current: Callable[[str], CurrentDocument | None],
+    near: Callable[[str], Sequence[str]],
+    now: datetime,
+) -> tuple[list[DocumentMeta], int]:
+    """Judge each write of `batch` as `MemoryStore.write` would, against the document now
+    at its path (`current`) and, for a new one, the documents in its way (`near`, as for
+    `path_conflict_check`); answer the metadata each would get and the batch's one delta.
+    Call under the locks the store writes under."""
+    delta = 0
+    metas = []
+    for write in batch.writes:
+        found = current(write.path)
+        revision = found.revision if found else 0
+        if write.expected_revision not in (None, revision):
+            raise VersionConflict(currentVersion=revision, path=write.path)
+        if found is None:
+            path_conflict_check(write.path, near(write.path))
+        delta += len(write.body) - (found.size if found else 0)
+        metas.append(
+            DocumentMeta(
+                path=write.path,
+                size=len(write.body),
+                checksum=body_checksum(write.body),
+                revision=revision + 1,
+                updated_by=batch.updated_by,
+                updated_at=now,
+            )
+        )
+    return metas, delta
+
+
 def batch_conflict_check(paths: Sequence[str]) -> None:
     """Refuse a batch that names one path twice, or that would make one of its documents a
     directory of another (`a.md` and `a.md/b.md`): as `path_conflict_check`, within it."""
@@ -163,6 +205,10 @@ class MemoryStore(Protocol):
     def list(self, handle: SpaceHandle, *, prefix: str = "") -> Sequence[DocumentMeta]:
         """Every document under `prefix` (a canonical directory, "" for all), recursively,
         sorted by path. A space never written lists nothing."""
+
+    def read_all(self, handle: SpaceHandle) -> Iterator[StoredDocument]:
+        """Every document of the space with its body, one at a time, in no set order (an
+        export): as `read` of each, without a round trip per document."""
 
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         """The current body and metadata, or None when the document does not exist."""

@@ -1,6 +1,7 @@
 // Team memory: pick one of the team's memory spaces, see its usage, and list, read, edit,
-// create and delete its documents, export it, or import an archive into it (previewed as a
-// dry run first). Every write is one compare-and-set request on the
+// create and delete its documents; download the space as an archive, or load an archive
+// into it (previewed as a dry run first). (The words before the module's first statement
+// must not read as an ES import or export: the static files' hashing rewrites those.) Every write is one compare-and-set request on the
 // document's revision (X-Base-Version), with the Memory frame's conflict view: a refused
 // Save keeps the draft and shows the saved text beside it.
 

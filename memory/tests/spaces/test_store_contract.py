@@ -503,3 +503,16 @@ def test_a_checked_batch_answers_the_same_and_writes_nothing(adapter, team):
         adapter.store.write_many(
             handle, batch(("c.md", b"cc", 0), quotas=Quotas(4, 0), check_only=True)
         )
+
+
+def test_read_all_answers_every_document_as_read_does(adapter, team):
+    handle = handle_of(team)
+    for path in ("b.md", "a/c.md", "a.md"):
+        adapter.write(handle, path, path.encode(), expected=0)
+    adapter.write(handle, "a.md", b"again", expected=1)
+    adapter.write(handle_of(team, name="other"), "x.md", b"not this space", expected=0)
+
+    everything = sorted(adapter.store.read_all(handle), key=lambda document: document.meta.path)
+
+    assert everything == [adapter.store.read(handle, path) for path in ("a.md", "a/c.md", "b.md")]
+    assert list(adapter.store.read_all(handle_of(team, name="never"))) == []
