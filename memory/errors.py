@@ -96,3 +96,22 @@ class StoreBusy(DomainError):
     code = "STORE_BUSY"
     status = 503
     default_message = "The memory space is busy with another write; nothing was written. Retry."
+
+
+class ArchiveInvalid(DomainError):
+    """An import's archive is not one this product reads safely. `detail.reason` says why
+    and `detail.entry` names the entry (absent when the archive as a whole is refused).
+    Nothing was written."""
+
+    code = "ARCHIVE_INVALID"
+    status = 400
+    default_message = "The archive cannot be imported; nothing was written."
+
+
+class ArchiveChecksumMismatch(DomainError):
+    """An entry's bytes do not match the checksum the archive gives it. `detail.entry` names
+    it. Nothing was written."""
+
+    code = "ARCHIVE_CHECKSUM_MISMATCH"
+    status = 422
+    default_message = "An archive entry does not match its checksum; nothing was written."

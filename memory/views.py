@@ -229,6 +229,8 @@ def team_memory(request: HttpRequest) -> HttpResponse:
             "usage": reverse("space-usage"),
             "docs": reverse("space-document-list"),
             "doc": reverse("space-document"),
+            "export": reverse("space-export"),
+            "import": reverse("space-import"),
         },
     }
     context = {

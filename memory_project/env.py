@@ -11,6 +11,7 @@ import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -80,6 +81,32 @@ def env_origins(
                 f"{name} entries must look like https://host[:port] with no path; got {origin!r}"
             )
     return origins
+
+
+def base_url_problem(value: str) -> str | None:
+    """Why `value` is not a service's base URL (http or https, a host, an optional port and
+    path; no credentials, query or fragment), or None."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (a malformed port raises only when read)
+    except ValueError:
+        return "not a URL"
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        return "it must look like https://host[:port][/path]"
+    if parts.username is not None or parts.password is not None:
+        return "credentials do not belong in the URL"
+    if parts.query or parts.fragment:
+        return "it must have no query or fragment"
+    return None
+
+
+def env_base_url(name: str, environ: Mapping[str, str] = os.environ) -> str:
+    """Read an optional base URL ("" when unset), refusing a malformed one by name. The
+    value itself is not echoed: a URL may carry what its owner did not mean to show."""
+    value = env_str(name, "", environ).strip()
+    if value and (problem := base_url_problem(value)):
+        raise ImproperlyConfigured(f"{name} is not a base URL: {problem}")
+    return value.rstrip("/")
 
 
 def env_choice(

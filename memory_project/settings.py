@@ -14,6 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from memory_project.env import (
+    env_base_url,
     env_bool,
     env_choice,
     env_int,
@@ -236,6 +237,16 @@ MEMORY_QUOTA_SPACE_BYTES = {
 }
 # How long a space write or delete waits for the space's locks before answering STORE_BUSY.
 MEMORY_STORE_WAIT_SECONDS = env_int("MEMORY_STORE_WAIT_SECONDS", 5, minimum=1, maximum=300)
+# Bounds on one archive import, counted as the archive is read (so a gzip bomb stops at
+# the bound instead of being inflated first): its entries, and its decompressed bytes.
+MEMORY_IMPORT_MAX_ENTRIES = env_int("MEMORY_IMPORT_MAX_ENTRIES", 10_000, minimum=1)
+MEMORY_IMPORT_MAX_BYTES = env_int(
+    "MEMORY_IMPORT_MAX_BYTES", 64 * _MIB, minimum=MEMORY_MAX_DOCUMENT_BYTES + 64 * 1024
+)
+# `manage.py memory --remote`'s defaults: the server it talks to and the personal access
+# token it sends (never printed). Both optional; the flags override them.
+MEMORY_REMOTE_URL = env_base_url("MEMORY_REMOTE_URL")
+MEMORY_REMOTE_TOKEN = env_str("MEMORY_REMOTE_TOKEN", "")
 # One document search decrypts at most this many bytes before it answers with a cursor to
 # continue from, and one person runs at most this many searches at once.
 SEARCH_MAX_DECRYPTED_BYTES = env_int(

@@ -7,17 +7,23 @@ credential's user) never do. Every refusal has one code and one status on every 
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+import io
+import tempfile
+from dataclasses import replace
+from typing import Any
+
+from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import UnsupportedMediaType
+from rest_framework.exceptions import UnsupportedMediaType, ValidationError
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.mediatypes import media_type_matches
 from rest_framework.views import APIView
 
+from memory.spaces import archive
 from memory.spaces.handle import QUALIFIERS, SpaceHandle, Visibility, space_handle_parse
 from memory.spaces.selectors import (
     space_document_entry,
@@ -27,11 +33,12 @@ from memory.spaces.selectors import (
 )
 from memory.spaces.services import (
     SpaceWriter,
+    WriterKind,
     space_document_delete,
     space_document_write,
     space_document_write_admit,
 )
-from memory_project.api.parsers import MarkdownParser
+from memory_project.api.parsers import ArchiveParser, MarkdownParser
 from workspaces.api.headers import base_version_from
 from workspaces.authentication import request_credential
 
@@ -157,16 +164,18 @@ class SpaceDocumentListApi(APIView):
         return Response(self.OutputSerializer({"documents": documents}).data)
 
 
-class SpaceDocumentApi(APIView):
-    parser_classes = [MarkdownParser]
-
+class RawBodyApi(APIView):
     def perform_content_negotiation(
         self, request: Request, force: bool = False
     ) -> tuple[BaseRenderer, str]:
-        # The document leaves as raw Markdown whatever Accept names (a plain response, no
-        # renderer), and a refusal as JSON, the API's one error shape, even to a client that
-        # accepts only text/markdown: never a 406 instead of the document or the refusal.
+        # The body leaves as raw bytes (Markdown, an archive) whatever Accept names (a plain
+        # response, no renderer), and a refusal as JSON, the API's one error shape, even to a
+        # client that accepts only the raw type: never a 406 instead of the body or the refusal.
         return super().perform_content_negotiation(request, force=True)
+
+
+class SpaceDocumentApi(RawBodyApi):
+    parser_classes = [MarkdownParser]
 
     @extend_schema(
         parameters=[*SPACE_PARAMETERS, PATH_PARAMETER],
@@ -219,3 +228,95 @@ class SpaceDocumentApi(APIView):
             writer=_writer(request),
         )
         return Response(status=204)
+
+
+class SpaceExportApi(RawBodyApi):
+    @extend_schema(
+        parameters=SPACE_PARAMETERS,
+        responses={
+            (200, archive.MEDIA_TYPE): OpenApiResponse(
+                OpenApiTypes.BINARY,
+                description="The space as one `iterion.memory.v1` archive, as an attachment.",
+            )
+        },
+    )
+    def get(self, request: Request) -> FileResponse:
+        handle = _space(request)
+        # Spooled, not held as one string: a large space goes to disk past the spool size.
+        # Not a `with` block: the response closes the file once it has sent it.
+        spool = tempfile.SpooledTemporaryFile(max_size=archive.SPOOL_MEMORY_BYTES)  # noqa: SIM115
+        try:
+            archive.space_export(handle=handle, out=spool)
+        except BaseException:
+            spool.close()
+            raise
+        spool.seek(0)
+        return FileResponse(
+            spool,
+            as_attachment=True,
+            filename=archive.space_export_file_name(handle),
+            content_type=archive.MEDIA_TYPE,
+        )
+
+
+class SpaceImportApi(APIView):
+    parser_classes = [ArchiveParser]
+
+    class OutputSerializer(serializers.Serializer):
+        class PlannedSerializer(serializers.Serializer):
+            path = serializers.CharField()
+            action = serializers.CharField()
+            target = serializers.CharField()
+
+        imported = serializers.IntegerField()
+        skipped = serializers.IntegerField()
+        renamed = serializers.IntegerField()
+        ignored = serializers.ListField(child=serializers.CharField())
+        dryRun = serializers.BooleanField(source="dry_run")
+        documents = PlannedSerializer(many=True)
+
+    @extend_schema(
+        parameters=[
+            *SPACE_PARAMETERS,
+            OpenApiParameter(
+                "strategy",
+                str,
+                OpenApiParameter.QUERY,
+                enum=[strategy.value for strategy in archive.ImportStrategy],
+                description="What to do with a document the space already has; skip if absent.",
+            ),
+            OpenApiParameter(
+                "dryRun",
+                str,
+                OpenApiParameter.QUERY,
+                enum=["0", "1"],
+                description="1: answer the plan, every refusal included, and write nothing.",
+            ),
+        ],
+        request={archive.MEDIA_TYPE: OpenApiTypes.BINARY},
+        responses=OutputSerializer,
+    )
+    def post(self, request: Request) -> Response:
+        handle = _space(request)
+        writer = replace(_writer(request), kind=WriterKind.IMPORT)
+        strategy = archive.import_strategy_parse(request.query_params.get("strategy"))
+        dry_run = _query_flag(request, "dryRun")
+        body: Any = request.data
+        if not hasattr(body, "read"):
+            # DRF hands an empty body over without asking a parser: judge its type here.
+            if not media_type_matches(ArchiveParser.media_type, request.content_type or ""):
+                raise UnsupportedMediaType(request.content_type)
+            body = io.BytesIO()
+        with body:
+            report = archive.space_import(
+                handle=handle, archive=body, strategy=strategy, dry_run=dry_run, writer=writer
+            )
+        return Response(self.OutputSerializer({**vars(report), "dry_run": dry_run}).data)
+
+
+def _query_flag(request: Request, name: str) -> bool:
+    """A 0/1 query flag; absent is 0, anything else is VALIDATION_FAILED."""
+    value = request.query_params.get(name, "0")
+    if value not in {"0", "1"}:
+        raise ValidationError({name: ["Must be 0 or 1."]})
+    return value == "1"

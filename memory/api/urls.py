@@ -56,4 +56,6 @@ urlpatterns = [
     path("memory/usage", spaces.SpaceUsageApi.as_view(), name="space-usage"),
     path("memory/docs", spaces.SpaceDocumentListApi.as_view(), name="space-document-list"),
     path("memory/doc", spaces.SpaceDocumentApi.as_view(), name="space-document"),
+    path("memory/export", spaces.SpaceExportApi.as_view(), name="space-export"),
+    path("memory/import", spaces.SpaceImportApi.as_view(), name="space-import"),
 ]

@@ -32,20 +32,25 @@ from django.db import (
     connection,
     transaction,
 )
-from django.db.models import F, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
 from memory.errors import SpaceQuotaExceeded, StoreBusy, StoreUnavailable
 from memory.models import MemorySpace, SpaceDocument, SpaceKey, TenantSpaceUsage
-from memory.spaces.handle import SpaceHandle
+from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.store import (
     CounterDrift,
+    CurrentDocument,
     DocumentMeta,
     DocumentWrite,
     SpaceUsage,
     StoredDocument,
+    WriteBatch,
+    batch_conflict_check,
+    batch_judge,
     body_checksum,
     path_conflict_check,
+    quotas_require,
 )
 from workspaces.counters import counter_move, tenant_counter_charge
 from workspaces.crypto import (
@@ -58,6 +63,10 @@ from workspaces.crypto import (
 from workspaces.errors import DocumentUnreadable, NotFound, VersionConflict
 from workspaces.violations import violation_code
 
+# The columns of a space row that are its handle's fields of the same name.
+_HANDLE_AXES = ("name", "tenant_id", "project", "bot", "user_id", "run")
+# Rows per statement of a batch (an archive import): one IN list, one multi-row INSERT.
+_BATCH_ROWS = 500
 # PostgreSQL's SQLSTATE for a lock not granted within lock_timeout.
 _LOCK_NOT_AVAILABLE = "55P03"
 
@@ -96,10 +105,8 @@ def space_associated_data(*, space_id: str, path: str, revision: int, part: str)
 
 
 @dataclass(frozen=True)
-class _Current:
+class _Current(CurrentDocument):
     pk: int
-    revision: int
-    size: int
 
 
 class DatabaseStore:
@@ -120,23 +127,20 @@ class DatabaseStore:
             key=lambda meta: meta.path,
         )
 
+    def read_all(self, handle: SpaceHandle) -> Iterator[StoredDocument]:
+        with _store_errors():
+            data_key = space_data_key(tenant_id=handle.tenant_id)
+            rows = SpaceDocument.objects.filter(space__handle_id=handle.id)
+            for document in rows.iterator(chunk_size=_BATCH_ROWS):
+                yield _stored(handle, document, data_key)
+
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         with _store_errors():
             document = SpaceDocument.objects.filter(space__handle_id=handle.id, path=path).first()
             if document is None:
                 return None
             data_key = space_data_key(tenant_id=handle.tenant_id)
-        meta = _meta(handle, document, data_key)
-        body = _open(
-            data_key,
-            bytes(document.body_ciphertext),
-            space_associated_data(
-                space_id=handle.id, path=path, revision=document.revision, part="body"
-            ),
-            path=path,
-            revision=document.revision,
-        )
-        return StoredDocument(meta=meta, body=body)
+        return _stored(handle, document, data_key)
 
     def write(self, handle: SpaceHandle, request: DocumentWrite) -> DocumentMeta:
         path, body, expected_revision = request.path, request.body, request.expected_revision
@@ -156,40 +160,81 @@ class DatabaseStore:
                 _space_charge(space, delta, request.quotas.space_bytes)
                 current_revision = current.revision if current else 0
                 base = current_revision if expected_revision is None else expected_revision
-                revision = base + 1
-
-                def sealed(plaintext: bytes, part: str) -> bytes:
-                    associated_data = space_associated_data(
-                        space_id=handle.id, path=path, revision=revision, part=part
-                    )
-                    return seal(
-                        data_key=data_key, plaintext=plaintext, associated_data=associated_data
-                    )
-
-                fields = {
-                    "size": len(body),
-                    "body_ciphertext": sealed(body, "body"),
-                    "checksum_ciphertext": sealed(checksum.encode(), "checksum"),
-                    "updated_by": request.updated_by,
-                    "updated_at": now,
-                }
+                meta = DocumentMeta(
+                    path=path,
+                    size=len(body),
+                    checksum=checksum,
+                    revision=base + 1,
+                    updated_by=request.updated_by,
+                    updated_at=now,
+                )
+                fields = _sealed_fields(handle, data_key, meta, body)
                 if base == 0:
                     _document_create(space, path, fields, current_revision)
                 else:
                     # The compare-and-set: applies only while the row still holds `base`.
                     updated = SpaceDocument.objects.filter(
                         space=space, path=path, revision=base
-                    ).update(revision=F("revision") + 1, **fields)
+                    ).update(**fields)
                     if updated != 1:
                         raise VersionConflict(currentVersion=current_revision)
-        return DocumentMeta(
-            path=path,
-            size=len(body),
-            checksum=checksum,
-            revision=revision,
-            updated_by=request.updated_by,
-            updated_at=now,
-        )
+        return meta
+
+    def write_many(self, handle: SpaceHandle, batch: WriteBatch) -> Sequence[DocumentMeta]:
+        """One transaction, in the writers' lock order: the space's row, every document row
+        of the batch, then the tenant's counter row. The batch is judged whole (revisions,
+        path conflicts) and its one delta checked against the quotas before anything is
+        written; then the new documents go in as one INSERT, each replaced one by its own
+        UPDATE, and each counter moves once."""
+        paths = [write.path for write in batch.writes]
+        batch_conflict_check(paths)
+        now = timezone.now()
+        with _store_errors():
+            data_key = (
+                None if batch.check_only else space_data_key_ensure(tenant_id=handle.tenant_id)
+            )
+            with _locking_transaction(batch.deadline):
+                space = _space_lock(handle, create=not batch.check_only)
+                current = {} if space is None else _documents_lock(space, paths)
+                near = {} if space is None else _tree_index(space)
+                metas, delta = batch_judge(
+                    batch,
+                    current=current.get,
+                    near=lambda path: _near_in(near, path),
+                    now=now,
+                )
+                tenant_used = 0
+                if handle.tenant_id is not None:
+                    tenant_used = (
+                        TenantSpaceUsage.objects.select_for_update()
+                        .filter(team_id=handle.tenant_id)
+                        .values_list("used_bytes", flat=True)
+                        .first()
+                    ) or 0
+                quotas_require(
+                    handle=handle,
+                    delta=delta,
+                    space_used=0 if space is None else space.used_bytes,
+                    tenant_used=tenant_used,
+                    quotas=batch.quotas,
+                )
+                if batch.check_only:
+                    return metas
+                assert space is not None
+                assert data_key is not None
+                created = []
+                for write, meta in zip(batch.writes, metas, strict=True):
+                    fields = _sealed_fields(handle, data_key, meta, write.body)
+                    if (found := current.get(write.path)) is None:
+                        created.append(SpaceDocument(space=space, path=meta.path, **fields))
+                    else:
+                        SpaceDocument.objects.filter(pk=found.pk).update(**fields)
+                SpaceDocument.objects.bulk_create(created, batch_size=_BATCH_ROWS)
+                # Within the quotas, checked above under these same locks.
+                if handle.tenant_id is not None:
+                    _tenant_charge(handle.tenant_id, delta, 0)
+                _space_charge(space, delta, 0)
+        return metas
 
     def delete(
         self, handle: SpaceHandle, path: str, *, expected_revision: int | None, deadline: float
@@ -223,6 +268,21 @@ class DatabaseStore:
                     .first()
                 )
         return SpaceUsage(used_bytes=used or 0, tenant_used_bytes=tenant_used or 0)
+
+    def spaces(self, tenant_id: int) -> Sequence[SpaceHandle]:
+        with _store_errors():
+            rows = list(
+                MemorySpace.objects.filter(tenant_id=tenant_id, documents__isnull=False)
+                .distinct()
+                .order_by("handle_id")
+            )
+        return [
+            SpaceHandle(
+                visibility=Visibility(row.visibility),
+                **{axis: getattr(row, axis) for axis in _HANDLE_AXES},
+            )
+            for row in rows
+        ]
 
     def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
         with _store_errors(), transaction.atomic():
@@ -340,7 +400,67 @@ def _document_lock(space: MemorySpace, path: str) -> _Current | None:
         .values("pk", "revision", "size")
         .first()
     )
-    return None if row is None else _Current(row["pk"], row["revision"], row["size"])
+    return (
+        None if row is None else _Current(revision=row["revision"], size=row["size"], pk=row["pk"])
+    )
+
+
+def _documents_lock(space: MemorySpace, paths: Sequence[str]) -> dict[str, _Current]:
+    """Lock the rows of those of `paths` that exist; answer them by path."""
+    found: dict[str, _Current] = {}
+    for start in range(0, len(paths), _BATCH_ROWS):
+        rows = (
+            SpaceDocument.objects.select_for_update()
+            .filter(space=space, path__in=paths[start : start + _BATCH_ROWS])
+            .values("pk", "path", "revision", "size")
+        )
+        for row in rows:
+            found[row["path"]] = _Current(revision=row["revision"], size=row["size"], pk=row["pk"])
+    return found
+
+
+def _tree_index(space: MemorySpace) -> dict[str, str]:
+    """Every document path of the space, and every directory of its tree with one document
+    below it: what `_near_in` asks, in one query whatever the size of a batch."""
+    index: dict[str, str] = {}
+    for path in SpaceDocument.objects.filter(space=space).values_list("path", flat=True):
+        index[path] = path
+        segments = path.split("/")
+        for end in range(1, len(segments)):
+            index.setdefault("/".join(segments[:end]) + "/", path)
+    return index
+
+
+def _near_in(index: dict[str, str], path: str) -> list[str]:
+    """As `_paths_near`, from a `_tree_index`: a document at an ancestor of `path`, or one
+    below it."""
+    segments = path.split("/")
+    ancestors = ("/".join(segments[:end]) for end in range(1, len(segments)))
+    near = [ancestor for ancestor in ancestors if index.get(ancestor) == ancestor]
+    below = index.get(path + "/")
+    return near + ([below] if below else [])
+
+
+def _sealed_fields(
+    handle: SpaceHandle, data_key: bytes, meta: DocumentMeta, body: bytes
+) -> dict[str, object]:
+    """The stored fields of a document at `meta`'s revision: its body and checksum sealed
+    under the space key, bound to the space, the path and that revision."""
+
+    def sealed(plaintext: bytes, part: str) -> bytes:
+        associated_data = space_associated_data(
+            space_id=handle.id, path=meta.path, revision=meta.revision, part=part
+        )
+        return seal(data_key=data_key, plaintext=plaintext, associated_data=associated_data)
+
+    return {
+        "revision": meta.revision,
+        "size": meta.size,
+        "body_ciphertext": sealed(body, "body"),
+        "checksum_ciphertext": sealed(meta.checksum.encode(), "checksum"),
+        "updated_by": meta.updated_by,
+        "updated_at": meta.updated_at,
+    }
 
 
 def _paths_near(space: MemorySpace, path: str) -> list[str]:
@@ -361,7 +481,7 @@ def _document_create(
 ) -> None:
     try:
         with transaction.atomic():
-            SpaceDocument.objects.create(space=space, path=path, revision=1, **fields)
+            SpaceDocument.objects.create(space=space, path=path, **fields)
     except IntegrityError as error:
         # The path is taken: to a create-only write that is a stale view of the space.
         if violation_code(error) != VersionConflict.code:
@@ -385,16 +505,28 @@ def _space_charge(space: MemorySpace, delta: int, quota: int) -> None:
         raise SpaceQuotaExceeded(usedBytes=space.used_bytes, deltaBytes=delta, quotaBytes=quota)
 
 
-def _meta(handle: SpaceHandle, document: SpaceDocument, data_key: bytes | None) -> DocumentMeta:
-    checksum = _open(
+def _stored(handle: SpaceHandle, document: SpaceDocument, data_key: bytes | None) -> StoredDocument:
+    body = _open_part(handle, document, data_key, "body")
+    return StoredDocument(meta=_meta(handle, document, data_key), body=body)
+
+
+def _open_part(
+    handle: SpaceHandle, document: SpaceDocument, data_key: bytes | None, part: str
+) -> bytes:
+    """The document's sealed `part` ("body" or "checksum"), opened whole."""
+    return _open(
         data_key,
-        bytes(document.checksum_ciphertext),
+        bytes(getattr(document, f"{part}_ciphertext")),
         space_associated_data(
-            space_id=handle.id, path=document.path, revision=document.revision, part="checksum"
+            space_id=handle.id, path=document.path, revision=document.revision, part=part
         ),
         path=document.path,
         revision=document.revision,
     )
+
+
+def _meta(handle: SpaceHandle, document: SpaceDocument, data_key: bytes | None) -> DocumentMeta:
+    checksum = _open_part(handle, document, data_key, "checksum")
     return DocumentMeta(
         path=document.path,
         size=document.size,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -38,22 +39,30 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.utils import timezone
 
-from memory.errors import SpaceQuotaExceeded, StoreBusy, StoreUnavailable
-from memory.spaces.handle import SpaceHandle
+from memory.errors import StoreBusy, StoreUnavailable
+from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.store import (
     CounterDrift,
+    CurrentDocument,
     DocumentMeta,
     DocumentWrite,
+    Quotas,
     SpaceUsage,
     StoredDocument,
+    WriteBatch,
+    batch_conflict_check,
+    batch_judge,
     body_checksum,
     path_conflict_check,
+    quotas_require,
 )
-from workspaces.errors import NotFound, TenantQuotaExceeded, VersionConflict
+from workspaces.errors import NotFound, VersionConflict
 
 # The longest pause between two tries of a busy lock: short against the deadline, long
 # enough not to spin.
 _LOCK_POLL_MAX_SECONDS = 0.05
+# Makes every temporary file name of this process unique, however fast they are made.
+_temporary_numbers = itertools.count()
 
 Result = TypeVar("Result")
 
@@ -80,6 +89,13 @@ class FilesystemStore:
 
         return self._shared(handle, collect)
 
+    def read_all(self, handle: SpaceHandle) -> Iterator[StoredDocument]:
+        # The files are local: a read each is no round trip to save.
+        for meta in self.list(handle):
+            document = self.read(handle, meta.path)
+            if document is not None:  # deleted since the listing
+                yield document
+
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         def fetch() -> StoredDocument | None:
             meta_file = self._meta_file(handle, path)
@@ -101,16 +117,7 @@ class FilesystemStore:
             delta = len(body) - (current.size if current else 0)
             # The same order of refusals as the database store: the tenant's quota, the
             # space's, then the revision.
-            tenant_used = self._tenant_used(handle)
-            if handle.tenant_id is not None and _exceeds(tenant_used, delta, quotas.tenant_bytes):
-                raise TenantQuotaExceeded(
-                    usedBytes=tenant_used, deltaBytes=delta, quotaBytes=quotas.tenant_bytes
-                )
-            space_used = self._space_used(handle)
-            if _exceeds(space_used, delta, quotas.space_bytes):
-                raise SpaceQuotaExceeded(
-                    usedBytes=space_used, deltaBytes=delta, quotaBytes=quotas.space_bytes
-                )
+            space_used, tenant_used = self._quotas_require(handle, delta, quotas)
             current_revision = current.revision if current else 0
             if request.expected_revision not in (None, current_revision):
                 raise VersionConflict(currentVersion=current_revision)
@@ -128,6 +135,38 @@ class FilesystemStore:
             _atomic_write(space_dir, meta_file, _meta_dump(meta))
             self._counters_add(handle, delta, space_used, tenant_used)
         return meta
+
+    def write_many(self, handle: SpaceHandle, batch: WriteBatch) -> Sequence[DocumentMeta]:
+        """Under the space's and the tenant's locks: judge the batch whole, check its one
+        delta, then stage every body and metadata file and swap them in together."""
+        batch_conflict_check([write.path for write in batch.writes])
+        space_dir = self._space_dir(handle)
+        tree = space_dir / "tree"
+        with _store_errors(), self._locked(handle, batch.deadline):
+
+            def current(path: str) -> CurrentDocument | None:
+                meta_file = self._meta_file(handle, path)
+                if not meta_file.exists():
+                    return None
+                meta = _meta_read(meta_file)
+                return CurrentDocument(revision=meta.revision, size=meta.size)
+
+            metas, delta = batch_judge(
+                batch,
+                current=current,
+                near=lambda path: _paths_near(tree, path),
+                now=timezone.now(),
+            )
+            space_used, tenant_used = self._quotas_require(handle, delta, batch.quotas)
+            if batch.check_only:
+                return metas
+            files: list[tuple[Path, bytes]] = []
+            for write, meta in zip(batch.writes, metas, strict=True):
+                files.append((tree / write.path, write.body))
+                files.append((self._meta_file(handle, write.path), _meta_dump(meta)))
+            _swap_in(space_dir, files)
+            self._counters_add(handle, delta, space_used, tenant_used)
+        return metas
 
     def delete(
         self, handle: SpaceHandle, path: str, *, expected_revision: int | None, deadline: float
@@ -154,6 +193,32 @@ class FilesystemStore:
             return SpaceUsage(
                 used_bytes=self._space_used(handle), tenant_used_bytes=self._tenant_used(handle)
             )
+
+    def spaces(self, tenant_id: int) -> Sequence[SpaceHandle]:
+        handles = []
+        with _store_errors():
+            tenant_dir = self._tenant_dir(tenant_id)
+            space_dirs = sorted(tenant_dir.iterdir()) if tenant_dir.is_dir() else []
+            for space_dir in space_dirs:
+                if not any(space_dir.glob("meta/*.json")):
+                    continue
+                axes = _json_read(space_dir / "space.json", {})
+                if "visibility" not in axes:
+                    # Only a crash between a first write's metadata and its counters leaves
+                    # a space without its axes; its handle cannot be rebuilt from a digest.
+                    continue
+                handles.append(
+                    SpaceHandle(
+                        visibility=Visibility(axes["visibility"]),
+                        name=axes["name"],
+                        tenant_id=axes["tenant"],
+                        project=axes["project"],
+                        bot=axes["bot"],
+                        user_id=axes["user"],
+                        run=axes["run"],
+                    )
+                )
+        return sorted(handles, key=lambda handle: handle.id)
 
     def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
         removed = 0
@@ -235,17 +300,32 @@ class FilesystemStore:
         usage = _json_read(self._tenant_dir(handle.tenant_id) / "usage.json", {"usedBytes": 0})
         return int(usage["usedBytes"])
 
+    def _quotas_require(self, handle: SpaceHandle, delta: int, quotas: Quotas) -> tuple[int, int]:
+        """Refuse growth by `delta` past either quota; answer the space's and the tenant's
+        counters as read. Call holding the space's and the tenant's locks."""
+        space_used, tenant_used = self._space_used(handle), self._tenant_used(handle)
+        quotas_require(
+            handle=handle,
+            delta=delta,
+            space_used=space_used,
+            tenant_used=tenant_used,
+            quotas=quotas,
+        )
+        return space_used, tenant_used
+
     def _counters_add(
         self, handle: SpaceHandle, delta: int, space_used: int, tenant_used: int
     ) -> None:
         """Write both counters moved by `delta`. Call holding the space's and the tenant's
         locks, with the values read under them."""
-        if delta == 0:
-            return
         space_dir = self._space_dir(handle)
+        # A space's first write records its axes even when it adds no byte (an empty
+        # document), so that `spaces` can name every space holding a document.
+        if delta == 0 and (space_dir / "space.json").exists():
+            return
         state = {**_handle_axes(handle), "usedBytes": max(0, space_used + delta)}
         _atomic_write(space_dir, space_dir / "space.json", _json_dump(state))
-        if handle.tenant_id is not None:
+        if handle.tenant_id is not None and delta != 0:
             tenant_dir = self._tenant_dir(handle.tenant_id)
             usage = {"usedBytes": max(0, tenant_used + delta)}
             _atomic_write(tenant_dir, tenant_dir / "usage.json", _json_dump(usage))
@@ -311,20 +391,67 @@ def _flock(path: Path, deadline: float | None, *, shared: bool = False) -> Itera
 def _atomic_write(space_dir: Path, target: Path, data: bytes) -> None:
     """Write `data` to `target` whole or not at all: a temporary file in `tmp/` of the
     space (the same filesystem), fsynced, renamed over the target, its directory fsynced."""
-    temporary = space_dir / "tmp" / f"{os.getpid()}-{time.monotonic_ns()}"
-    temporary.parent.mkdir(parents=True, exist_ok=True)
+    temporary = _stage(space_dir, data)
     target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    _fsync_directory(target.parent)
+
+
+def _stage(space_dir: Path, data: bytes) -> Path:
+    """`data` in a new fsynced file in `tmp/` of the space (the filesystem of its tree)."""
+    temporary = _temporary_name(space_dir)
+    temporary.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    _fsync_directory(target.parent)
+    return temporary
+
+
+def _temporary_name(space_dir: Path) -> Path:
+    return space_dir / "tmp" / f"{os.getpid()}-{time.monotonic_ns()}-{next(_temporary_numbers)}"
+
+
+def _swap_in(space_dir: Path, files: Sequence[tuple[Path, bytes]]) -> None:
+    """Write every file of `files` or none: all are staged first (a failure there leaves the
+    tree as it was), then renamed into place, each replaced file set aside until the last
+    rename succeeded and put back if one failed."""
+    staged: list[Path] = []
+    swapped: list[tuple[Path, Path | None]] = []  # (target, the file it replaced)
+    try:
+        for _, data in files:
+            staged.append(_stage(space_dir, data))
+        for temporary, (target, _) in zip(staged, files, strict=True):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            previous = None
+            if target.exists():
+                previous = _temporary_name(space_dir)
+                os.replace(target, previous)
+            swapped.append((target, previous))
+            os.replace(temporary, target)
+    except BaseException:
+        for target, previous in reversed(swapped):
+            if previous is None:
+                target.unlink(missing_ok=True)
+            else:
+                os.replace(previous, target)
+        for temporary in staged:
+            temporary.unlink(missing_ok=True)
+        raise
+    for directory in sorted({target.parent for target, _ in files}):
+        _fsync_directory(directory)
+    for _, previous in swapped:
+        if previous is not None:
+            previous.unlink()
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -356,10 +483,6 @@ def _paths_near(tree: Path, path: str) -> list[str]:
             :1
         ]
     return []
-
-
-def _exceeds(used: int, delta: int, quota: int) -> bool:
-    return delta > 0 and quota != 0 and used + delta > quota
 
 
 def _digest(text: str) -> str:

@@ -78,3 +78,8 @@ def space_usage(*, handle: SpaceHandle) -> SpaceUsageReport:
         tenant_used_bytes=usage.tenant_used_bytes,
         tenant_quota_bytes=0 if handle.is_global else quotas.tenant_bytes,
     )
+
+
+def space_usages_of_tenant(*, tenant_id: int) -> list[SpaceUsageReport]:
+    """The usage of every space of the team that holds a document, by handle id."""
+    return [space_usage(handle=handle) for handle in store_get().spaces(tenant_id)]

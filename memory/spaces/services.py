@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.db import transaction
@@ -38,7 +39,7 @@ from memory.errors import GlobalSpaceWriteDenied
 from memory.secrets import secret_refuse
 from memory.spaces.handle import SpaceHandle
 from memory.spaces.quotas import quotas_for, store_get
-from memory.spaces.store import DocumentMeta, DocumentWrite
+from memory.spaces.store import DocumentMeta, DocumentWrite, PendingWrite, WriteBatch
 from workspaces.errors import DocumentTooLarge, InvalidText, NotFound
 from workspaces.models import AuditEvent, User
 from workspaces.paths import document_path_require_canonical
@@ -72,12 +73,18 @@ class SpaceWriter:
         return f"{self.kind}:{self.ident}"
 
 
-def _admit(*, handle: SpaceHandle, path: str, writer: SpaceWriter) -> str:
-    """Steps 1 to 3 of the module's order; return the canonical path."""
+def space_write_permit(*, handle: SpaceHandle, writer: SpaceWriter) -> None:
+    """Steps 1 and 2 of the module's order: may `writer` change this space at all. An
+    import asks before it reads a byte of its archive."""
     if not handle.is_global and handle.tenant_id != writer.tenant_id:
         raise NotFound()
     if handle.is_global and not (writer.user is not None and writer.user.is_superuser):
         raise GlobalSpaceWriteDenied()
+
+
+def _admit(*, handle: SpaceHandle, path: str, writer: SpaceWriter) -> str:
+    """Steps 1 to 3 of the module's order; return the canonical path."""
+    space_write_permit(handle=handle, writer=writer)
     return document_path_require_canonical(path)
 
 
@@ -110,13 +117,7 @@ def space_document_write(
     `expected_revision` 0 creates only, N replaces revision N only, None replaces whatever
     is current (import and the mirror, which judge conflicts themselves).
     """
-    path = _admit(handle=handle, path=path, writer=writer)
-    _ceiling_require(len(body))
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidText("The document is not valid UTF-8; nothing was written.") from None
-    secret_refuse(text, path=path)
+    path = space_document_write_check(handle=handle, path=path, body=body, writer=writer)
     with _audited(handle):
         request = DocumentWrite(
             path=path,
@@ -134,6 +135,65 @@ def space_document_write(
             detail={"path": path, "revision": meta.revision, "bytes": meta.size},
         )
     return meta
+
+
+def space_document_write_check(
+    *, handle: SpaceHandle, path: str, body: bytes, writer: SpaceWriter
+) -> str:
+    """Run every refusal short of the store's (steps 1 to 6) for one body; return the
+    canonical path. A batch (an archive import) checks each of its documents with this
+    before it writes any."""
+    path = _admit(handle=handle, path=path, writer=writer)
+    _ceiling_require(len(body))
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidText("The document is not valid UTF-8; nothing was written.") from None
+    secret_refuse(text, path=path)
+    return path
+
+
+def space_documents_write_many(
+    *,
+    handle: SpaceHandle,
+    writes: Sequence[PendingWrite],
+    writer: SpaceWriter,
+    check_only: bool = False,
+) -> Sequence[DocumentMeta]:
+    """Create or replace several documents of one space, all or none, in the module's
+    order: every document passes steps 1 to 6 before the store is asked, then the store
+    writes them together, charging the quotas with their one total delta. With
+    `check_only` the store judges the batch (quotas, revisions, paths) and writes nothing.
+    """
+    checked = [
+        replace(
+            write,
+            path=space_document_write_check(
+                handle=handle, path=write.path, body=write.body, writer=writer
+            ),
+        )
+        for write in writes
+    ]
+    with _audited(handle):
+        metas = store_get().write_many(
+            handle,
+            WriteBatch(
+                writes=checked,
+                updated_by=writer.attribution,
+                quotas=quotas_for(handle),
+                deadline=_deadline(),
+                check_only=check_only,
+            ),
+        )
+        if not check_only:
+            for meta in metas:
+                _global_audit(
+                    action=AuditEvent.Action.SPACE_GLOBAL_WRITTEN,
+                    handle=handle,
+                    writer=writer,
+                    detail={"path": meta.path, "revision": meta.revision, "bytes": meta.size},
+                )
+    return metas
 
 
 def space_document_delete(

@@ -15,13 +15,14 @@ resolved at write time.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from memory.errors import SpaceQuotaExceeded
 from memory.spaces.handle import SpaceHandle
-from workspaces.errors import InvalidDocumentPath
+from workspaces.errors import InvalidDocumentPath, TenantQuotaExceeded, VersionConflict
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,104 @@ def path_conflict_check(path: str, near: Sequence[str]) -> None:
         )
 
 
+@dataclass(frozen=True)
+class PendingWrite:
+    """One document of a batch (`MemoryStore.write_many`); `expected_revision` as `write`'s."""
+
+    path: str
+    body: bytes
+    expected_revision: int | None
+
+
+@dataclass(frozen=True)
+class WriteBatch:
+    """Documents `MemoryStore.write_many` writes together, and how."""
+
+    writes: Sequence[PendingWrite]
+    updated_by: str
+    quotas: Quotas
+    deadline: float  # as `write`'s
+    check_only: bool = False  # judge the batch and answer its metadata, write nothing
+
+
+@dataclass(frozen=True)
+class CurrentDocument:
+    """What a store holds at a path when a batch is judged."""
+
+    revision: int
+    size: int
+
+
+def batch_judge(
+    batch: WriteBatch,
+    *,
+    current: Callable[[str], CurrentDocument | None],
+    near: Callable[[str], Sequence[str]],
+    now: datetime,
+) -> tuple[list[DocumentMeta], int]:
+    """Judge each write of `batch` as `MemoryStore.write` would, against the document now
+    at its path (`current`) and, for a new one, the documents in its way (`near`, as for
+    `path_conflict_check`); answer the metadata each would get and the batch's one delta.
+    Call under the locks the store writes under."""
+    delta = 0
+    metas = []
+    for write in batch.writes:
+        found = current(write.path)
+        revision = found.revision if found else 0
+        if write.expected_revision not in (None, revision):
+            raise VersionConflict(currentVersion=revision, path=write.path)
+        if found is None:
+            path_conflict_check(write.path, near(write.path))
+        delta += len(write.body) - (found.size if found else 0)
+        metas.append(
+            DocumentMeta(
+                path=write.path,
+                size=len(write.body),
+                checksum=body_checksum(write.body),
+                revision=revision + 1,
+                updated_by=batch.updated_by,
+                updated_at=now,
+            )
+        )
+    return metas, delta
+
+
+def batch_conflict_check(paths: Sequence[str]) -> None:
+    """Refuse a batch that names one path twice, or that would make one of its documents a
+    directory of another (`a.md` and `a.md/b.md`): as `path_conflict_check`, within it."""
+    seen = set(paths)
+    if len(seen) != len(paths):
+        duplicate = next(path for path in paths if paths.count(path) > 1)
+        raise InvalidDocumentPath(
+            "The batch names this path twice; nothing was written.",
+            reason="path_conflict",
+            conflictsWith=duplicate,
+        )
+    for path in sorted(seen):
+        segments = path.split("/")
+        ancestors = ("/".join(segments[:end]) for end in range(1, len(segments)))
+        path_conflict_check(path, [ancestor for ancestor in ancestors if ancestor in seen])
+
+
+def quotas_require(
+    *, handle: SpaceHandle, delta: int, space_used: int, tenant_used: int, quotas: Quotas
+) -> None:
+    """Refuse a write (or a batch, with its one total `delta`) that would take the tenant
+    (answered first) or the space past its quota. Call with counters read under the locks."""
+    if handle.tenant_id is not None and _exceeds(tenant_used, delta, quotas.tenant_bytes):
+        raise TenantQuotaExceeded(
+            usedBytes=tenant_used, deltaBytes=delta, quotaBytes=quotas.tenant_bytes
+        )
+    if _exceeds(space_used, delta, quotas.space_bytes):
+        raise SpaceQuotaExceeded(
+            usedBytes=space_used, deltaBytes=delta, quotaBytes=quotas.space_bytes
+        )
+
+
+def _exceeds(used: int, delta: int, quota: int) -> bool:
+    return delta > 0 and quota != 0 and used + delta > quota
+
+
 class MemoryStore(Protocol):
     def describe(self, handle: SpaceHandle) -> str:
         """Where the space lives, for people (a table and key, or a directory)."""
@@ -106,6 +205,10 @@ class MemoryStore(Protocol):
     def list(self, handle: SpaceHandle, *, prefix: str = "") -> Sequence[DocumentMeta]:
         """Every document under `prefix` (a canonical directory, "" for all), recursively,
         sorted by path. A space never written lists nothing."""
+
+    def read_all(self, handle: SpaceHandle) -> Iterator[StoredDocument]:
+        """Every document of the space with its body, one at a time, in no set order (an
+        export): as `read` of each, without a round trip per document."""
 
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         """The current body and metadata, or None when the document does not exist."""
@@ -124,6 +227,14 @@ class MemoryStore(Protocol):
         A refused write changes nothing, counters included.
         """
 
+    def write_many(self, handle: SpaceHandle, batch: WriteBatch) -> Sequence[DocumentMeta]:
+        """Create or replace every document of `writes` (an archive import), all or none:
+        one transaction (database) or staged then swapped (filesystem). Each is judged as
+        `write` judges it (revision, path conflict, within the batch too), and the quotas
+        are charged with the batch's one total delta. Answers the metadata in `writes`'
+        order. With `check_only`, judges the batch and answers the same without writing.
+        """
+
     def delete(
         self, handle: SpaceHandle, path: str, *, expected_revision: int | None, deadline: float
     ) -> None:
@@ -132,6 +243,10 @@ class MemoryStore(Protocol):
 
     def usage(self, handle: SpaceHandle) -> SpaceUsage:
         """The space's and its tenant's used bytes; 0 for a space never written."""
+
+    def spaces(self, tenant_id: int) -> Sequence[SpaceHandle]:
+        """Every space of the tenant that holds a document, sorted by handle id (for
+        `manage.py memory du --team`)."""
 
     def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
         """Remove every space, document and counter of these tenants; return the count of

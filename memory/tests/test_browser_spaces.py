@@ -1,14 +1,20 @@
 """Team memory in a real browser: create a document in a space, list it, edit it, meet a
-second writer's change in the conflict view with the draft kept, resolve, delete."""
+second writer's change in the conflict view with the draft kept, resolve, delete; export the
+space, preview an archive's import, then import it."""
 
 from __future__ import annotations
+
+import io
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
+from memory.spaces.archive import space_export
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
 from memory.spaces.services import SpaceWriter, WriterKind, space_document_write
+from memory.tests.test_space_archive import archive_of, layout
 from workspaces.tests.browser import open_page, requires_chromium, screenshot, sign_in
 
 pytestmark = [requires_chromium, pytest.mark.django_db(transaction=True)]
@@ -77,3 +83,57 @@ def test_a_space_document_is_created_edited_through_a_conflict_and_deleted(
     expect(page.locator("#space-editor")).to_be_hidden()
     assert store_get().list(handle) == []
     screenshot(page, "spaces-deleted")
+
+
+def test_a_space_is_exported_and_an_archive_previewed_then_imported(
+    browser_context, live_server, tenant
+):
+    handle = SpaceHandle(visibility=Visibility.ORG, name="notes", tenant_id=tenant.team.pk)
+    writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
+    space_document_write(
+        handle=handle, path="a.md", body=b"# Ours\n", expected_revision=0, writer=writer
+    )
+    archive = archive_of(layout({"a.md": b"# Theirs\n", "b.md": b"# B\n"}))
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    expect(page.locator("#space-documents tr")).to_have_count(1)
+
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Export this space").click()
+    assert download.value.suggested_filename == "memory-org-notes.tar.gz"
+    exported = io.BytesIO()
+    space_export(handle=handle, out=exported)
+    assert Path(download.value.path()).read_bytes() == exported.getvalue()
+
+    page.get_by_label("Archive to import").set_input_files(
+        {"name": "theirs.tar.gz", "mimeType": "application/gzip", "buffer": archive}
+    )
+    page.get_by_label("When a document already exists").select_option("rename")
+    expect(page.get_by_role("button", name="Import", exact=True)).to_be_disabled()
+    page.get_by_role("button", name="Preview import").click()
+    expect(page.locator("#space-import-summary")).to_have_text(
+        "Preview: 1 imported, 0 skipped, 1 renamed. Nothing is written yet."
+    )
+    expect(page.locator("#space-import-documents li")).to_have_text(
+        ["a.md → a.import.md (renamed)", "b.md (new)"]
+    )
+    assert [meta.path for meta in store_get().list(handle)] == ["a.md"]
+    screenshot(page, "spaces-import-preview")
+
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.locator("#space-import-status")).to_have_text(
+        "Imported: 1 imported, 0 skipped, 1 renamed."
+    )
+    expect(page.locator("#space-documents tr")).to_have_count(3)
+    expect(page.get_by_role("button", name="Import", exact=True)).to_be_disabled()
+    assert [meta.path for meta in store_get().list(handle)] == ["a.import.md", "a.md", "b.md"]
+
+    page.get_by_label("Archive to import").set_input_files(
+        {"name": "bad.tar.gz", "mimeType": "application/gzip", "buffer": b"not an archive"}
+    )
+    page.get_by_role("button", name="Preview import").click()
+    expect(page.locator("#space-import-status")).to_have_text(
+        "Import preview refused: ARCHIVE_INVALID — The archive cannot be imported; nothing was "
+        "written. Reason: not_gzip."
+    )
+    screenshot(page, "spaces-import-done")

@@ -184,6 +184,8 @@ def test_team_memory_names_the_active_team_and_the_space_routes(member_client, t
         "usage": "/api/v1/memory/usage",
         "docs": "/api/v1/memory/docs",
         "doc": "/api/v1/memory/doc",
+        "export": "/api/v1/memory/export",
+        "import": "/api/v1/memory/import",
     }
     assert {each["value"]: each["qualifiers"] for each in config["visibilities"]} == {
         "private": ["run"],

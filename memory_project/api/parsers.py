@@ -1,8 +1,11 @@
-"""The parsers of the /api/ routes: JSON for every route, and raw Markdown for the one route
-that takes a document's bytes as they are (a memory space's document)."""
+"""The parsers of the /api/ routes: JSON for every route, raw Markdown for the one route
+that takes a document's bytes as they are (a memory space's document), and a gzip archive
+for a memory space's import."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,3 +74,28 @@ class MarkdownParser(BaseParser):
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:  # bytes, which DRF's type stubs do not foresee for a parser
         return bytes(stream.read())
+
+
+# An archive's bytes wait in memory up to this size, then in a temporary file.
+ARCHIVE_SPOOL_BYTES = 8 * 1024 * 1024
+
+
+class ArchiveParser(BaseParser):
+    """An `application/gzip` body as a spooled file, positioned at its start, never decoded
+    or extracted here: the import reads it as a stream with its own bounds. Its size is
+    bounded by REQUEST_MAX_BODY_BYTES, as every body is."""
+
+    media_type = "application/gzip"
+
+    def parse(
+        self,
+        stream: Any,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:  # a file, which DRF's type stubs do not foresee for a parser
+        # Not a `with` block: the view reads the file after this returns, then closes it.
+        spool = tempfile.SpooledTemporaryFile(max_size=ARCHIVE_SPOOL_BYTES)  # noqa: SIM115
+        if stream is not None:
+            shutil.copyfileobj(stream, spool)
+        spool.seek(0)
+        return spool

@@ -6,7 +6,14 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from memory_project import settings as settings_module
-from memory_project.env import env_bool, env_int, env_origins, env_rate, env_secret
+from memory_project.env import (
+    env_base_url,
+    env_bool,
+    env_int,
+    env_origins,
+    env_rate,
+    env_secret,
+)
 from memory_project.settings import _database
 
 
@@ -32,6 +39,37 @@ def test_origins_are_normalised_to_lower_case():
     origins = env_origins("TRUSTED_ORIGINS", [], environ={"TRUSTED_ORIGINS": "HTTPS://App.Org"})
 
     assert origins == ["https://app.org"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "example.org",
+        "ftp://example.org",
+        "https://",
+        "https://example.org:port",
+        "https://user:hunter2@example.org",
+        "https://example.org/?a=1",
+        "https://example.org/#top",
+    ],
+)
+def test_malformed_remote_url_stops_start_up_without_echoing_it(raw):
+    with pytest.raises(ImproperlyConfigured, match="MEMORY_REMOTE_URL") as refused:
+        env_base_url("MEMORY_REMOTE_URL", environ={"MEMORY_REMOTE_URL": raw})
+
+    assert "example.org" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "url"),
+    [
+        ("", ""),
+        ("https://memory.example/", "https://memory.example"),
+        ("http://h:8010/app", "http://h:8010/app"),
+    ],
+)
+def test_remote_url_is_optional_and_loses_its_trailing_slash(raw, url):
+    assert env_base_url("MEMORY_REMOTE_URL", environ={"MEMORY_REMOTE_URL": raw}) == url
 
 
 @pytest.mark.parametrize("url", ["mysql://x@y/z", "not a url", "postgres//missing-colon"])

@@ -20,7 +20,7 @@ export const config = configElement ? JSON.parse(configElement.textContent) : nu
 
 // `body` is sent as JSON, `markdown` as the raw text of a memory space's document; a
 // Markdown answer comes back as text in `data`, with the response's `headers`.
-export async function api(method, url, { body, markdown, headers = {} } = {}) {
+export async function api(method, url, { body, markdown, archive, headers = {} } = {}) {
   const init = {
     method,
     credentials: "same-origin",
@@ -34,6 +34,10 @@ export async function api(method, url, { body, markdown, headers = {} } = {}) {
   if (markdown !== undefined) {
     init.headers["Content-Type"] = MARKDOWN;
     init.body = markdown;
+  }
+  if (archive !== undefined) {
+    init.headers["Content-Type"] = "application/gzip";
+    init.body = archive;
   }
   let response;
   try {

@@ -1,5 +1,7 @@
 // Team memory: pick one of the team's memory spaces, see its usage, and list, read, edit,
-// create and delete its documents. Every write is one compare-and-set request on the
+// create and delete its documents; download the space as an archive, or load an archive
+// into it (previewed as a dry run first). (The words before the module's first statement
+// must not read as an ES import or export: the static files' hashing rewrites those.) Every write is one compare-and-set request on the
 // document's revision (X-Base-Version), with the Memory frame's conflict view: a refused
 // Save keeps the draft and shows the saved text beside it.
 
@@ -176,14 +178,78 @@ async function spaceLoad() {
   const documents = listing.data.documents;
   byId("space-documents").replaceChildren(...documents.map(documentRow));
   byId("space-empty").hidden = documents.length > 0;
+  byId("space-export").href = spaceUrl("export");
   byId("space-view").hidden = false;
   return true;
+}
+
+const importStatus = byId("space-import-status");
+const importRun = byId("space-import-run");
+const ACTIONS = {
+  create: "new",
+  overwrite: "overwrites ours",
+  skip: "skipped: we keep ours",
+  rename: "renamed",
+};
+
+function importCounts(report) {
+  const ignored = report.ignored.length ? `; ignored: ${report.ignored.join(", ")}` : "";
+  return `${report.imported} imported, ${report.skipped} skipped, ${report.renamed} renamed${ignored}`;
+}
+
+function importReset() {
+  importRun.disabled = true;
+  byId("space-import-plan").hidden = true;
+}
+
+// One request for both steps: the preview is the same request with dryRun=1.
+async function importSend(isDryRun) {
+  const file = byId("space-import-file").files[0];
+  if (!file) return null;
+  const query = { strategy: byId("space-import-strategy").value, dryRun: isDryRun ? "1" : "0" };
+  const result = await api("POST", spaceUrl("import", query), { archive: file });
+  if (!result.ok) {
+    importReset();
+    const verb = isDryRun ? "Import preview refused" : "Import refused";
+    // The message says nothing was written; the detail says which entry and why.
+    const { reason, entry } = result.detail;
+    const where = reason ? ` Reason: ${reason}${entry ? `, entry ${entry}` : ""}.` : "";
+    announce(importStatus, failure(verb, result, where), "error");
+    return null;
+  }
+  return result.data;
+}
+
+async function importPreview() {
+  const plan = await importSend(true);
+  if (plan === null) return;
+  byId("space-import-summary").textContent = `Preview: ${importCounts(plan)}. Nothing is written yet.`;
+  byId("space-import-documents").replaceChildren(
+    ...plan.documents.map((planned) => {
+      const item = window.document.createElement("li");
+      const target = planned.action === "rename" ? ` → ${planned.target}` : "";
+      item.textContent = `${planned.path}${target} (${ACTIONS[planned.action]})`;
+      return item;
+    }),
+  );
+  byId("space-import-plan").hidden = false;
+  importRun.disabled = false;
+  announce(importStatus, "Preview ready: check it, then Import.", "info", { focus: false });
+}
+
+async function importRunNow() {
+  const report = await importSend(false);
+  if (report === null) return;
+  importReset();
+  await spaceLoad();
+  announce(importStatus, `Imported: ${importCounts(report)}.`, "success");
 }
 
 async function spaceOpen() {
   if (!(await leaveDocument("opening another space"))) return;
   space = pickedSpace();
   editor.close();
+  importReset();
   if (await spaceLoad()) announce(pickStatus, `Opened ${spaceLabel()}.`, "info", { focus: false });
 }
 
@@ -216,5 +282,11 @@ byId("space-create").addEventListener("submit", (event) => {
   event.preventDefault();
   documentNew(byId("space-create-path").value);
 });
+byId("space-import").addEventListener("submit", (event) => {
+  event.preventDefault();
+  importPreview();
+});
+byId("space-import").addEventListener("change", importReset);
+importRun.addEventListener("click", importRunNow);
 showQualifiers();
 spaceOpen();

@@ -1,40 +1,549 @@
-"""`manage.py memory <subcommand>`: operations on the memory spaces of the configured store.
+"""`manage.py memory <subcommand>`: the memory spaces from a terminal or a script.
 
-One command with argparse subcommands, so that later ones (du, export, import) join it.
+Every subcommand but `reconcile` names one space with the space flags and reaches it either
+here, through the same services and selectors as the REST routes (so it meets every refusal
+they have, on the store MEMORY_STORE names), or with `--remote URL` over those routes
+(`memory.cli`). `--json` prints the routes' JSON shapes, refusals included.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
+from memory.api.spaces import SpaceUsageApi
+from memory.cli import (
+    ArchiveUpload,
+    LocalSpaceClient,
+    RemoteRefusal,
+    RemoteSpaceClient,
+    RemoteUnreachable,
+    SpaceClient,
+)
+from memory.spaces.archive import ImportStrategy
+from memory.spaces.handle import QUALIFIERS, USER_BOUND, SpaceHandle, space_handle_parse
 from memory.spaces.quotas import store_get
+from memory.spaces.selectors import space_usages_of_tenant
+from memory.spaces.services import SpaceWriter, WriterKind
+from memory_project.api.exceptions import error_body
+from memory_project.env import base_url_problem
+from workspaces.errors import DomainError, NotFound
+from workspaces.models import Team, TeamMembership, User
+
+EXIT_CODES = (
+    "Exit codes: 0 done; 1 refused (the message names the refusal's code and what to do, "
+    "and nothing was changed); 2 usage (a malformed command line or space flags)."
+)
+SPACE_FLAGS = ("visibility", "name", *QUALIFIERS)
+# The refusals whose fix is in the command line itself: usage, not a refusal.
+USAGE_CODES = frozenset({"SPACE_INVALID", "VALIDATION_FAILED"})
+_TOKEN_HINT = "check --token or MEMORY_REMOTE_TOKEN (a personal access token of the person acting)"
+
+
+class Refused(CommandError):
+    """Exit 1: the space or the server refused; nothing changed."""
+
+
+class UsageError(CommandError):
+    """Exit 2: the command line cannot be run as given."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, returncode=2)
+
+
+def _hint(code: str, detail: dict[str, Any]) -> str | None:
+    """What to do about a refusal, from its detail; None when its message says it all."""
+    match code:
+        case "VERSION_CONFLICT":
+            revision = detail.get("currentVersion")
+            return (
+                f"the document is at revision {revision}; re-read it and retry with "
+                f"--base-version {revision}"
+            )
+        case "BASE_VERSION_REQUIRED":
+            return (
+                "pass --base-version N, the revision you read (0 creates the document; "
+                "`memory ls` shows each revision)"
+            )
+        case "NOT_FOUND" if "field" not in detail:
+            return "no such document in this space; check PATH and the space flags (`memory ls`)"
+        case "INVALID_DOCUMENT_PATH":
+            if "canonical" in detail:
+                return f"use the path's one spelling, {detail['canonical']!r}"
+            return f"the path is not valid ({detail.get('reason')}); choose another"
+        case "DOCUMENT_TOO_LARGE":
+            return (
+                f"the document is {detail.get('bytes')} bytes, over the ceiling of "
+                f"{detail.get('limitBytes')}; split it into smaller documents"
+            )
+        case "SPACE_QUOTA_EXCEEDED" | "TENANT_QUOTA_EXCEEDED":
+            whose = "space" if code == "SPACE_QUOTA_EXCEEDED" else "team's spaces"
+            return (
+                f"the {whose} hold {detail.get('usedBytes')} of {detail.get('quotaBytes')} "
+                f"bytes and this adds {detail.get('deltaBytes')}; remove documents "
+                "(`memory rm`) or ask an operator for a larger quota"
+            )
+        case "SECRET_DETECTED":
+            return (
+                f"{detail.get('path')} line {detail.get('line')} looks like a credential "
+                f"({detail.get('rule')}); remove it and retry"
+            )
+        case "SPACE_INVALID":
+            return (
+                f"--{detail.get('field')} does not name a valid space ({detail.get('reason')}); "
+                "see --help for the flags each visibility takes"
+            )
+        case "INVALID_TEXT":
+            return "the file is not UTF-8 text; convert it and retry"
+        case "GLOBAL_SPACE_WRITE_DENIED":
+            return "only a superuser may change the global space; act as one"
+        case "STORE_BUSY" | "STORE_UNAVAILABLE" | "RATE_LIMITED":
+            return "nothing was written; retry in a moment"
+        case "ARCHIVE_INVALID":
+            return (
+                f"the archive is refused ({detail.get('reason')}"
+                + (f" at {detail['entry']}" if "entry" in detail else "")
+                + "); nothing was imported"
+            )
+        case "ARCHIVE_CHECKSUM_MISMATCH":
+            return (
+                f"{detail.get('entry')} does not match its checksum; the archive is damaged, "
+                "export it again; nothing was imported"
+            )
+        case (
+            "AUTHENTICATION_REQUIRED"
+            | "TOKEN_INVALID"
+            | "TOKEN_EXPIRED"
+            | "TOKEN_REVOKED"
+            | "TOKEN_SCOPE_REFUSED"
+        ):
+            return _TOKEN_HINT
+    return None
 
 
 class Command(BaseCommand):
-    help = "Operations on memory spaces, in the store MEMORY_STORE names."
+    help = (
+        "Memory spaces from the command line: du, ls, cat, put, rm, export, import on one "
+        "space (locally, or with --remote URL over the REST API), and reconcile. " + EXIT_CODES
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        subcommands = parser.add_subparsers(dest="subcommand", required=True)
-        subcommands.add_parser(
-            "reconcile",
+        parser.epilog = EXIT_CODES
+        output = CommandParser(add_help=False)
+        output.add_argument(
+            "--json", action="store_true", help="Print the result (or refusal) as JSON."
+        )
+        space = CommandParser(add_help=False, parents=[output])
+        flags = space.add_argument_group("space")
+        flags.add_argument("--team", type=int, help="The team's id (local mode).")
+        flags.add_argument(
+            "--visibility", help="private, bot, project, cross_project, user, org or global."
+        )
+        flags.add_argument("--name", help="The space's name.")
+        flags.add_argument("--project", help="For bot and project spaces.")
+        flags.add_argument("--bot", help="For bot spaces.")
+        flags.add_argument("--run", help="For private spaces.")
+        flags.add_argument(
+            "--user",
+            metavar="USERNAME",
             help=(
-                "Recompute every space and tenant byte counter from the documents, fix the "
-                "ones that drifted, and print the drift found for each."
+                "Local mode: the person acting (needed to write; a member of --team) and "
+                "whose private or user space it is."
             ),
+        )
+        remote = space.add_argument_group("remote")
+        remote.add_argument(
+            "--remote",
+            metavar="URL",
+            default=settings.MEMORY_REMOTE_URL,
+            help="Go over the REST API of this server (default MEMORY_REMOTE_URL).",
+        )
+        remote.add_argument(
+            "--token",
+            default=settings.MEMORY_REMOTE_TOKEN,
+            help="A personal access token for --remote (default MEMORY_REMOTE_TOKEN).",
+        )
+
+        subcommands = parser.add_subparsers(dest="subcommand", required=True)
+
+        def add(name: str, parents: list[CommandParser], summary: str) -> CommandParser:
+            return subcommands.add_parser(
+                name, parents=parents, help=summary, description=summary, epilog=EXIT_CODES
+            )
+
+        add(
+            "du",
+            [space],
+            "Usage and quotas of one space; with only --team, of every space of the team.",
+        )
+        ls = add("ls", [space], "List the space's documents with their revisions.")
+        ls.add_argument("--dir", default="", help="Only under this directory.")
+        cat = add("cat", [space], "Print one document.")
+        cat.add_argument("path", metavar="PATH")
+        put = add("put", [space], "Create or replace one document.")
+        put.add_argument("path", metavar="PATH")
+        put.add_argument(
+            "--file", default="-", help="Read the body from FILE (- or absent: stdin)."
+        )
+        put.add_argument(
+            "--base-version", type=int, help="The revision you read; 0 creates the document."
+        )
+        rm = add("rm", [space], "Delete one document.")
+        rm.add_argument("path", metavar="PATH")
+        rm.add_argument("--base-version", type=int, help="The revision you read.")
+        export = add("export", [space], "Write the space to an iterion.memory.v1 archive.")
+        export.add_argument("--out", required=True, metavar="FILE")
+        archive_import = add("import", [space], "Import an iterion.memory.v1 archive.")
+        archive_import.add_argument("--in", dest="archive", required=True, metavar="FILE")
+        archive_import.add_argument(
+            "--strategy",
+            choices=[strategy.value for strategy in ImportStrategy],
+            default=ImportStrategy.SKIP.value,
+            help="What to do with a document the space already has (default skip).",
+        )
+        archive_import.add_argument(
+            "--dry-run", action="store_true", help="Answer the plan; write nothing."
+        )
+        add(
+            "reconcile",
+            [output],
+            "Recompute every space and tenant byte counter from the documents, fix the ones "
+            "that drifted, and print the drift found for each (local only).",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["subcommand"] == "reconcile":
-            self.reconcile()
+        self.as_json = bool(options["json"])
+        try:
+            if options["subcommand"] == "reconcile":
+                self.reconcile()
+            elif options["subcommand"] == "du" and _names_no_space(options):
+                self.du_team(options)
+            else:
+                actions: dict[str, Callable[[SpaceClient, dict[str, Any]], None]] = {
+                    "du": self.du,
+                    "ls": self.ls,
+                    "cat": self.cat,
+                    "put": self.put,
+                    "rm": self.rm,
+                    "export": self.export,
+                    "import": self.import_,
+                }
+                actions[options["subcommand"]](self.client(options), options)
+        except (DomainError, RemoteRefusal) as error:
+            raise self.refusal(error.code, error.message, error.detail) from None
+        except RemoteUnreachable as error:
+            raise Refused(f"cannot reach the server: {error}") from None
+
+    def refusal(self, code: str, message: str, detail: dict[str, Any]) -> CommandError:
+        if self.as_json:
+            self.stdout.write(json.dumps(error_body(code, message, detail)))
+        hint = _hint(code, detail)
+        text = f"{code}: {hint}" if hint else f"{code}: {message}"
+        return UsageError(text) if code in USAGE_CODES else Refused(text)
+
+    # Which space, and how it is reached
+
+    def client(self, options: dict[str, Any]) -> SpaceClient:
+        space = {flag: options[flag] for flag in SPACE_FLAGS if options[flag] is not None}
+        if options["remote"]:
+            return self.remote_client(options, space)
+        user = _user_get(options["user"])
+        team = _team_get(options["team"], user)
+        if space.get("visibility") in USER_BOUND and user is None:
+            raise UsageError(f"--user USERNAME names whose {space['visibility']} space this is.")
+        handle = space_handle_parse(
+            space,
+            tenant_id=team.pk if team else None,
+            # Read only for the user-bound visibilities, which need --user (above).
+            user_id=user.pk if user else 0,
+        )
+        if handle.tenant_id is None and not handle.is_global:
+            raise UsageError(f"--team ID names the team whose {handle.visibility} space this is.")
+        if options["subcommand"] in {"put", "rm", "import"} and user is None:
+            raise UsageError("--user USERNAME names who writes; a local write needs one.")
+        writer = (
+            SpaceWriter(
+                kind=WriterKind.USER,
+                ident=str(user.pk),
+                tenant_id=team.pk if team else None,
+                user=user,
+            )
+            if user
+            else None
+        )
+        return LocalSpaceClient(handle=handle, writer=writer)
+
+    def remote_client(self, options: dict[str, Any], space: dict[str, str]) -> SpaceClient:
+        if problem := base_url_problem(options["remote"]):
+            raise UsageError(f"--remote is not a base URL: {problem}.")
+        if options["team"] is not None or options["user"] is not None:
+            raise UsageError(
+                "--team and --user are for local mode; remotely the token names the team and "
+                "the person."
+            )
+        if not options["token"]:
+            raise UsageError("--remote needs --token TOKEN or MEMORY_REMOTE_TOKEN.")
+        return RemoteSpaceClient(base_url=options["remote"], token=options["token"], space=space)
+
+    # Subcommands
+
+    def du(self, client: SpaceClient, options: dict[str, Any]) -> None:
+        usage = client.usage()
+        if self.as_json:
+            return self.emit(usage)
+        space = usage["space"]
+        self.stdout.write(f"space  {space['id']}")
+        self.stdout.write(f"used   {_share(usage['usedBytes'], usage['quotaBytes'])}")
+        if space["visibility"] != "global":
+            self.stdout.write(
+                f"team   {_share(usage['tenantUsedBytes'], usage['tenantQuotaBytes'])}"
+            )
+
+    def du_team(self, options: dict[str, Any]) -> None:
+        if options["remote"]:
+            raise UsageError(
+                "du of a whole team is local only; remotely name one space with "
+                "--visibility and --name."
+            )
+        if options["team"] is None:
+            raise UsageError("du needs --team ID, or the space flags of one space.")
+        team = _team_get(options["team"], None)
+        assert team is not None
+        reports = space_usages_of_tenant(tenant_id=team.pk)
+        if self.as_json:
+            usages = [SpaceUsageApi.OutputSerializer(report).data for report in reports]
+            return self.emit({"team": team.pk, "spaces": usages})
+        rows = [
+            (
+                report.handle.visibility.value,
+                report.handle.name,
+                _qualifiers(report.handle),
+                str(report.used_bytes),
+                _quota(report.quota_bytes),
+                _percent(report.used_bytes, report.quota_bytes),
+            )
+            for report in reports
+        ]
+        self.table(("VISIBILITY", "NAME", "QUALIFIERS", "USED", "QUOTA", "USE"), rows)
+        if reports:
+            total = _share(reports[0].tenant_used_bytes, reports[0].tenant_quota_bytes)
+            self.stdout.write(f"team {team.pk}: {total}")
+        else:
+            self.stdout.write(f"team {team.pk} has no memory space holding a document.")
+
+    def ls(self, client: SpaceClient, options: dict[str, Any]) -> None:
+        listing = client.documents(directory=options["dir"])
+        if self.as_json:
+            return self.emit(listing)
+        rows = [
+            (
+                document["path"],
+                str(document["revision"]),
+                str(document["size"]),
+                document["updatedBy"],
+                document["updatedAt"],
+                document["title"],
+            )
+            for document in listing["documents"]
+        ]
+        self.table(("PATH", "REV", "BYTES", "UPDATED BY", "UPDATED AT", "TITLE"), rows)
+
+    def cat(self, client: SpaceClient, options: dict[str, Any]) -> None:
+        document = client.read(path=options["path"])
+        if self.as_json:
+            return self.emit(document)
+        self.stdout.write(document["content"], ending="")
+        if sys.stderr.isatty():
+            self.stderr.write(f"(revision {document['revision']})")
+
+    def put(self, client: SpaceClient, options: dict[str, Any]) -> None:
+        body = _input_read(options["file"])
+        meta = client.write(path=options["path"], body=body, base_version=options["base_version"])
+        if self.as_json:
+            return self.emit(meta)
+        self.stdout.write(
+            f"wrote {meta['path']} at revision {meta['revision']} ({meta['size']} bytes)"
+        )
+
+    def rm(self, client: SpaceClient, options: dict[str, Any]) -> None:
+        client.delete(path=options["path"], base_version=options["base_version"])
+        if self.as_json:
+            return self.emit({"path": options["path"], "deleted": True})
+        self.stdout.write(f"deleted {options['path']}")
+
+    def export(self, client: SpaceClient, options: dict[str, Any]) -> None:
+        target = Path(options["out"])
+        with self.progress("export") as progress, _replacing(target) as out:
+            summary = client.export(out=out, progress=progress)
+            archive_bytes = out.tell()
+        report = {"file": str(target), "archiveBytes": archive_bytes, **summary}
+        if self.as_json:
+            return self.emit(report)
+        self.stdout.write(
+            f"exported {summary['docCount']} document(s), {summary['docBytes']} bytes, to "
+            f"{target} ({archive_bytes} bytes)"
+        )
+        for path in summary["unaddressable"]:
+            self.stderr.write(f"not exported, its path is no longer valid: {path}")
+
+    def import_(self, client: SpaceClient, options: dict[str, Any]) -> None:
+        source = Path(options["archive"])
+        try:
+            archive = source.open("rb")
+        except OSError as error:
+            raise UsageError(f"cannot read {source}: {error.strerror}") from None
+        with archive, self.progress("import") as progress:
+            upload = ArchiveUpload(
+                file=archive,
+                size=os.fstat(archive.fileno()).st_size,
+                strategy=ImportStrategy(options["strategy"]),
+                dry_run=options["dry_run"],
+            )
+            report = client.import_archive(upload, progress=progress)
+        if self.as_json:
+            return self.emit(report)
+        prefix = "dry run, nothing written: would have " if options["dry_run"] else ""
+        self.stdout.write(
+            f"{prefix}imported {report['imported']}, skipped {report['skipped']}, "
+            f"renamed {report['renamed']}"
+        )
+        for entry in report["ignored"]:
+            self.stdout.write(f"ignored (outside docs/): {entry}")
 
     def reconcile(self) -> None:
         drifts = store_get().reconcile()
+        fixed = sum(1 for drift in drifts if drift.drift != 0)
+        if self.as_json:
+            counters = [
+                {
+                    "scope": drift.scope,
+                    "drift": drift.drift,
+                    "recorded": drift.recorded,
+                    "actual": drift.actual,
+                }
+                for drift in drifts
+            ]
+            return self.emit({"counters": counters, "fixed": fixed})
         for drift in drifts:
             self.stdout.write(
                 f"{drift.scope}\tdrift {drift.drift}\trecorded {drift.recorded}\t"
                 f"actual {drift.actual}"
             )
-        drifted = sum(1 for drift in drifts if drift.drift != 0)
-        self.stdout.write(f"{len(drifts)} counter(s) checked, {drifted} fixed.")
+        self.stdout.write(f"{len(drifts)} counter(s) checked, {fixed} fixed.")
+
+    # Output
+
+    def emit(self, data: Any) -> None:
+        self.stdout.write(json.dumps(data, ensure_ascii=False, sort_keys=True))
+
+    def table(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=False)]
+        for row in (header, *rows):
+            self.stdout.write(
+                "  ".join(
+                    cell.ljust(width) for cell, width in zip(row, widths, strict=True)
+                ).rstrip()
+            )
+
+    @contextmanager
+    def progress(self, label: str) -> Iterator[Callable[[int, int], None]]:
+        """A progress bar on stderr while the block runs; quiet when either stream is not a
+        terminal, or with --json, so scripts and pipes see only the result."""
+        quiet = self.as_json or not (sys.stdout.isatty() and sys.stderr.isatty())
+        bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            console=Console(stderr=True),
+            disable=quiet,
+            transient=True,
+        )
+        with bar:
+            task = bar.add_task(label, total=None)
+
+            def report(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total or None)
+
+            yield report
+
+
+def _names_no_space(options: dict[str, Any]) -> bool:
+    return all(options[flag] is None for flag in SPACE_FLAGS)
+
+
+def _user_get(username: str | None) -> User | None:
+    if username is None:
+        return None
+    user = User.objects.filter(username=username, is_active=True).first()
+    if user is None:
+        raise NotFound(f"No active user {username!r}; check --user.", field="user")
+    return user
+
+
+def _team_get(team_id: int | None, user: User | None) -> Team | None:
+    if team_id is None:
+        return None
+    team = Team.objects.filter(pk=team_id).first()
+    if team is None:
+        raise NotFound(f"No team {team_id}; check --team.", field="team")
+    if user is not None and not TeamMembership.objects.filter(team=team, user=user).exists():
+        raise NotFound(
+            f"{user.username} is not a member of team {team_id}; act as a member with --user.",
+            field="user",
+        )
+    return team
+
+
+def _input_read(name: str) -> bytes:
+    if name == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(name).read_bytes()
+    except OSError as error:
+        raise UsageError(f"cannot read {name}: {error.strerror}") from None
+
+
+@contextmanager
+def _replacing(target: Path) -> Iterator[Any]:
+    """A file beside `target` that replaces it when the block ends, and vanishes if the
+    block raises: a refused export leaves no file, never a part of one."""
+    try:
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    except OSError as error:
+        raise UsageError(f"cannot write {target}: {error.strerror}") from None
+    try:
+        with os.fdopen(handle, "w+b") as out:
+            yield out
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _qualifiers(handle: SpaceHandle) -> str:
+    axes = [(axis, getattr(handle, axis)) for axis in QUALIFIERS]
+    axes.append(("user", "" if handle.user_id is None else handle.user_id))
+    return " ".join(f"{axis}={value}" for axis, value in axes if value != "")
+
+
+def _quota(quota: int) -> str:
+    return str(quota) if quota else "no cap"
+
+
+def _percent(used: int, quota: int) -> str:
+    return f"{100 * used / quota:.1f}%" if quota else "-"
+
+
+def _share(used: int, quota: int) -> str:
+    return f"{used} of {_quota(quota)} bytes ({_percent(used, quota)})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from memory.errors import StoreUnavailable
 from memory.spaces.filesystem import FilesystemStore
 from memory.spaces.handle import Visibility
+from memory.spaces.store import PendingWrite, Quotas, WriteBatch
 from memory.tests.spaces.conftest import handle_of, store_write
 
 
@@ -49,3 +51,36 @@ def test_a_filesystem_failure_is_store_unavailable(tmp_path):
 
     with pytest.raises(StoreUnavailable):
         store_write(store, handle_of(4, Visibility.ORG), "a.md", b"a", expected=0)
+
+
+@pytest.mark.parametrize("failing_rename", [1, 2, 4, 6])
+def test_a_batch_failing_in_its_swap_puts_every_file_back(tmp_path, monkeypatch, failing_rename):
+    store = FilesystemStore(root=tmp_path)
+    handle = handle_of(4)
+    space_dir = store._space_dir(handle)
+    store_write(store, handle, "a.md", b"old a", expected=0)
+    before = {path: path.read_bytes() for path in space_dir.rglob("*") if path.is_file()}
+    renames = 0
+    real_replace = os.replace
+
+    def replace(source, target):
+        nonlocal renames
+        renames += 1
+        if renames == failing_rename:
+            raise OSError("disk gone")
+        real_replace(source, target)
+
+    monkeypatch.setattr("memory.spaces.filesystem.os.replace", replace)
+    with pytest.raises(StoreUnavailable):
+        store.write_many(
+            handle,
+            WriteBatch(
+                writes=[PendingWrite("a.md", b"new a", 1), PendingWrite("b/c.md", b"c", 0)],
+                updated_by="import:7",
+                quotas=Quotas(space_bytes=0, tenant_bytes=0),
+                deadline=time.monotonic() + 5,
+            ),
+        )
+
+    after = {path: path.read_bytes() for path in space_dir.rglob("*") if path.is_file()}
+    assert after == before

@@ -5,6 +5,7 @@ A behaviour one adapter lacks fails here for that adapter: the two never differ.
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -13,8 +14,8 @@ from django.utils import timezone
 
 from memory.errors import SpaceQuotaExceeded, StoreBusy
 from memory.spaces.handle import Visibility
-from memory.spaces.store import Quotas, body_checksum
-from memory.tests.spaces.conftest import handle_of
+from memory.spaces.store import PendingWrite, Quotas, WriteBatch, body_checksum
+from memory.tests.spaces.conftest import ROOMY, handle_of
 from workspaces.errors import InvalidDocumentPath, NotFound, TenantQuotaExceeded, VersionConflict
 
 pytestmark = pytest.mark.django_db
@@ -147,6 +148,24 @@ def test_spaces_that_differ_in_any_axis_are_apart(adapter, make_team):
     for index, handle in enumerate(handles):
         assert adapter.store.read(handle, "a.md").body == str(index).encode() * (index + 1)
         assert adapter.store.usage(handle).used_bytes == index + 1
+
+
+def test_a_tenant_names_every_space_holding_a_document_and_no_other(adapter, make_team):
+    team, other_team = make_team(), make_team()
+    empty_body = handle_of(team, Visibility.BOT)
+    private = handle_of(team, Visibility.PRIVATE)
+    emptied = handle_of(team, Visibility.ORG)
+    adapter.write(empty_body, "empty.md", b"", expected=0)
+    adapter.write(private, "a.md", b"private", expected=0)
+    adapter.write(emptied, "gone.md", b"gone", expected=0)
+    adapter.delete(emptied, "gone.md")
+    adapter.write(handle_of(other_team), "a.md", b"theirs", expected=0)
+    adapter.write(handle_of(None, Visibility.GLOBAL), "a.md", b"everyone's", expected=0)
+
+    spaces = adapter.store.spaces(team.pk)
+
+    assert spaces == sorted([empty_body, private], key=lambda handle: handle.id)
+    assert adapter.store.spaces(make_team().pk) == []
 
 
 def test_reaching_the_space_quota_refuses_and_moves_nothing(adapter, team):
@@ -298,6 +317,16 @@ def test_a_write_that_cannot_take_the_space_lock_by_its_deadline_is_busy(adapter
         adapter.write(handle, "a.md", b"two", expected=1, wait=0.2)
     with adapter.hold_space_lock(handle), pytest.raises(StoreBusy):
         adapter.store.delete(handle, "a.md", expected_revision=1, deadline=0.0)
+    with adapter.hold_space_lock(handle), pytest.raises(StoreBusy):
+        adapter.store.write_many(
+            handle,
+            WriteBatch(
+                writes=[PendingWrite("a.md", b"two", 1)],
+                updated_by="import:7",
+                quotas=ROOMY,
+                deadline=time.monotonic() + 0.2,
+            ),
+        )
 
     stored = adapter.store.read(handle, "a.md")
     assert (stored.body, stored.meta.revision) == (b"one", 1)
@@ -357,3 +386,133 @@ def test_reconcile_reports_and_fixes_a_drifted_counter(adapter, make_team):
     assert found[f"tenant:{team.pk}"].drift == 0
     assert adapter.store.usage(drifted).used_bytes == 10
     assert {scope: drift.drift for scope, drift in again.items()} == dict.fromkeys(again, 0)
+
+
+# ---- write_many: a batch, all or none ------------------------------------------------------
+
+
+def batch(*writes: tuple[str, bytes, int | None], quotas: Quotas = ROOMY, check_only=False):
+    return WriteBatch(
+        writes=[PendingWrite(path, body, expected) for path, body, expected in writes],
+        updated_by="import:7",
+        quotas=quotas,
+        deadline=time.monotonic() + 5,
+        check_only=check_only,
+    )
+
+
+def snapshot(adapter, handle):
+    documents = {
+        meta.path: (adapter.store.read(handle, meta.path).body, meta.revision)
+        for meta in adapter.store.list(handle)
+    }
+    usage = adapter.store.usage(handle)
+    return documents, usage.used_bytes, usage.tenant_used_bytes
+
+
+def test_a_batch_writes_every_document_and_charges_its_total(adapter, team):
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"old", expected=0)
+
+    metas = adapter.store.write_many(
+        handle, batch(("b.md", b"bee", 0), ("a.md", b"newer", 1), ("c/d.md", b"", None))
+    )
+
+    assert [(m.path, m.revision, m.size, m.updated_by) for m in metas] == [
+        ("b.md", 1, 3, "import:7"),
+        ("a.md", 2, 5, "import:7"),
+        ("c/d.md", 1, 0, "import:7"),
+    ]
+    assert snapshot(adapter, handle) == (
+        {"a.md": (b"newer", 2), "b.md": (b"bee", 1), "c/d.md": (b"", 1)},
+        8,
+        8,
+    )
+    assert adapter.store.read(handle, "a.md").meta.checksum == body_checksum(b"newer")
+
+
+@pytest.mark.parametrize(
+    ("writes", "refusal"),
+    [
+        ((("new.md", b"x", 0), ("a.md", b"y", 0)), VersionConflict),
+        ((("new.md", b"x", 0), ("a.md", b"y", 5)), VersionConflict),
+        ((("new.md", b"x", 0), ("a.md/under.md", b"y", 0)), InvalidDocumentPath),
+        ((("n.md", b"x", 0), ("n.md/m.md", b"y", 0)), InvalidDocumentPath),
+        ((("n.md", b"x", 0), ("n.md", b"y", None)), InvalidDocumentPath),
+    ],
+    ids=["create-only on existing", "stale revision", "path conflict", "conflict within", "twice"],
+)
+def test_one_refused_document_refuses_the_whole_batch(adapter, team, writes, refusal):
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"kept", expected=0)
+    before = snapshot(adapter, handle)
+
+    with pytest.raises(refusal):
+        adapter.store.write_many(handle, batch(*writes))
+
+    assert snapshot(adapter, handle) == before
+
+
+def test_a_batch_is_charged_as_one_delta(adapter, team):
+    handle = handle_of(team)
+    adapter.write(handle, "big.md", b"x" * 50, expected=0)
+    adapter.write(handle, "other.md", b"y" * 40, expected=0)
+    quotas = Quotas(space_bytes=100, tenant_bytes=0)
+
+    # Written one by one in this order the new document would pass the quota first; as one
+    # delta (+40 - 40) the batch fits.
+    adapter.store.write_many(
+        handle, batch(("new.md", b"z" * 40, 0), ("big.md", b"x" * 10, 1), quotas=quotas)
+    )
+
+    assert adapter.store.usage(handle).used_bytes == 90
+    with pytest.raises(SpaceQuotaExceeded) as refused:
+        adapter.store.write_many(
+            handle, batch(("n1.md", b"1" * 6, 0), ("n2.md", b"2" * 6, 0), quotas=quotas)
+        )
+    assert refused.value.detail == {"usedBytes": 90, "deltaBytes": 12, "quotaBytes": 100}
+    assert adapter.store.usage(handle).used_bytes == 90
+
+
+def test_a_batch_past_the_tenant_quota_is_refused_by_the_tenant(adapter, team):
+    handle = handle_of(team)
+    adapter.write(handle_of(team, name="other"), "a.md", b"x" * 8, expected=0)
+
+    with pytest.raises(TenantQuotaExceeded) as refused:
+        adapter.store.write_many(
+            handle,
+            batch(("a.md", b"1" * 2, 0), ("b.md", b"2" * 2, 0), quotas=Quotas(3, 10)),
+        )
+
+    assert refused.value.detail == {"usedBytes": 8, "deltaBytes": 4, "quotaBytes": 10}
+    assert list(adapter.store.list(handle)) == []
+
+
+def test_a_checked_batch_answers_the_same_and_writes_nothing(adapter, team):
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"old", expected=0)
+    before = snapshot(adapter, handle)
+
+    checked = adapter.store.write_many(
+        handle, batch(("a.md", b"newer", 1), ("b.md", b"bee", 0), check_only=True)
+    )
+
+    assert [(m.path, m.revision, m.size) for m in checked] == [("a.md", 2, 5), ("b.md", 1, 3)]
+    assert snapshot(adapter, handle) == before
+    with pytest.raises(SpaceQuotaExceeded):
+        adapter.store.write_many(
+            handle, batch(("c.md", b"cc", 0), quotas=Quotas(4, 0), check_only=True)
+        )
+
+
+def test_read_all_answers_every_document_as_read_does(adapter, team):
+    handle = handle_of(team)
+    for path in ("b.md", "a/c.md", "a.md"):
+        adapter.write(handle, path, path.encode(), expected=0)
+    adapter.write(handle, "a.md", b"again", expected=1)
+    adapter.write(handle_of(team, name="other"), "x.md", b"not this space", expected=0)
+
+    everything = sorted(adapter.store.read_all(handle), key=lambda document: document.meta.path)
+
+    assert everything == [adapter.store.read(handle, path) for path in ("a.md", "a/c.md", "b.md")]
+    assert list(adapter.store.read_all(handle_of(team, name="never"))) == []

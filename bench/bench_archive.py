@@ -1,0 +1,189 @@
+"""Memory space archives: export and import of a space of 2,000 documents (8 MiB of
+Markdown in all) against `tar czf` and `tar xzf` of the same tree on disk, in the same run;
+and the peak memory of an export.
+
+Export runs `memory.spaces.archive.space_export` into a spooled temporary file, as the
+route does: it lists the space, reads (and opens, on the database store) every document,
+scans each for credentials, then writes the gzip tar. The baseline is GNU tar compressing
+the same documents laid out as files (`tar czf`, gzip's default level, which the export
+uses too). Import runs `space_import` of that archive into an empty space: every entry
+judged, checksummed, checked by the write path, then one batch write; the baseline is
+`tar xzf` of the same archive into an empty directory. Throughput is the documents' bytes
+over the time taken, best of REPEATS; the ratio is ours over tar's.
+
+The peak memory is tracemalloc's peak of Python allocations over one more export (traced
+separately, since tracing slows the timed runs): bodies wait in a spooled file that goes to
+disk past its size, so it stays bounded whatever the size of the space.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+from figures import memory_document
+
+from memory.spaces.archive import SPOOL_MEMORY_BYTES, ImportStrategy, space_export, space_import
+from memory.spaces.handle import SpaceHandle, Visibility
+from memory.spaces.quotas import store_get
+from memory.spaces.services import SpaceWriter, WriterKind, space_documents_write_many
+from memory.spaces.store import PendingWrite
+from workspaces.models import Org, Team, User
+
+DOCUMENTS = 2_000
+DOCUMENT_BYTES = 4_224  # 2,000 of them: 8,448,000 bytes, just over 8 MiB
+BATCH = 250
+REPEATS = 3
+TARGET_RATIO = 0.5
+_MIB = 1024 * 1024
+
+
+def path_of(index: int) -> str:
+    return f"notes/{index % 20:02d}/note-{index:05d}.md"
+
+
+def _space_fill(handle: SpaceHandle, writer: SpaceWriter) -> dict[str, bytes]:
+    documents = {
+        path_of(index): memory_document(size_bytes=DOCUMENT_BYTES, note=path_of(index)).encode()
+        for index in range(DOCUMENTS)
+    }
+    paths = sorted(documents)
+    for start in range(0, len(paths), BATCH):
+        writes = [PendingWrite(path, documents[path], 0) for path in paths[start : start + BATCH]]
+        space_documents_write_many(handle=handle, writes=writes, writer=writer)
+    return documents
+
+
+def _best(run: Any) -> float:
+    """The shortest of REPEATS runs of `run()`, in seconds (the least disturbed)."""
+    timings = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        run()
+        timings.append(time.perf_counter() - started)
+    return min(timings)
+
+
+def _result(
+    name: str, total: int, ours_seconds: float, tar_seconds: float, notes: str
+) -> dict[str, Any]:
+    ours, theirs = total / _MIB / ours_seconds, total / _MIB / tar_seconds
+    ratio = ours / theirs
+    return {
+        "name": name,
+        "unit": "MB/s of documents (best of 3)",
+        "baseline": round(theirs, 3),
+        "figure": round(ours, 3),
+        "ratio": round(ratio, 4),
+        "target": f">= {TARGET_RATIO}",
+        "meets_target": ratio >= TARGET_RATIO,
+        "notes": notes,
+    }
+
+
+def run() -> list[dict[str, Any]]:
+    org = Org.objects.create(name="bench archive org")
+    team = Team.objects.create(org=org, name="bench archive team")
+    user = User.objects.create_user(username="bench-archive", password="bench-archive-pw")
+    writer = SpaceWriter(kind=WriterKind.IMPORT, ident=str(user.pk), tenant_id=team.pk, user=user)
+    source = SpaceHandle(visibility=Visibility.ORG, name="bench", tenant_id=team.pk)
+    documents = _space_fill(source, writer)
+    total = sum(len(body) for body in documents.values())
+    scratch = Path(tempfile.mkdtemp(prefix="bench-archive-"))
+    try:
+        tree = scratch / "tree"
+        for path, body in documents.items():
+            (tree / "docs" / path).parent.mkdir(parents=True, exist_ok=True)
+            (tree / "docs" / path).write_bytes(body)
+
+        archive = io.BytesIO()
+
+        def export_once() -> None:
+            nonlocal archive
+            with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES) as spool:
+                space_export(handle=source, out=spool)
+                spool.seek(0)
+                archive = io.BytesIO(spool.read())
+
+        tar_file = scratch / "tree.tar.gz"
+        export_seconds = _best(export_once)
+        tar_seconds = _best(
+            lambda: subprocess.run(
+                ["tar", "czf", str(tar_file), "-C", str(tree), "docs"], check=True
+            )
+        )
+
+        targets = iter(range(REPEATS))
+
+        def import_once() -> None:
+            target = SpaceHandle(
+                visibility=Visibility.ORG, name=f"copy-{next(targets)}", tenant_id=team.pk
+            )
+            report = space_import(
+                handle=target,
+                archive=io.BytesIO(archive.getvalue()),
+                strategy=ImportStrategy.SKIP,
+                dry_run=False,
+                writer=writer,
+            )
+            assert report.imported == DOCUMENTS
+
+        import_seconds = _best(import_once)
+        archive_file = scratch / "export.tar.gz"
+        archive_file.write_bytes(archive.getvalue())
+        outputs = iter(range(REPEATS))
+
+        def untar_once() -> None:
+            out = scratch / f"untar-{next(outputs)}"
+            out.mkdir()
+            subprocess.run(["tar", "xzf", str(archive_file), "-C", str(out)], check=True)
+
+        untar_seconds = _best(untar_once)
+
+        tracemalloc.start()
+        with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES) as spool:
+            space_export(handle=source, out=spool)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    store = store_get().describe(source).split(":")[0]
+    peak_mib = peak / _MIB
+    # Bounded: the bodies' spool and the archive's spool, each at most SPOOL_MEMORY_BYTES in
+    # memory, and one document at a time beside them.
+    bound_mib = 3 * SPOOL_MEMORY_BYTES / _MIB
+    return [
+        _result(
+            "space_export_2000_docs_vs_tar_czf",
+            total,
+            export_seconds,
+            tar_seconds,
+            f"{DOCUMENTS} documents, {total:,} bytes, {store} store; archive "
+            f"{len(archive.getvalue()):,} bytes; peak Python memory of an export "
+            f"{peak_mib:.1f} MiB",
+        ),
+        _result(
+            "space_import_2000_docs_vs_tar_xzf",
+            total,
+            import_seconds,
+            untar_seconds,
+            f"into an empty space, one batch write, {store} store",
+        ),
+        {
+            "name": "space_export_2000_docs_peak_memory",
+            "unit": "MiB (tracemalloc peak)",
+            "baseline": round(total / _MIB, 3),
+            "figure": round(peak_mib, 3),
+            "ratio": round(peak_mib / (total / _MIB), 4),
+            "target": f"<= {bound_mib:.0f} MiB whatever the space's size",
+            "meets_target": peak_mib <= bound_mib,
+            "notes": "baseline: the space's documents in MiB; figure: the export's peak",
+        },
+    ]

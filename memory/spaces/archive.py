@@ -1,0 +1,534 @@
+"""Export and import of a whole memory space, as one archive of format `iterion.memory.v1`.
+
+The archive is a gzip tar that another product reading the same format can open:
+
+    manifest.json        first: format, space, doc_count, documents (path, size, checksum,
+                         revision), unaddressable (paths stored under a spelling no longer
+                         valid, listed rather than dropped)
+    docs/<path>          one per document, sorted by path
+    checksums.sha256     last: `<sha256>  docs/<path>` lines, as `sha256sum -c` reads them
+
+The same space exports to the same bytes: every entry has mtime 0, owner 0:0 with no
+names, mode 0644, and the gzip header carries no name and mtime 0.
+
+Export reads and scans every document before the first byte of the archive is written, so
+a credential (SECRET_DETECTED) or an unreadable document is a refusal, never a cut archive.
+The bodies wait in a spooled temporary file, not in memory.
+
+Import is the one door through which untrusted bytes arrive in bulk. The archive is read as
+a stream, never extracted to disk, and counted as it is read: more than
+MEMORY_IMPORT_MAX_ENTRIES entries or MEMORY_IMPORT_MAX_BYTES decompressed bytes stop it at
+the bound (a gzip bomb is not inflated first). Every entry name is judged before anything
+else (ARCHIVE_INVALID with `detail.reason` and `detail.entry`), every checksum verified
+(ARCHIVE_CHECKSUM_MISMATCH), then every document passes the one write path's refusals
+(`memory.spaces.services`) and the store writes them all or none.
+"""
+
+from __future__ import annotations
+
+import enum
+import gzip
+import hashlib
+import io
+import json
+import re
+import tarfile
+import tempfile
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from django.conf import settings
+from rest_framework.exceptions import ValidationError
+
+from memory.errors import ArchiveChecksumMismatch, ArchiveInvalid
+from memory.secrets import secret_refuse
+from memory.spaces.handle import SpaceHandle
+from memory.spaces.quotas import store_get
+from memory.spaces.services import (
+    SpaceWriter,
+    space_documents_write_many,
+    space_write_permit,
+)
+from memory.spaces.store import DocumentMeta, PendingWrite
+from workspaces.errors import DocumentTooLarge, InvalidDocumentPath
+from workspaces.paths import DOCUMENT_SUFFIX, canonical_document_path
+
+FORMAT = "iterion.memory.v1"
+MANIFEST = "manifest.json"
+CHECKSUMS = "checksums.sha256"
+DOCS = "docs/"
+MEDIA_TYPE = "application/gzip"
+# Bodies of an export wait in memory up to this size, then on disk.
+SPOOL_MEMORY_BYTES = 8 * 1024 * 1024
+# gzip's own default level: the archive is for moving notes, not for the smallest size.
+_COMPRESS_LEVEL = 6
+_ENTRY_MODE = 0o644
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_CHECKSUM_LINE = re.compile(r"^([0-9a-f]{64})  (.+)$")
+
+Progress = Callable[[int, int], None]
+
+
+class ImportStrategy(enum.StrEnum):
+    SKIP = "skip"  # an existing document is left as it is (the default)
+    OVERWRITE = "overwrite"  # an existing document is replaced
+    RENAME = "rename"  # the archive's document is written beside it, `<name>.import.md`
+
+
+def import_strategy_parse(value: str | None) -> ImportStrategy:
+    """The strategy a request names (absent: skip); VALIDATION_FAILED for any other value."""
+    if value is None or value == "":
+        return ImportStrategy.SKIP
+    try:
+        return ImportStrategy(value)
+    except ValueError:
+        choices = ", ".join(strategy.value for strategy in ImportStrategy)
+        raise ValidationError({"strategy": [f"Must be one of {choices}."]}) from None
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    doc_count: int
+    doc_bytes: int  # the documents' bytes, before compression
+    unaddressable: list[str]
+
+
+class ImportAction(enum.StrEnum):
+    CREATE = "create"
+    OVERWRITE = "overwrite"
+    SKIP = "skip"
+    RENAME = "rename"
+
+
+@dataclass(frozen=True)
+class PlannedDocument:
+    path: str  # in the archive
+    action: ImportAction
+    target: str  # where it is written (the path itself, or its new name); "" when skipped
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """Each document of the archive counted once: `imported` (created or overwritten),
+    `skipped` or `renamed`; `ignored` names the entries outside docs/ that were not read."""
+
+    imported: int
+    skipped: int
+    renamed: int
+    ignored: list[str]
+    documents: list[PlannedDocument] = field(default_factory=list)
+
+
+# Export
+
+
+def space_export(
+    *, handle: SpaceHandle, out: IO[bytes], progress: Progress | None = None
+) -> ExportReport:
+    """Write the whole space as one archive to `out`. Every document is read and scanned
+    first: SecretDetected or DocumentUnreadable is raised before a byte is written.
+    `progress(done, total)` is called as documents are read."""
+    store = store_get()
+    # Listed only to show progress against a total: the export itself reads each once.
+    total = len(store.list(handle)) if progress is not None else 0
+    unaddressable: list[str] = []
+    exported: list[tuple[DocumentMeta, int]] = []  # each with its body's offset in the spool
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES) as bodies:
+        for done, document in enumerate(store.read_all(handle), start=1):
+            path = document.meta.path
+            if not _addressable(path):
+                unaddressable.append(path)
+            else:
+                # The scanner judges text; a body that is not UTF-8 is still scanned whole.
+                secret_refuse(document.body.decode("utf-8", "replace"), path=path)
+                exported.append((document.meta, bodies.tell()))
+                bodies.write(document.body)
+            if progress is not None:
+                progress(done, max(total, done))
+        exported.sort(key=lambda item: item[0].path)
+        unaddressable.sort()
+        _archive_write(
+            out, handle=handle, documents=exported, unaddressable=unaddressable, bodies=bodies
+        )
+    metas = [meta for meta, _ in exported]
+    return ExportReport(
+        doc_count=len(metas),
+        doc_bytes=sum(meta.size for meta in metas),
+        unaddressable=unaddressable,
+    )
+
+
+def space_export_file_name(handle: SpaceHandle) -> str:
+    """A file name naming the space, safe in a header and on any filesystem."""
+    parts = [handle.visibility.value, handle.project, handle.bot, handle.run, handle.name]
+    words = (re.sub(r"[^A-Za-z0-9._-]+", "_", part).strip("._") for part in parts if part)
+    return "memory-" + "-".join(word for word in words if word) + ".tar.gz"
+
+
+def _addressable(path: str) -> bool:
+    try:
+        return canonical_document_path(path) == path
+    except InvalidDocumentPath:
+        return False
+
+
+def _archive_write(
+    out: IO[bytes],
+    *,
+    handle: SpaceHandle,
+    documents: Sequence[tuple[DocumentMeta, int]],
+    unaddressable: Sequence[str],
+    bodies: IO[bytes],
+) -> None:
+    """The archive of `documents` (sorted by path, each with its body's offset in
+    `bodies`), written to `out`."""
+    metas = [meta for meta, _ in documents]
+    listed = [
+        {
+            "path": meta.path,
+            "size": meta.size,
+            "checksum": _hex(meta.checksum),
+            "revision": meta.revision,
+        }
+        for meta in metas
+    ]
+    manifest = {
+        "format": FORMAT,
+        "space": {
+            "visibility": handle.visibility.value,
+            "name": handle.name,
+            "project": handle.project,
+            "bot": handle.bot,
+            "run": handle.run,
+        },
+        "doc_count": len(listed),
+        "documents": listed,
+        "unaddressable": list(unaddressable),
+    }
+    checksums = "".join(f"{_hex(meta.checksum)}  {DOCS}{meta.path}\n" for meta in metas)
+    with (
+        gzip.GzipFile(
+            filename="", mode="wb", fileobj=out, mtime=0, compresslevel=_COMPRESS_LEVEL
+        ) as compressed,
+        tarfile.open(fileobj=compressed, mode="w|", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        _entry_add(tar, MANIFEST, _json_bytes(manifest))
+        for meta, offset in documents:
+            bodies.seek(offset)
+            _entry_add(tar, DOCS + meta.path, bodies, size=meta.size)
+        _entry_add(tar, CHECKSUMS, checksums.encode())
+
+
+def _entry_add(tar: tarfile.TarFile, name: str, data: bytes | IO[bytes], *, size: int = -1) -> None:
+    info = tarfile.TarInfo(name)
+    if isinstance(data, bytes):
+        size, data = len(data), io.BytesIO(data)
+    info.size = size
+    info.mtime = 0
+    info.mode = _ENTRY_MODE
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    tar.addfile(info, data)
+
+
+def _json_bytes(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, sort_keys=True, ensure_ascii=False, indent=1) + "\n").encode()
+
+
+def _hex(checksum: str) -> str:
+    return checksum.removeprefix("sha256:")
+
+
+# Import
+
+
+def space_import(
+    *,
+    handle: SpaceHandle,
+    archive: IO[bytes],
+    strategy: ImportStrategy,
+    dry_run: bool,
+    writer: SpaceWriter,
+) -> ImportReport:
+    """Import an archive into the space, all or nothing, and answer what was done; with
+    `dry_run`, answer the same plan (every refusal included) and write nothing."""
+    space_write_permit(handle=handle, writer=writer)
+    contents = _archive_read(archive)
+    existing = {meta.path: meta for meta in store_get().list(handle)}
+    plan = _plan(contents.documents, existing, strategy)
+    writes = [
+        PendingWrite(
+            path=planned.target,
+            body=contents.documents[planned.path],
+            expected_revision=(
+                existing[planned.path].revision if planned.action is ImportAction.OVERWRITE else 0
+            ),
+        )
+        for planned in plan
+        if planned.action is not ImportAction.SKIP
+    ]
+    space_documents_write_many(handle=handle, writes=writes, writer=writer, check_only=dry_run)
+    counts = {
+        action: sum(1 for planned in plan if planned.action is action) for action in ImportAction
+    }
+    return ImportReport(
+        imported=counts[ImportAction.CREATE] + counts[ImportAction.OVERWRITE],
+        skipped=counts[ImportAction.SKIP],
+        renamed=counts[ImportAction.RENAME],
+        ignored=contents.ignored,
+        documents=plan,
+    )
+
+
+def _plan(
+    documents: dict[str, bytes], existing: dict[str, DocumentMeta], strategy: ImportStrategy
+) -> list[PlannedDocument]:
+    taken = set(existing) | set(documents)
+    plan = []
+    for path in sorted(documents):
+        if path not in existing:
+            plan.append(PlannedDocument(path=path, action=ImportAction.CREATE, target=path))
+        elif strategy is ImportStrategy.SKIP:
+            plan.append(PlannedDocument(path=path, action=ImportAction.SKIP, target=""))
+        elif strategy is ImportStrategy.OVERWRITE:
+            plan.append(PlannedDocument(path=path, action=ImportAction.OVERWRITE, target=path))
+        else:
+            target = _free_name(path, taken)
+            taken.add(target)
+            plan.append(PlannedDocument(path=path, action=ImportAction.RENAME, target=target))
+    return plan
+
+
+def _free_name(path: str, taken: set[str]) -> str:
+    """`<name>.import.md`, else `<name>.import-2.md`, `-3`, ...: the first name neither the
+    space nor the archive nor an earlier rename holds. Never an overwrite."""
+    stem = path.removesuffix(DOCUMENT_SUFFIX)
+    number = 1
+    while True:
+        suffix = ".import" if number == 1 else f".import-{number}"
+        candidate = f"{stem}{suffix}{DOCUMENT_SUFFIX}"
+        if candidate not in taken:
+            return candidate
+        number += 1
+
+
+@dataclass
+class _Contents:
+    documents: dict[str, bytes] = field(default_factory=dict)  # path (without docs/): body
+    ignored: list[str] = field(default_factory=list)
+
+
+class _BoundedReader(io.RawIOBase):
+    """The decompressed stream, counted as it is read: past `limit` bytes it refuses, so a
+    small archive that inflates without end stops at the bound."""
+
+    def __init__(self, source: io.BufferedIOBase, limit: int) -> None:
+        self.source, self.limit, self.count = source, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.source.read(size if size >= 0 else self.limit + 1 - self.count)
+        self.count += len(data)
+        if self.count > self.limit:
+            raise ArchiveInvalid(reason="too_large", limitBytes=self.limit)
+        return data
+
+
+def _archive_read(archive: IO[bytes]) -> _Contents:
+    """Read and judge the whole archive; ArchiveInvalid, ArchiveChecksumMismatch or
+    DocumentTooLarge for the first refusal."""
+    head = archive.read(2)
+    if head != b"\x1f\x8b":
+        raise ArchiveInvalid(reason="not_gzip")
+    source = io.BufferedReader(_Prefixed(head, archive))
+    decompressed = _BoundedReader(
+        gzip.GzipFile(fileobj=source, mode="rb"), settings.MEMORY_IMPORT_MAX_BYTES
+    )
+    try:
+        return _entries_read(decompressed)
+    except EOFError:
+        raise ArchiveInvalid(reason="truncated") from None
+    except (gzip.BadGzipFile, zlib.error, tarfile.TarError):
+        raise ArchiveInvalid(reason="corrupt") from None
+
+
+class _Prefixed(io.RawIOBase):
+    """`head` (already read to judge the magic number), then the rest of `rest`."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self.head, self.rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.head:
+            size = min(len(buffer), len(self.head))
+            buffer[:size], self.head = self.head[:size], self.head[size:]
+            return size
+        data = self.rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _entries_read(decompressed: _BoundedReader) -> _Contents:
+    contents = _Contents()
+    names: set[str] = set()
+    directories: set[str] = set()
+    manifest: dict[str, Any] | None = None
+    checksums: dict[str, str] | None = None
+    actual: dict[str, str] = {}  # entry name: the sha256 of its bytes
+    with tarfile.open(fileobj=decompressed, mode="r|") as tar:
+        for count, member in enumerate(tar, start=1):
+            name = member.name
+            if count > settings.MEMORY_IMPORT_MAX_ENTRIES:
+                raise ArchiveInvalid(
+                    reason="too_many_entries", entry=name, limit=settings.MEMORY_IMPORT_MAX_ENTRIES
+                )
+            _entry_judge(member)
+            if name in names:
+                raise ArchiveInvalid(reason="duplicate", entry=name)
+            names.add(name)
+            if count == 1 and name != MANIFEST:
+                raise ArchiveInvalid(reason="manifest_invalid", entry=name, problem="not_first")
+            if member.isdir():
+                if name in (MANIFEST, CHECKSUMS):
+                    raise ArchiveInvalid(reason="directory_trick", entry=name)
+                if name + "/" == DOCS or name.startswith(DOCS):
+                    directories.add(name)
+                else:
+                    contents.ignored.append(name)
+                continue
+            if name == MANIFEST:
+                manifest = _manifest_parse(_member_bytes(tar, member))
+            elif name == CHECKSUMS:
+                checksums = _checksums_parse(_member_bytes(tar, member))
+            elif name.startswith(DOCS):
+                path = _document_path(name)
+                limit = settings.MEMORY_MAX_DOCUMENT_BYTES
+                if member.size > limit:
+                    raise DocumentTooLarge(limitBytes=limit, bytes=member.size, path=path)
+                body = _member_bytes(tar, member)
+                contents.documents[path] = body
+                actual[name] = hashlib.sha256(body).hexdigest()
+            else:
+                contents.ignored.append(name)
+    for directory in sorted(directories):
+        if directory[len(DOCS) :] in contents.documents:
+            raise ArchiveInvalid(reason="directory_trick", entry=directory)
+    if manifest is None:
+        raise ArchiveInvalid(reason="manifest_invalid", problem="missing")
+    if checksums is None:
+        raise ArchiveInvalid(reason="checksums_invalid", entry=CHECKSUMS, problem="missing")
+    _checksums_verify(manifest, checksums, actual)
+    return contents
+
+
+def _entry_judge(member: tarfile.TarInfo) -> None:
+    """Refuse an entry whose name or kind is not one this format writes."""
+    name = member.name
+    segments = name.split("/")
+    reason = None
+    if name.startswith("/"):
+        reason = "absolute"
+    elif "\\" in name:
+        reason = "backslash"
+    elif any(_DRIVE.match(segment) for segment in segments):
+        reason = "drive"
+    elif ".." in segments:
+        reason = "dot_dot"
+    elif any(segment in ("", ".") for segment in segments) or "\x00" in name:
+        reason = "not_canonical"
+    elif member.issym():
+        reason = "symlink"
+    elif member.islnk():
+        reason = "hardlink"
+    elif member.ischr() or member.isblk():
+        reason = "device"
+    elif member.isfifo():
+        reason = "fifo"
+    elif not (member.isreg() or member.isdir()):
+        reason = "unsupported_type"
+    if reason is not None:
+        raise ArchiveInvalid(reason=reason, entry=name)
+
+
+def _document_path(name: str) -> str:
+    """The document path of a `docs/` entry, which must be its canonical spelling."""
+    path = name[len(DOCS) :]
+    try:
+        canonical = canonical_document_path(path)
+    except InvalidDocumentPath as error:
+        raise ArchiveInvalid(
+            reason="not_canonical", entry=name, problem=error.detail.get("reason")
+        ) from None
+    if canonical != path:
+        raise ArchiveInvalid(reason="not_canonical", entry=name, canonical=DOCS + canonical)
+    return path
+
+
+def _member_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    extracted = tar.extractfile(member)
+    assert extracted is not None  # a regular file
+    data = extracted.read()
+    if len(data) != member.size:
+        raise EOFError  # the stream ended inside the entry
+    return data
+
+
+def _manifest_parse(data: bytes) -> dict[str, Any]:
+    try:
+        manifest = json.loads(data)
+    except (UnicodeDecodeError, ValueError):
+        raise ArchiveInvalid(
+            reason="manifest_invalid", entry=MANIFEST, problem="not_json"
+        ) from None
+    if not isinstance(manifest, dict):
+        raise ArchiveInvalid(reason="manifest_invalid", entry=MANIFEST, problem="not_an_object")
+    if manifest.get("format") != FORMAT:
+        raise ArchiveInvalid(
+            reason="format_unsupported", entry=MANIFEST, format=str(manifest.get("format"))[:100]
+        )
+    documents = manifest.get("documents", [])
+    if not isinstance(documents, list) or not all(
+        isinstance(document, dict) and isinstance(document.get("path"), str)
+        for document in documents
+    ):
+        raise ArchiveInvalid(reason="manifest_invalid", entry=MANIFEST, problem="documents")
+    return manifest
+
+
+def _checksums_parse(data: bytes) -> dict[str, str]:
+    checksums: dict[str, str] = {}
+    try:
+        lines = data.decode().splitlines()
+    except UnicodeDecodeError:
+        raise ArchiveInvalid(
+            reason="checksums_invalid", entry=CHECKSUMS, problem="not_text"
+        ) from None
+    for number, line in enumerate(lines, start=1):
+        match = _CHECKSUM_LINE.match(line)
+        if match is None or match.group(2) in checksums:
+            raise ArchiveInvalid(reason="checksums_invalid", entry=CHECKSUMS, line=number)
+        checksums[match.group(2)] = match.group(1)
+    return checksums
+
+
+def _checksums_verify(
+    manifest: dict[str, Any], checksums: dict[str, str], actual: dict[str, str]
+) -> None:
+    """Every document has one checksum line that matches its bytes, no line names an
+    absent entry, and the manifest lists exactly the documents present, with their sums."""
+    for name in sorted(set(actual) | set(checksums)):
+        if checksums.get(name) != actual.get(name):
+            raise ArchiveChecksumMismatch(entry=name)
+    listed = {DOCS + document["path"]: document for document in manifest["documents"]}
+    for name in sorted(set(listed) ^ set(actual)):
+        raise ArchiveInvalid(reason="manifest_invalid", entry=name, problem="not_listed")
+    for name, document in sorted(listed.items()):
+        if _hex(str(document.get("checksum", actual[name]))) != actual[name]:
+            raise ArchiveChecksumMismatch(entry=name)

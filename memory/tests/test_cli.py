@@ -1,0 +1,490 @@
+"""`manage.py memory`: every subcommand locally against the database (and the filesystem
+store where the store matters), and remotely against a live server with a real token; the
+exit codes end to end in a subprocess."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core.management import CommandError, call_command
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from conftest import Tenant
+from memory.spaces.handle import SpaceHandle, Visibility
+from memory.spaces.quotas import store_get
+from memory.spaces.selectors import space_document_read
+from memory.spaces.store import body_checksum
+from memory.tests.secret_corpus import CREDENTIALS
+from memory.tests.spaces.conftest import store_write
+from workspaces.services import api_token_create
+
+BASE_DIR = Path(settings.BASE_DIR)
+
+
+def memory(*args: str, **kwargs: Any) -> str:
+    """Run `manage.py memory ARGS` in this process; return its stdout."""
+    out = io.StringIO()
+    call_command("memory", *args, stdout=out, stderr=io.StringIO(), **kwargs)
+    return out.getvalue()
+
+
+def memory_json(*args: str) -> Any:
+    return json.loads(memory(*args, "--json"))
+
+
+def refused(*args: str) -> tuple[int, str, str]:
+    """Run a command that must fail; return its exit code, message and stdout."""
+    out = io.StringIO()
+    with pytest.raises(CommandError) as failure:
+        call_command("memory", *args, stdout=out, stderr=io.StringIO())
+    return failure.value.returncode, str(failure.value), out.getvalue()
+
+
+def org_space(tenant: Tenant, name: str = "notes") -> list[str]:
+    return ["--team", str(tenant.team.pk), "--visibility", "org", "--name", name]
+
+
+def handle_of(tenant: Tenant, name: str = "notes") -> SpaceHandle:
+    return SpaceHandle(visibility=Visibility.ORG, name=name, tenant_id=tenant.team.pk)
+
+
+def put(
+    tenant: Tenant, path: str, body: bytes, base: int, tmp_path: Path, name: str = "notes"
+) -> Any:
+    source = tmp_path / "body.md"
+    source.write_bytes(body)
+    return memory_json(
+        "put", path, *org_space(tenant, name), "--user", tenant.member.username,
+        "--file", str(source), "--base-version", str(base),
+    )  # fmt: skip
+
+
+# Local mode
+
+
+@pytest.mark.usefixtures("every_store")
+def test_put_cat_ls_du_rm_round_trip_locally(tenant, tmp_path):
+    space = [*org_space(tenant), "--user", tenant.member.username]
+
+    written = put(tenant, "notes/a.md", b"# Alpha\nfirst\n", 0, tmp_path)
+    rewritten = put(tenant, "notes/a.md", b"# Alpha\nsecond\n", 1, tmp_path)
+    shown = memory("cat", "notes/a.md", *space)
+    listing = memory_json("ls", *space, "--dir", "notes")
+    usage = memory_json("du", *space)
+    table = memory("ls", *space)
+
+    assert written["revision"] == 1
+    assert rewritten["revision"] == 2
+    assert rewritten["updatedBy"] == f"user:{tenant.member.pk}"
+    assert shown == "# Alpha\nsecond\n"
+    assert [(doc["path"], doc["revision"], doc["title"]) for doc in listing["documents"]] == [
+        ("notes/a.md", 2, "Alpha")
+    ]
+    assert "notes/a.md  2    15" in table
+    assert usage["usedBytes"] == 15
+    assert usage["quotaBytes"] == settings.MEMORY_QUOTA_SPACE_BYTES["org"]
+    assert usage["space"]["id"] == handle_of(tenant).id
+
+    removed = memory("rm", "notes/a.md", *space, "--base-version", "2")
+
+    assert removed == "deleted notes/a.md\n"
+    assert store_get().read(handle_of(tenant), "notes/a.md") is None
+    assert store_get().usage(handle_of(tenant)).used_bytes == 0
+
+
+@pytest.mark.django_db
+def test_a_stale_base_version_is_refused_with_the_revision_to_retry_with(tenant, tmp_path):
+    put(tenant, "a.md", b"one\n", 0, tmp_path)
+    put(tenant, "a.md", b"two\n", 1, tmp_path)
+    put(tenant, "a.md", b"three\n", 2, tmp_path)
+    (tmp_path / "late.md").write_bytes(b"late\n")
+
+    code, message, _ = refused(
+        "put", "a.md", *org_space(tenant), "--user", tenant.member.username,
+        "--file", str(tmp_path / "late.md"), "--base-version", "1",
+    )  # fmt: skip
+
+    assert code == 1
+    assert message == (
+        "VERSION_CONFLICT: the document is at revision 3; re-read it and retry with "
+        "--base-version 3"
+    )
+    assert space_document_read(handle=handle_of(tenant), path="a.md").body == b"three\n"
+
+
+@pytest.mark.django_db
+def test_a_write_without_a_base_version_is_refused_as_over_rest(tenant, tmp_path):
+    (tmp_path / "a.md").write_bytes(b"text\n")
+
+    code, message, _ = refused(
+        "put", "a.md", *org_space(tenant), "--user", tenant.member.username,
+        "--file", str(tmp_path / "a.md"),
+    )  # fmt: skip
+
+    assert code == 1
+    assert message.startswith("BASE_VERSION_REQUIRED: pass --base-version N")
+    assert store_get().list(handle_of(tenant)) == []
+
+
+@pytest.mark.django_db
+def test_a_credential_is_refused_with_its_line_and_nothing_is_written(tenant, tmp_path):
+    body = _file(tmp_path, f"# keys\n{CREDENTIALS[0].line}\n".encode())
+
+    code, message, out = refused(
+        "put", "keys.md", *org_space(tenant), "--user", tenant.member.username,
+        "--file", body, "--base-version", "0", "--json",
+    )  # fmt: skip
+
+    assert code == 1
+    assert message.startswith("SECRET_DETECTED: keys.md line 2 looks like a credential")
+    assert json.loads(out)["error"]["code"] == "SECRET_DETECTED"
+    assert CREDENTIALS[0].line not in message + out
+    assert store_get().list(handle_of(tenant)) == []
+
+
+@pytest.mark.django_db
+def test_the_global_space_refuses_a_writer_who_is_not_a_superuser(tenant, tmp_path):
+    code, message, out = refused(
+        "put", "a.md", "--visibility", "global", "--name", "shared",
+        "--user", tenant.member.username, "--file", _file(tmp_path, b"x\n"),
+        "--base-version", "0", "--json",
+    )  # fmt: skip
+
+    assert code == 1
+    assert message.startswith("GLOBAL_SPACE_WRITE_DENIED:")
+    assert json.loads(out)["error"]["code"] == "GLOBAL_SPACE_WRITE_DENIED"
+    global_space = SpaceHandle(visibility=Visibility.GLOBAL, name="shared", tenant_id=None)
+    assert store_get().list(global_space) == []
+
+
+@pytest.mark.django_db
+def test_a_user_outside_the_team_is_refused_and_nothing_is_written(make_tenant, tmp_path):
+    tenant, stranger = make_tenant(), make_tenant().member
+
+    code, message, _ = refused(
+        "put", "a.md", *org_space(tenant), "--user", stranger.username,
+        "--file", _file(tmp_path, b"x\n"), "--base-version", "0",
+    )  # fmt: skip
+
+    assert code == 1
+    assert message == (
+        f"NOT_FOUND: {stranger.username} is not a member of team {tenant.team.pk}; act as "
+        "a member with --user."
+    )
+    assert store_get().list(handle_of(tenant)) == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--visibility", "galaxy", "--name", "n"], "SPACE_INVALID"),
+        (["--visibility", "org", "--name", "n", "--run", "r"], "SPACE_INVALID"),
+        (["--visibility", "org", "--name", "a/b"], "SPACE_INVALID"),
+        (["--visibility", "org", "--name", "n"], "--team ID names the team"),
+        (["--visibility", "user", "--name", "n"], "--user USERNAME names whose user space"),
+    ],
+)
+def test_invalid_space_flags_are_a_usage_error(flags, message):
+    code, text, _ = refused("ls", *flags)
+
+    assert code == 2
+    assert message in text
+
+
+@pytest.mark.django_db
+def test_a_local_write_needs_the_person_acting(tenant, tmp_path):
+    code, message, _ = refused(
+        "put", "a.md", *org_space(tenant), "--file", _file(tmp_path, b"x\n"), "--base-version", "0"
+    )
+
+    assert code == 2
+    assert "--user USERNAME names who writes" in message
+    assert store_get().list(handle_of(tenant)) == []
+
+
+@pytest.mark.django_db
+def test_a_user_space_is_the_acting_users_own(tenant, tmp_path):
+    mine = ["--team", str(tenant.team.pk), "--visibility", "user", "--name", "me"]
+    memory(
+        "put", "a.md", *mine, "--user", tenant.member.username,
+        "--file", _file(tmp_path, b"mine\n"), "--base-version", "0",
+    )  # fmt: skip
+
+    theirs = memory_json("ls", *mine, "--user", tenant.admin.username)
+    own = memory_json("ls", *mine, "--user", tenant.member.username)
+
+    assert theirs == {"documents": []}
+    assert [document["path"] for document in own["documents"]] == ["a.md"]
+
+
+@pytest.mark.usefixtures("every_store")
+def test_du_of_a_team_lists_every_space_holding_a_document(make_tenant, tmp_path):
+    tenant, other = make_tenant(), make_tenant()
+    put(tenant, "a.md", b"12345", 0, tmp_path, name="alpha")
+    put(tenant, "b.md", b"123", 0, tmp_path, name="beta")
+    put(other, "c.md", b"theirs", 0, tmp_path)
+    private = ["--team", str(tenant.team.pk), "--visibility", "private", "--name", "p"]
+    memory(
+        "put", "p.md", *private, "--run", "run-1", "--user", tenant.member.username,
+        "--file", _file(tmp_path, b"1"), "--base-version", "0",
+    )  # fmt: skip
+
+    report = memory_json("du", "--team", str(tenant.team.pk))
+    table = memory("du", "--team", str(tenant.team.pk))
+
+    assert report["team"] == tenant.team.pk
+    assert sorted((space["space"]["name"], space["usedBytes"]) for space in report["spaces"]) == [
+        ("alpha", 5),
+        ("beta", 3),
+        ("p", 1),
+    ]
+    assert {space["tenantUsedBytes"] for space in report["spaces"]} == {9}
+    assert f"run=run-1 user={tenant.member.pk}" in table
+    assert f"team {tenant.team.pk}: 9 of" in table
+
+
+@pytest.mark.usefixtures("every_store")
+def test_export_then_import_into_another_space_gives_the_same_documents(tenant, tmp_path):
+    documents = {"a.md": b"# A\n", "notes/b.md": "# B caf\u00e9\n".encode(), "empty.md": b""}
+    for path, body in documents.items():
+        put(tenant, path, body, 0, tmp_path)
+    archive = tmp_path / "space.tar.gz"
+    user = ["--user", tenant.member.username]
+
+    exported = memory_json("export", *org_space(tenant), *user, "--out", str(archive))
+    planned = memory_json(
+        "import", *org_space(tenant, "copy"), *user, "--in", str(archive), "--dry-run"
+    )
+    nothing_yet = store_get().list(handle_of(tenant, "copy"))
+    imported = memory_json("import", *org_space(tenant, "copy"), *user, "--in", str(archive))
+    again = memory_json(
+        "import", *org_space(tenant, "copy"), *user, "--in", str(archive), "--strategy", "rename"
+    )
+
+    assert exported["docCount"] == 3
+    assert exported["docBytes"] == sum(len(body) for body in documents.values())
+    assert exported["archiveBytes"] == archive.stat().st_size
+    assert (planned["imported"], planned["skipped"], planned["renamed"]) == (3, 0, 0)
+    assert planned["dryRun"] is True
+    assert nothing_yet == []
+    assert {**imported, "dryRun": True} == planned
+    assert {(document["path"], document["action"]) for document in imported["documents"]} == {
+        (path, "create") for path in documents
+    }
+    assert again["renamed"] == 3
+    copy = {meta.path: meta for meta in store_get().list(handle_of(tenant, "copy"))}
+    for path, body in documents.items():
+        assert copy[path].checksum == body_checksum(body)
+        assert copy[path].updated_by == f"import:{tenant.member.pk}"
+    assert "a.import.md" in copy
+
+
+@pytest.mark.django_db
+def test_a_refused_export_leaves_no_file(tenant, tmp_path):
+    # Put past the write path, as a document stored before the scanner knew the rule.
+    store_write(store_get(), handle_of(tenant), "keys.md", f"{CREDENTIALS[0].line}\n".encode())
+    archive = tmp_path / "space.tar.gz"
+
+    code, message, _ = refused("export", *org_space(tenant), "--out", str(archive))
+
+    assert code == 1
+    assert message.startswith("SECRET_DETECTED:")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.django_db
+def test_an_archive_that_is_not_gzip_is_refused_and_nothing_is_imported(tenant, tmp_path):
+    code, message, _ = refused(
+        "import", *org_space(tenant), "--user", tenant.member.username,
+        "--in", _file(tmp_path, b"not an archive"),
+    )  # fmt: skip
+
+    assert code == 1
+    assert message.startswith("ARCHIVE_INVALID: the archive is refused (not_gzip)")
+    assert store_get().list(handle_of(tenant)) == []
+
+
+@pytest.mark.django_db
+def test_reconcile_answers_json():
+    report = memory_json("reconcile")
+
+    assert report == {"counters": [], "fixed": 0}
+
+
+# Remote mode, against a live server
+
+
+@pytest.fixture
+def remote(live_server, settings, make_tenant, monkeypatch) -> tuple[Tenant, list[str]]:
+    """A tenant, and the flags that reach its org space `notes` over the live server with a
+    fresh personal access token of its member."""
+    # The client keeps its HTTP connection alive, so a live-server thread could sit between
+    # two requests holding a persistent PostgreSQL connection, which would block the test
+    # database's flush and drop. Close it after each request.
+    monkeypatch.setitem(connections.settings[DEFAULT_DB_ALIAS], "CONN_MAX_AGE", 0)
+    settings.ALLOWED_HOSTS = ["*"]
+    tenant = make_tenant()
+    _, token = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    flags = [
+        "--remote",
+        live_server.url,
+        "--token",
+        token,
+        "--visibility",
+        "org",
+        "--name",
+        "notes",
+    ]
+    return tenant, flags
+
+
+@pytest.mark.django_db(transaction=True)
+def test_put_cat_ls_du_rm_round_trip_remotely(remote, tmp_path):
+    tenant, flags = remote
+
+    written = memory_json(
+        "put", "a.md", *flags, "--file", _file(tmp_path, b"# A\nx\n"), "--base-version", "0"
+    )
+    shown = memory("cat", "a.md", *flags)
+    shown_json = memory_json("cat", "a.md", *flags)
+    listing = memory_json("ls", *flags)
+    usage = memory_json("du", *flags)
+    removed = memory_json("rm", "a.md", *flags, "--base-version", "1")
+
+    assert written["revision"] == 1
+    assert written["updatedBy"] == f"user:{tenant.member.pk}"
+    assert shown == "# A\nx\n"
+    assert shown_json == {"path": "a.md", "revision": 1, "content": "# A\nx\n"}
+    assert [document["path"] for document in listing["documents"]] == ["a.md"]
+    assert usage["usedBytes"] == 6
+    assert usage["space"]["id"] == handle_of(tenant).id
+    assert removed == {"path": "a.md", "deleted": True}
+    assert store_get().list(handle_of(tenant)) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_remote_refusal_names_its_code_and_what_to_do(remote, tmp_path):
+    tenant, flags = remote
+    memory("put", "a.md", *flags, "--file", _file(tmp_path, b"one\n"), "--base-version", "0")
+
+    code, message, out = refused(
+        "put", "a.md", *flags, "--file", _file(tmp_path, b"two\n"), "--base-version", "0", "--json"
+    )
+
+    assert code == 1
+    assert message == (
+        "VERSION_CONFLICT: the document is at revision 1; re-read it and retry with "
+        "--base-version 1"
+    )
+    assert json.loads(out)["error"]["detail"] == {"currentVersion": 1}
+    assert space_document_read(handle=handle_of(tenant), path="a.md").body == b"one\n"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_bad_token_is_refused_without_being_shown(remote):
+    _, flags = remote
+    token = flags[flags.index("--token") + 1]
+    flags[flags.index("--token") + 1] = token + "x"
+
+    code, message, _ = refused("ls", *flags)
+
+    assert code == 1
+    assert message.startswith("TOKEN_INVALID: check --token or MEMORY_REMOTE_TOKEN")
+    assert token not in message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_remote_export_then_import_round_trip(remote, tmp_path):
+    tenant, flags = remote
+    for path, body in {"a.md": b"# A\n", "b/c.md": b"# C\n"}.items():
+        memory("put", path, *flags, "--file", _file(tmp_path, body), "--base-version", "0")
+    archive = tmp_path / "space.tar.gz"
+    copy = [*flags[:4], "--visibility", "org", "--name", "copy"]
+
+    exported = memory_json("export", *flags, "--out", str(archive))
+    planned = memory_json("import", *copy, "--in", str(archive), "--dry-run")
+    imported = memory_json("import", *copy, "--in", str(archive), "--strategy", "overwrite")
+
+    assert exported["docCount"] == 2
+    assert exported["archiveBytes"] == archive.stat().st_size
+    assert planned["imported"] == 2
+    assert imported["imported"] == 2
+    copied = store_get().list(handle_of(tenant, "copy"))
+    assert [(meta.path, meta.checksum) for meta in copied] == [
+        ("a.md", body_checksum(b"# A\n")),
+        ("b/c.md", body_checksum(b"# C\n")),
+    ]
+
+
+def test_remote_mode_refuses_the_local_only_flags_as_usage():
+    code, message, _ = refused(
+        "ls", "--remote", "http://127.0.0.1:9", "--token", "t", "--team", "1",
+        "--visibility", "org", "--name", "n",
+    )  # fmt: skip
+
+    assert code == 2
+    assert "--team and --user are for local mode" in message
+
+
+def test_an_unreachable_server_is_a_refusal():
+    # Port 9 (discard) has no listener on a test machine: the connection is refused.
+    code, message, _ = refused(
+        "ls", "--remote", "http://127.0.0.1:9", "--token", "t", "--visibility", "org", "--name", "n"
+    )
+
+    assert code == 1
+    assert message.startswith("cannot reach the server: no answer from http://127.0.0.1:9/")
+
+
+# Exit codes end to end
+
+
+def run_manage(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", "memory", *args],
+        cwd=BASE_DIR,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "memory_project.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_usage_errors_exit_2_from_a_shell():
+    missing_out = run_manage("export", "--visibility", "org", "--name", "n")
+    bad_space = run_manage("ls", "--visibility", "galaxy", "--name", "n")
+
+    assert missing_out.returncode == 2
+    assert "the following arguments are required: --out" in missing_out.stderr
+    assert bad_space.returncode == 2
+    assert "SPACE_INVALID" in bad_space.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refusal_exits_1_from_a_shell_and_json_goes_to_stdout(remote, tmp_path):
+    _, flags = remote
+    body = _file(tmp_path, b"x\n")
+    run_manage("put", "a.md", *flags, "--file", body, "--base-version", "0")
+
+    conflict = run_manage("put", "a.md", *flags, "--file", body, "--base-version", "0", "--json")
+
+    assert conflict.returncode == 1
+    assert json.loads(conflict.stdout)["error"]["code"] == "VERSION_CONFLICT"
+    assert "VERSION_CONFLICT: the document is at revision 1" in conflict.stderr
+    assert flags[flags.index("--token") + 1] not in conflict.stdout + conflict.stderr
+
+
+def _file(tmp_path: Path, body: bytes) -> str:
+    path = tmp_path / f"body-{len(list(tmp_path.iterdir()))}.md"
+    path.write_bytes(body)
+    return str(path)
