@@ -302,6 +302,14 @@ def test_a_refused_export_leaves_no_file(tenant, tmp_path):
 
 
 @pytest.mark.django_db
+def test_an_export_to_a_directory_that_does_not_exist_is_a_usage_error(tenant, tmp_path):
+    code, message, _ = refused("export", *org_space(tenant), "--out", str(tmp_path / "no" / "x"))
+
+    assert code == 2
+    assert message == f"cannot write {tmp_path / 'no' / 'x'}: No such file or directory"
+
+
+@pytest.mark.django_db
 def test_an_archive_that_is_not_gzip_is_refused_and_nothing_is_imported(tenant, tmp_path):
     code, message, _ = refused(
         "import", *org_space(tenant), "--user", tenant.member.username,

@@ -384,7 +384,7 @@ class Command(BaseCommand):
 
     def export(self, client: SpaceClient, options: dict[str, Any]) -> None:
         target = Path(options["out"])
-        with self.progress("export") as progress, _replacing(target) as out:
+        with _replacing(target) as out, self.progress("export") as progress:
             summary = client.export(out=out, progress=progress)
             archive_bytes = out.tell()
         report = {"file": str(target), "archiveBytes": archive_bytes, **summary}
