@@ -96,3 +96,19 @@ class StoreBusy(DomainError):
     code = "STORE_BUSY"
     status = 503
     default_message = "The memory space is busy with another write; nothing was written. Retry."
+
+
+class BotSpecInvalid(DomainError):
+    """A bot's memory spec with an error diagnostic, or a bot id that is not a slug.
+    `detail.diagnostics` lists every diagnostic ({code, severity, field, message}),
+    warnings included; nothing was saved."""
+
+    code = "BOT_SPEC_INVALID"
+    status = 400
+    default_message = "The bot's memory spec has errors; nothing was saved."
+
+
+class BotSlugTaken(DomainError):
+    code = "BOT_SLUG_TAKEN"
+    status = 409
+    default_message = "The team already has a bot with this id; nothing was saved."

@@ -37,6 +37,7 @@ from workspaces.errors import (
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
     OrgStateConflict,
+    TeamOwnerRequired,
     TenantQuotaExceeded,
     VersionConflict,
     WorkspaceAdminRequired,
@@ -44,6 +45,7 @@ from workspaces.errors import (
 from workspaces.models import (
     ApiToken,
     AuditEvent,
+    Bot,
     File,
     FileVersion,
     KeySession,
@@ -107,10 +109,12 @@ def api_token_create(
     scope: str = ApiToken.Scope.API,
     ttl_days: int | None = None,
     minted_with: CredentialKind | None = None,
+    bot: Bot | None = None,
 ) -> tuple[ApiToken, str]:
     """Mint a personal access token of `scope` for `user`, who is also the audited actor:
     a token is only ever minted by its own owner. Returns the row and the token, which is
-    never stored.
+    never stored. With `bot` it is that bot's token (scope `bot`), issued by `user`: call
+    `bot_token_issue`, which checks that `user` may.
 
     `minted_with` is the kind of credential the asking request carries; None is the system
     itself (seed_demo). A token may not mint a longer-lived token: only a person signed in
@@ -129,6 +133,7 @@ def api_token_create(
             team=team,
             name=name,
             scope=scope,
+            bot=bot,
             token_hash=digest,
             created_at=now,
             expires_at=now + timedelta(days=days),
@@ -139,9 +144,39 @@ def api_token_create(
             org_id=team.org_id,
             target_type="api_token",
             target_id=token.pk,
-            detail={"scope": scope, "teamId": team.pk, "expiresAt": token.expires_at.isoformat()},
+            detail={
+                "scope": scope,
+                "teamId": team.pk,
+                "expiresAt": token.expires_at.isoformat(),
+                **({} if bot is None else {"botId": bot.slug}),
+            },
         )
     return token, raw
+
+
+def team_owner_require(*, team: Team, user: User) -> None:
+    """`user` owns `team` (`TeamOwnerRequired` otherwise): what managing its bots takes."""
+    if not TeamMembership.objects.filter(
+        team=team, user=user, role=TeamMembership.Role.OWNER
+    ).exists():
+        raise TeamOwnerRequired()
+
+
+def bot_token_issue(
+    *, bot: Bot, actor: User, name: str, minted_with: CredentialKind | None = None
+) -> tuple[ApiToken, str]:
+    """Issue a token that authenticates `bot`, shown once, revocable with `api_token_revoke`
+    and audited like a person's token. Only an owner of the bot's team may
+    (`TeamOwnerRequired`), and, like any token, only from a signed-in browser session."""
+    team_owner_require(team=bot.team, user=actor)
+    return api_token_create(
+        user=actor,
+        team=bot.team,
+        name=name,
+        scope=ApiToken.Scope.BOT,
+        minted_with=minted_with,
+        bot=bot,
+    )
 
 
 def api_token_revoke(*, token: ApiToken, actor: User) -> ApiToken:
