@@ -28,10 +28,12 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 
 from memory.errors import AutoloadPatternInvalid, BotSlugTaken, BotSpecInvalid, SpaceInvalid
 from memory.spaces.handle import USER_BOUND, SpaceHandle, Visibility, space_handle_parse
 from memory.spaces.index import autoload_select
+from workspaces.errors import NotFound
 from workspaces.models import AutoMemorySetting, Bot, BotRuntime, Team, User
 from workspaces.services import team_owner_require
 from workspaces.violations import violation_code
@@ -242,6 +244,18 @@ def _spec_require_valid(
     if any(each.severity is Severity.ERROR for each in diagnostics):
         raise BotSpecInvalid(diagnostics=[each.as_json() for each in diagnostics])
     return auto_memory_parse(auto_memory)
+
+
+def bot_list(*, team: Team) -> QuerySet[Bot]:
+    return Bot.objects.filter(team=team).order_by("slug")
+
+
+def bot_get(*, team: Team, slug: str) -> Bot:
+    """The team's bot `slug`; `NotFound` for another team's, as for one that does not exist."""
+    bot = Bot.objects.select_related("team").filter(team=team, slug=slug).first()
+    if bot is None:
+        raise NotFound("No such bot.")
+    return bot
 
 
 def bot_create(

@@ -36,6 +36,7 @@ from workspaces.errors import (
     InvalidText,
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
+    NotFound,
     OrgStateConflict,
     TeamOwnerRequired,
     TenantQuotaExceeded,
@@ -197,6 +198,16 @@ def api_token_revoke(*, token: ApiToken, actor: User) -> ApiToken:
             )
     token.refresh_from_db(fields=["revoked_at"])
     return token
+
+
+def bot_token_revoke(*, bot: Bot, token_id: int, actor: User) -> ApiToken:
+    """Revoke one of `bot`'s tokens (`NotFound` for another's): only a team owner may
+    (`TeamOwnerRequired`). The token ends at once, as a person's does."""
+    team_owner_require(team=bot.team, user=actor)
+    token = ApiToken.objects.filter(bot=bot, pk=token_id).first()
+    if token is None:
+        raise NotFound("No such token.")
+    return api_token_revoke(token=token, actor=actor)
 
 
 def jwt_issue(*, credential: Credential) -> tuple[str, datetime]:
