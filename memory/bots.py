@@ -237,9 +237,11 @@ def _last_segment(path: str) -> str:
     return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
 
 
-def _spec_require_valid(
+def bot_spec_require_valid(
     *, runtime: str, memory: Mapping[str, Any] | None, auto_memory: object
 ) -> AutoMemorySetting:
+    """The parsed auto-memory setting of a spec with no error diagnostic; `BotSpecInvalid`
+    with every diagnostic otherwise. What saving a spec, anywhere, is judged by."""
     diagnostics = memory_spec_diagnostics(runtime=runtime, memory=memory, auto_memory=auto_memory)
     if any(each.severity is Severity.ERROR for each in diagnostics):
         raise BotSpecInvalid(diagnostics=[each.as_json() for each in diagnostics])
@@ -261,17 +263,18 @@ def bot_get(*, team: Team, slug: str) -> Bot:
 def bot_create(
     *,
     team: Team,
-    actor: User,
+    actor: User | None,
     slug: str,
     name: str,
     runtime: str,
     memory: Mapping[str, Any] | None = None,
     auto_memory: object = None,
 ) -> Bot:
-    """Create a bot of `team`. Only a team owner may (`TeamOwnerRequired`); a spec with an
-    error diagnostic is refused (`BotSpecInvalid`, its diagnostics in `detail`); the slug is
+    """Create a bot of `team`. Only a team owner may (`TeamOwnerRequired`; `actor` None is
+    staff in the admin, who manage every bot); a spec with an error diagnostic is refused (`BotSpecInvalid`, its diagnostics in `detail`); the slug is
     unique in the team (`BotSlugTaken`). Nothing is written on a refusal."""
-    team_owner_require(team=team, user=actor)
+    if actor is not None:
+        team_owner_require(team=team, user=actor)
     try:
         validate_slug(slug)
     except ValidationError:
@@ -280,7 +283,7 @@ def bot_create(
             diagnostics=[],
             field="slug",
         ) from None
-    setting = _spec_require_valid(runtime=runtime, memory=memory, auto_memory=auto_memory)
+    setting = bot_spec_require_valid(runtime=runtime, memory=memory, auto_memory=auto_memory)
     try:
         with transaction.atomic():
             return Bot.objects.create(
@@ -305,7 +308,7 @@ def bot_spec_set(
     team (`TeamOwnerRequired`). A spec with an error diagnostic is refused (`BotSpecInvalid`)."""
     if actor is not None:
         team_owner_require(team=bot.team, user=actor)
-    bot.auto_memory = _spec_require_valid(
+    bot.auto_memory = bot_spec_require_valid(
         runtime=bot.runtime, memory=memory, auto_memory=auto_memory
     )
     bot.memory_spec = None if memory is None else dict(memory)
