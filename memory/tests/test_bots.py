@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import violates
 from memory.bots import (
     Severity,
     auto_memory_parse,
@@ -295,20 +294,3 @@ def test_setting_a_spec_is_judged_against_the_bots_runtime(tenant):
     assert (bot.memory_spec, bot.auto_memory) == (CLEAN, "off")
     with pytest.raises(TeamOwnerRequired):
         bot_spec_set(bot=bot, actor=tenant.member, memory=None, auto_memory=None)
-
-
-def test_the_database_refuses_a_runtime_or_auto_memory_outside_the_choices(tenant):
-    bot = tenant.bot_create("helper")
-
-    violates(
-        "workspaces_bot_runtime_valid",
-        lambda: Bot.objects.filter(pk=bot.pk).update(runtime="gpt"),
-    )
-    violates(
-        "workspaces_bot_auto_memory_valid",
-        lambda: Bot.objects.filter(pk=bot.pk).update(auto_memory="yes"),
-    )
-    violates(
-        "workspaces_bot_slug_unique_in_team",
-        lambda: Bot.objects.create(team=tenant.team, slug="helper", name="x", runtime="claw"),
-    )

@@ -8,7 +8,6 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from conftest import violates
 from workspaces.authentication import BearerAuthentication, BotBearerAuthentication
 from workspaces.errors import CredentialKindRefused, TeamOwnerRequired, TokenScopeRefused
 from workspaces.models import ApiToken, AuditEvent
@@ -88,21 +87,3 @@ def test_a_persons_token_list_leaves_out_the_bot_tokens_they_issued(tenant, bot)
     own, _ = api_token_create(user=tenant.admin, team=tenant.team, name="mine")
 
     assert list(api_token_list_for_user(user=tenant.admin, team=tenant.team)) == [own]
-
-
-def test_a_token_names_a_bot_exactly_when_its_scope_is_bot(tenant, bot):
-    token, _ = bot_token_issue(bot=bot, actor=tenant.admin, name="ci")
-    own, _ = api_token_create(user=tenant.admin, team=tenant.team, name="mine")
-
-    violates(
-        "workspaces_apitoken_bot_iff_bot_scope",
-        lambda: ApiToken.objects.filter(pk=token.pk).update(bot=None),
-    )
-    violates(
-        "workspaces_apitoken_bot_iff_bot_scope",
-        lambda: ApiToken.objects.filter(pk=own.pk).update(bot=bot),
-    )
-    violates(
-        "workspaces_apitoken_bot_iff_bot_scope",
-        lambda: ApiToken.objects.filter(pk=own.pk).update(scope="bot"),
-    )
