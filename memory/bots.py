@@ -271,8 +271,9 @@ def bot_create(
     auto_memory: object = None,
 ) -> Bot:
     """Create a bot of `team`. Only a team owner may (`TeamOwnerRequired`; `actor` None is
-    staff in the admin, who manage every bot); a spec with an error diagnostic is refused (`BotSpecInvalid`, its diagnostics in `detail`); the slug is
-    unique in the team (`BotSlugTaken`). Nothing is written on a refusal."""
+    staff in the admin, who manage every bot). A spec with an error diagnostic is refused
+    (`BotSpecInvalid`, its diagnostics in `detail`); the slug is unique in the team
+    (`BotSlugTaken`). Nothing is written on a refusal."""
     if actor is not None:
         team_owner_require(team=team, user=actor)
     try:
