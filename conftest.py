@@ -20,9 +20,15 @@ from hypothesis import settings as hypothesis_settings
 from pytest_django.fixtures import Settings
 from rest_framework.test import APIClient
 
+from memory.bots import bot_create
 from memory.services import memory_save
-from workspaces.models import FileVersion, Org, Team, User, Workspace
-from workspaces.services import api_token_create, workspace_create, workspace_membership_ensure
+from workspaces.models import Bot, FileVersion, Org, Team, TeamMembership, User, Workspace
+from workspaces.services import (
+    api_token_create,
+    team_membership_ensure,
+    workspace_create,
+    workspace_membership_ensure,
+)
 
 # The browser tests' fixtures (workspaces/tests/browser.py), shared by every app.
 pytest_plugins = ["workspaces.tests.browser"]
@@ -52,6 +58,22 @@ class Tenant:
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
         return client
+
+    def bot_create(self, slug: str = "helper", **fields: Any) -> Bot:
+        """A bot of the team (runtime `claw`, no spec unless given), created by the admin,
+        made the team's owner for it."""
+        team_membership_ensure(team=self.team, user=self.admin)
+        TeamMembership.objects.filter(team=self.team, user=self.admin).update(
+            role=TeamMembership.Role.OWNER
+        )
+        return bot_create(
+            team=self.team,
+            actor=self.admin,
+            slug=slug,
+            name=fields.pop("name", slug),
+            runtime=fields.pop("runtime", Bot.Runtime.CLAW),
+            **fields,
+        )
 
 
 @pytest.fixture(autouse=True)

@@ -67,6 +67,7 @@ PURGE_PLAN: tuple[PurgeStep, ...] = (
     PurgeStep("workspaces.WorkspaceMembership", "workspace__team__org"),
     PurgeStep("workspaces.Workspace", "team__org"),
     PurgeStep("workspaces.ApiToken", "team__org"),
+    PurgeStep("workspaces.Bot", "team__org"),
     PurgeStep("workspaces.TeamStorageUsage", "team__org"),
     PurgeStep("workspaces.TeamMembership", "team__org"),
     PurgeStep("workspaces.Team", "org"),

@@ -1,10 +1,10 @@
-"""Staff inspection of memory policies, proposals and memory spaces.
+"""Staff inspection of memory policies, proposals and memory spaces, and bots.
 
 Policies and proposals are view-only: the mode moves only by the compare-and-set service
 (which audits it), and a proposal is history whose changes are memory text, so its sealed
 body is never shown or loaded. Spaces and their documents show metadata only: a body is
 never shown nor loaded, not even as ciphertext. The one thing staff change here is a
-team's space quota, through the audited service."""
+team's space quota, through the audited service, and bots, through their service."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 
+from memory.bots import bot_create, bot_spec_require_valid, bot_spec_set
+from memory.errors import BotSpecInvalid
 from memory.models import (
     MemoryPolicy,
     MemorySpace,
@@ -25,6 +27,7 @@ from memory.models import (
 )
 from memory.spaces.quotas import space_tenant_quota_override_set, tenant_quota_in_force
 from workspaces.admin import ViewOnlyAdmin, WrappedDataKeyAdmin, acting_user, changelist_link
+from workspaces.models import Bot
 
 
 @admin.register(MemoryPolicy)
@@ -153,3 +156,68 @@ class TenantSpaceUsageAdmin(admin.ModelAdmin):
 @admin.register(SpaceKey)
 class SpaceKeyAdmin(WrappedDataKeyAdmin):
     owner = "tenant"
+
+
+class BotForm(ModelForm):
+    """Judges the spec as the service will (`bot_spec_require_valid`), so a spec with an
+    error diagnostic is refused here with every diagnostic, before anything is saved."""
+
+    class Meta:
+        model = Bot
+        fields = ("team", "slug", "name", "runtime", "memory_spec", "auto_memory")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        runtime = cleaned.get("runtime") or getattr(self.instance, "runtime", "")
+        spec = cleaned.get("memory_spec")
+        if spec is not None and not isinstance(spec, dict):
+            self.add_error("memory_spec", "The memory spec is a JSON object, or empty.")
+        elif runtime:
+            try:
+                bot_spec_require_valid(
+                    runtime=runtime, memory=spec, auto_memory=cleaned.get("auto_memory")
+                )
+            except BotSpecInvalid as invalid:
+                for each in invalid.detail["diagnostics"]:
+                    self.add_error(
+                        "memory_spec",
+                        f"{each['code']} {each['severity']} ({each['field']}): {each['message']}",
+                    )
+        return cleaned
+
+
+@admin.register(Bot)
+class BotAdmin(admin.ModelAdmin):
+    """Staff manage every team's bots. Saving goes through `memory.bots`; a bot's team, id
+    and runtime are fixed once it exists (its spec was judged against that runtime)."""
+
+    form = BotForm
+    list_display = ("slug", "name", "team", "runtime", "auto_memory", "created_at")
+    list_select_related = ("team",)
+    list_filter = ("runtime", "auto_memory")
+    search_fields = ("slug", "name", "team__name")
+    raw_id_fields = ("team",)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return () if obj is None else ("team", "slug", "runtime", "created_at")
+
+    def save_model(self, request: HttpRequest, obj: Bot, form: ModelForm, change: bool) -> None:
+        data = form.cleaned_data
+        if not change:
+            created = bot_create(
+                team=obj.team,
+                actor=None,
+                slug=obj.slug,
+                name=obj.name,
+                runtime=obj.runtime,
+                memory=data.get("memory_spec"),
+                auto_memory=data.get("auto_memory"),
+            )
+            # The admin goes on with `obj` (its log entry, its redirect): make it the row.
+            obj.pk = created.pk
+            obj.refresh_from_db()
+            return
+        obj.save(update_fields=["name"])
+        bot_spec_set(
+            bot=obj, actor=None, memory=data.get("memory_spec"), auto_memory=data["auto_memory"]
+        )

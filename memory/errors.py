@@ -115,3 +115,19 @@ class ArchiveChecksumMismatch(DomainError):
     code = "ARCHIVE_CHECKSUM_MISMATCH"
     status = 422
     default_message = "An archive entry does not match its checksum; nothing was written."
+
+
+class BotSpecInvalid(DomainError):
+    """A bot's memory spec with an error diagnostic, or a bot id that is not a slug.
+    `detail.diagnostics` lists every diagnostic ({code, severity, field, message}),
+    warnings included; nothing was saved."""
+
+    code = "BOT_SPEC_INVALID"
+    status = 400
+    default_message = "The bot's memory spec has errors; nothing was saved."
+
+
+class BotSlugTaken(DomainError):
+    code = "BOT_SLUG_TAKEN"
+    status = 409
+    default_message = "The team already has a bot with this id; nothing was saved."

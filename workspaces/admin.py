@@ -280,12 +280,12 @@ class WorkspaceMembershipAdmin(MembershipAdmin):
 
 @admin.register(models.ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("name", "user", "team", "created_at", "expires_at", "revoked_at")
-    list_select_related = ("user", "team")
+    list_display = ("name", "user", "team", "bot", "created_at", "expires_at", "revoked_at")
+    list_select_related = ("user", "team", "bot__team")
     list_filter = ("revoked_at", "expires_at")
     search_fields = ("name", "user__username", "team__name")
     # The hash is never shown; staff can only inspect and revoke.
-    fields = ("name", "user", "team", "created_at", "expires_at", "revoked_at")
+    fields = ("name", "user", "team", "scope", "bot", "created_at", "expires_at", "revoked_at")
     readonly_fields = fields
     actions = ("revoke",)
 

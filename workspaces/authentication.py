@@ -18,23 +18,27 @@ from rest_framework.authentication import BaseAuthentication, SessionAuthenticat
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
 
-from workspaces.errors import NoActiveTeam, TokenScopeRefused
-from workspaces.models import ApiToken, Team, TeamMembership, User
+from workspaces.errors import CredentialKindRefused, NoActiveTeam, TokenScopeRefused
+from workspaces.models import ApiToken, Bot, Team, TeamMembership, User
 from workspaces.ratelimit import client_address, window_count, window_hit
 from workspaces.selectors import org_require_active
 from workspaces.tokens import PAT_PREFIX, JwtClaims, bearer_secret_digest, jwt_decode
 
 ACTIVE_TEAM_SESSION_KEY = "active_team_id"
 
-CredentialKind = Literal["pat", "jwt", "session"]
+CredentialKind = Literal["pat", "jwt", "session", "bot"]
 
 
 @dataclass(frozen=True)
 class Credential:
+    """Who is calling, for which team. A `bot` credential acts as its `bot`; its `user` is
+    the team owner who issued the token, never the author of what the bot does."""
+
     kind: CredentialKind
     user: User
     team: Team
     token_id: int | None = None
+    bot: Bot | None = None
 
 
 def _refuse(code: str, message: str) -> AuthenticationFailed:
@@ -45,8 +49,9 @@ class BearerAuthentication(BaseAuthentication):
     """`Authorization: Bearer iap_...` (personal access token) or `Bearer <JWT>`.
 
     It serves the person API: a token of another scope is refused here (403
-    TOKEN_SCOPE_REFUSED) once it is known to be valid. The MCP server uses
-    `McpBearerAuthentication`, which takes only MCP-scoped tokens.
+    TOKEN_SCOPE_REFUSED) once it is known to be valid, and a bot's token is not a person's
+    (403 CREDENTIAL_KIND_REFUSED). The MCP server uses `McpBearerAuthentication`, which
+    takes only MCP-scoped tokens; a route for bots uses `BotBearerAuthentication`.
 
     Failed tokens are limited per client address (`BEARER_FAILURE_LIMIT` in
     `BEARER_FAILURE_WINDOW_SECONDS`); past the limit every bearer request from that address
@@ -55,6 +60,8 @@ class BearerAuthentication(BaseAuthentication):
     """
 
     scope: ClassVar[str] = ApiToken.Scope.API
+    # Only a route that lists `BotBearerAuthentication` takes a bot; every other refuses one.
+    takes_bots: ClassVar[bool] = False
 
     def authenticate(self, request: Request) -> tuple[User, Credential] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
@@ -87,7 +94,7 @@ class BearerAuthentication(BaseAuthentication):
         # Looked up on every request, so a revocation takes effect on the very next
         # request with no cache window.
         token = (
-            ApiToken.objects.select_related("user", "team__org")
+            ApiToken.objects.select_related("user", "team__org", "bot")
             .annotate(
                 owner_in_team=Exists(
                     TeamMembership.objects.filter(team=OuterRef("team"), user=OuterRef("user"))
@@ -104,10 +111,16 @@ class BearerAuthentication(BaseAuthentication):
             raise _refuse("TOKEN_EXPIRED", "Token expired.")
         if not token.user.is_active or not token.owner_in_team:
             raise _refuse("TOKEN_INVALID", "Token owner unavailable.")
+        if token.bot is not None and not self.takes_bots:
+            raise CredentialKindRefused("A bot's token cannot act as a person.")
         self._scope_require(token.scope)
         org_require_active(org=token.team.org)
         return token.user, Credential(
-            kind="pat", user=token.user, team=token.team, token_id=token.pk
+            kind="pat" if token.bot is None else "bot",
+            user=token.user,
+            team=token.team,
+            token_id=token.pk,
+            bot=token.bot,
         )
 
     def _jwt(self, raw: str) -> tuple[User, Credential]:
@@ -140,6 +153,14 @@ class McpBearerAuthentication(BearerAuthentication):
     """The MCP server's authenticator: MCP-scoped personal access tokens only."""
 
     scope = ApiToken.Scope.MCP
+
+
+class BotBearerAuthentication(BearerAuthentication):
+    """A route for bots: bot tokens only (a person's token or a JWT is TOKEN_SCOPE_REFUSED).
+    The credential is kind `bot` and carries the bot, for attribution as `bot:<id>`."""
+
+    scope = ApiToken.Scope.BOT
+    takes_bots = True
 
 
 def _failures_key(address: str) -> str:

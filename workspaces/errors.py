@@ -47,6 +47,12 @@ class WorkspaceAdminRequired(DomainError):
     default_message = "Only an admin of this workspace may do this."
 
 
+class TeamOwnerRequired(DomainError):
+    code = "TEAM_OWNER_REQUIRED"
+    status = 403
+    default_message = "Only an owner of this team may do this."
+
+
 class CredentialKindRefused(DomainError):
     """The caller is authenticated, but with a kind of credential this route does not take."""
 

@@ -220,6 +220,70 @@ class WorkspaceMembership(models.Model):
 class TokenScope(models.TextChoices):
     API = "api", "Person API"
     MCP = "mcp", "MCP server only"
+    BOT = "bot", "A bot's token"
+
+
+class BotRuntime(models.TextChoices):
+    CLAUDE_CODE = "claude_code", "Claude Code"
+    CLAW = "claw", "Claw"
+    PI = "pi", "Pi"
+    KIMI = "kimi", "Kimi"
+    GROK = "grok", "Grok"
+    CODEX = "codex", "Codex"
+    MCP = "mcp", "MCP client"
+
+
+class AutoMemorySetting(models.TextChoices):
+    ON = "on", "On"
+    OFF = "off", "Off"
+    # Unset defers to the next level of the precedence chain (the team default, then the
+    # environment), which is not the same as off.
+    UNSET = "", "Unset"
+
+
+class Bot(models.Model):
+    """An agent identity of one team: the runtime it drives, its memory spec and its
+    auto-memory setting. Its slug is its id within the team, the `<id>` of `bot:<id>`.
+
+    The memory spec is stored as given and validated only by the service that saves it
+    (`memory.bots`), which refuses a spec with an error diagnostic.
+    """
+
+    Runtime = BotRuntime
+    AutoMemory = AutoMemorySetting
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="bots")
+    # A slug ([A-Za-z0-9_-]) is also one valid space-handle segment, so a bot id can name a
+    # `bot` space without escaping.
+    slug = models.SlugField(max_length=64)
+    name = models.CharField(max_length=200)
+    runtime = models.CharField(max_length=16, choices=Runtime.choices)
+    memory_spec = models.JSONField(null=True, blank=True)
+    auto_memory = models.CharField(
+        max_length=3, choices=AutoMemory.choices, default=AutoMemory.UNSET, blank=True
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "slug"],
+                name="workspaces_bot_slug_unique_in_team",
+                violation_error_code="BOT_SLUG_TAKEN",
+            ),
+            choices_check(
+                "runtime", BotRuntime, "workspaces_bot_runtime_valid", "BOT_RUNTIME_INVALID"
+            ),
+            choices_check(
+                "auto_memory",
+                AutoMemorySetting,
+                "workspaces_bot_auto_memory_valid",
+                "AUTO_MEMORY_INVALID",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.slug} ({self.team})"
 
 
 class ApiToken(models.Model):
@@ -228,6 +292,11 @@ class ApiToken(models.Model):
     Its scope, chosen at creation and never changed, decides where it is accepted: the
     person API (`/api/`), or only the MCP server, so a token handed to an external MCP
     client cannot read, Save or Clear memory through the person routes.
+
+    A bot token is the same row with scope `bot` and its `bot` set (exactly then, by a
+    CHECK): it authenticates the bot, never a person. Its `user` is the team owner who
+    issued it and answers for it, so like every token it ends when that person leaves the
+    team or is deactivated.
     """
 
     Scope = TokenScope
@@ -238,6 +307,9 @@ class ApiToken(models.Model):
     # Tokens minted before scopes existed were used on the person API, so that is what
     # the migration gives them; an MCP client needs a new, MCP-only token.
     scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.API)
+    bot = models.ForeignKey(
+        Bot, on_delete=models.CASCADE, null=True, blank=True, related_name="tokens"
+    )
     token_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
@@ -260,6 +332,12 @@ class ApiToken(models.Model):
             ),
             choices_check(
                 "scope", TokenScope, "workspaces_apitoken_scope_valid", "TOKEN_SCOPE_INVALID"
+            ),
+            models.CheckConstraint(
+                condition=Q(scope=TokenScope.BOT, bot__isnull=False)
+                | (~Q(scope=TokenScope.BOT) & Q(bot__isnull=True)),
+                name="workspaces_apitoken_bot_iff_bot_scope",
+                violation_error_code="TOKEN_BOT_INVALID",
             ),
         ]
 

@@ -62,11 +62,14 @@ def workspace_membership_get(*, user: User, team: Team, workspace_id: int) -> Wo
 
 
 def api_token_list_for_user(*, user: User, team: Team) -> QuerySet[ApiToken]:
-    return ApiToken.objects.filter(user=user, team=team).order_by("-created_at", "-pk")
+    """The person's own tokens: not the bot tokens they issued, which belong to the bots."""
+    return ApiToken.objects.filter(user=user, team=team, bot__isnull=True).order_by(
+        "-created_at", "-pk"
+    )
 
 
 def api_token_get_for_user(*, user: User, team: Team, token_id: int) -> ApiToken:
-    token = ApiToken.objects.filter(user=user, team=team, pk=token_id).first()
+    token = ApiToken.objects.filter(user=user, team=team, bot__isnull=True, pk=token_id).first()
     if token is None:
         raise NotFound("No such token.")
     return token

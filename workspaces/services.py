@@ -36,13 +36,16 @@ from workspaces.errors import (
     InvalidText,
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
+    NotFound,
     OrgStateConflict,
+    TeamOwnerRequired,
     VersionConflict,
     WorkspaceAdminRequired,
 )
 from workspaces.models import (
     ApiToken,
     AuditEvent,
+    Bot,
     File,
     FileVersion,
     KeySession,
@@ -106,10 +109,12 @@ def api_token_create(
     scope: str = ApiToken.Scope.API,
     ttl_days: int | None = None,
     minted_with: CredentialKind | None = None,
+    bot: Bot | None = None,
 ) -> tuple[ApiToken, str]:
     """Mint a personal access token of `scope` for `user`, who is also the audited actor:
     a token is only ever minted by its own owner. Returns the row and the token, which is
-    never stored.
+    never stored. With `bot` it is that bot's token (scope `bot`), issued by `user`: call
+    `bot_token_issue`, which checks that `user` may.
 
     `minted_with` is the kind of credential the asking request carries; None is the system
     itself (seed_demo). A token may not mint a longer-lived token: only a person signed in
@@ -128,6 +133,7 @@ def api_token_create(
             team=team,
             name=name,
             scope=scope,
+            bot=bot,
             token_hash=digest,
             created_at=now,
             expires_at=now + timedelta(days=days),
@@ -138,9 +144,39 @@ def api_token_create(
             org_id=team.org_id,
             target_type="api_token",
             target_id=token.pk,
-            detail={"scope": scope, "teamId": team.pk, "expiresAt": token.expires_at.isoformat()},
+            detail={
+                "scope": scope,
+                "teamId": team.pk,
+                "expiresAt": token.expires_at.isoformat(),
+                **({} if bot is None else {"botId": bot.slug}),
+            },
         )
     return token, raw
+
+
+def team_owner_require(*, team: Team, user: User) -> None:
+    """`user` owns `team` (`TeamOwnerRequired` otherwise): what managing its bots takes."""
+    if not TeamMembership.objects.filter(
+        team=team, user=user, role=TeamMembership.Role.OWNER
+    ).exists():
+        raise TeamOwnerRequired()
+
+
+def bot_token_issue(
+    *, bot: Bot, actor: User, name: str, minted_with: CredentialKind | None = None
+) -> tuple[ApiToken, str]:
+    """Issue a token that authenticates `bot`, shown once, revocable with `api_token_revoke`
+    and audited like a person's token. Only an owner of the bot's team may
+    (`TeamOwnerRequired`), and, like any token, only from a signed-in browser session."""
+    team_owner_require(team=bot.team, user=actor)
+    return api_token_create(
+        user=actor,
+        team=bot.team,
+        name=name,
+        scope=ApiToken.Scope.BOT,
+        minted_with=minted_with,
+        bot=bot,
+    )
 
 
 def api_token_revoke(*, token: ApiToken, actor: User) -> ApiToken:
@@ -161,6 +197,16 @@ def api_token_revoke(*, token: ApiToken, actor: User) -> ApiToken:
             )
     token.refresh_from_db(fields=["revoked_at"])
     return token
+
+
+def bot_token_revoke(*, bot: Bot, token_id: int, actor: User) -> ApiToken:
+    """Revoke one of `bot`'s tokens (`NotFound` for another's): only a team owner may
+    (`TeamOwnerRequired`). The token ends at once, as a person's does."""
+    team_owner_require(team=bot.team, user=actor)
+    token = ApiToken.objects.filter(bot=bot, pk=token_id).first()
+    if token is None:
+        raise NotFound("No such token.")
+    return api_token_revoke(token=token, actor=actor)
 
 
 def jwt_issue(*, credential: Credential) -> tuple[str, datetime]:

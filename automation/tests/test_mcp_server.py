@@ -35,6 +35,7 @@ from workspaces.models import File, FileVersion, KeySession, KeySessionRevocatio
 from workspaces.services import (
     api_token_create,
     api_token_revoke,
+    bot_token_issue,
     org_deletion_request,
     workspace_create,
 )
@@ -163,6 +164,7 @@ def test_requests_without_a_credential_the_server_takes_are_refused(mcp_url, ten
     api_token_revoke(token=revoked, actor=tenant.member)
     _, person_api_raw = api_token_create(user=tenant.member, team=tenant.team, name="api")
     jwt_raw, _ = jwt_encode(user_id=tenant.member.pk, team_id=tenant.team.pk, now=timezone.now())
+    _, bot_raw = bot_token_issue(bot=tenant.bot_create("helper"), actor=tenant.admin, name="b")
     body = create_note_call(tenant.workspace.pk)
 
     for authorization, status, code in [
@@ -176,6 +178,8 @@ def test_requests_without_a_credential_the_server_takes_are_refused(mcp_url, ten
         # Only an MCP-scoped token: a token of the person API, or a JWT, is refused.
         (f"Bearer {person_api_raw}", 403, "TOKEN_SCOPE_REFUSED"),
         (f"Bearer {jwt_raw}", 403, "TOKEN_SCOPE_REFUSED"),
+        # A bot's token is not a person's, here as on /api/.
+        (f"Bearer {bot_raw}", 403, "CREDENTIAL_KIND_REFUSED"),
     ]:
         response = raw_post(mcp_url, body, authorization)
         assert response.status_code == status, authorization

@@ -23,6 +23,7 @@ from workspaces.errors import OrgStateConflict
 from workspaces.models import AuditEvent, KeySession, Org
 from workspaces.services import (
     api_token_create,
+    bot_token_issue,
     key_session_open,
     key_session_revoke,
     org_deletion_request,
@@ -54,6 +55,7 @@ def populate(assistant) -> None:
     revoked = key_session_open(workspace=tenant.workspace, user=tenant.member)
     key_session_revoke(session=revoked, revoked_by=tenant.member)
     api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    bot_token_issue(bot=tenant.bot_create("helper"), actor=tenant.admin, name="ci")
     space_write(DatabaseStore(), org_space(tenant.team), b"a space document")
 
 

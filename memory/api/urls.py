@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.api import documents, spaces, views
+from memory.api import bots, documents, spaces, views
 
 urlpatterns = [
     path(
@@ -58,4 +58,12 @@ urlpatterns = [
     path("memory/doc", spaces.SpaceDocumentApi.as_view(), name="space-document"),
     path("memory/export", spaces.SpaceExportApi.as_view(), name="space-export"),
     path("memory/import", spaces.SpaceImportApi.as_view(), name="space-import"),
+    path("bots", bots.BotListCreateApi.as_view(), name="bot-list"),
+    path("bots/validate", bots.BotSpecValidateApi.as_view(), name="bot-spec-validate"),
+    path("bots/<slug:bot_id>/tokens", bots.BotTokenIssueApi.as_view(), name="bot-token-issue"),
+    path(
+        "bots/<slug:bot_id>/tokens/<int:token_id>",
+        bots.BotTokenRevokeApi.as_view(),
+        name="bot-token-revoke",
+    ),
 ]

@@ -11,6 +11,7 @@ from memory.edits import parse_changes
 from memory.models import MemoryPolicy, Proposal
 from memory.selectors import memory_proposal_changes
 from memory.services import memory_policy_set, memory_proposal_create
+from workspaces.models import Bot
 from workspaces.services import workspace_key_ensure
 
 SECRET_LINE = "- the vault code is 7-4-1-1"
@@ -83,3 +84,52 @@ def test_policies_are_filtered_by_mode(admin_client, make_tenant):
     response = admin_client.get(reverse("admin:memory_memorypolicy_changelist"), {"mode": "auto"})
 
     assert [policy.pk for policy in response.context["cl"].result_list] == [auto.workspace.pk]
+
+
+def test_staff_add_a_bot_through_the_service(admin_client, tenant):
+    response = admin_client.post(
+        reverse("admin:workspaces_bot_add"),
+        {
+            "team": tenant.team.pk,
+            "slug": "helper",
+            "name": "Helper",
+            "runtime": "claw",
+            "memory_spec": '{"visibility": "org"}',
+            "auto_memory": "on",
+        },
+    )
+
+    assert response.status_code == 302, response.content
+    bot = Bot.objects.get(team=tenant.team, slug="helper")
+    assert (bot.memory_spec, bot.auto_memory) == ({"visibility": "org"}, "on")
+
+
+def test_an_invalid_spec_is_refused_in_the_form_with_its_diagnostics(admin_client, tenant):
+    bot = tenant.bot_create("helper", runtime="kimi")
+    url = reverse("admin:workspaces_bot_change", args=[bot.pk])
+
+    page = admin_client.get(url)
+    response = admin_client.post(
+        url, {"name": "Helper", "memory_spec": '{"visibility": "team"}', "auto_memory": ""}
+    )
+
+    assert page.status_code == 200
+    assert response.status_code == 200  # the form again, not a redirect
+    assert "C170 error (visibility)" in response.content.decode()
+    assert "C047 warning (memory)" in response.content.decode()
+    bot.refresh_from_db()
+    assert bot.memory_spec is None
+
+
+def test_staff_change_a_bots_spec_and_see_it(admin_client, tenant):
+    bot = tenant.bot_create("helper")
+    url = reverse("admin:workspaces_bot_change", args=[bot.pk])
+
+    response = admin_client.post(
+        url, {"name": "Renamed", "memory_spec": '{"scope": "n", "project": "p"}', "auto_memory": ""}
+    )
+
+    assert response.status_code == 302, response.content
+    bot.refresh_from_db()
+    assert (bot.name, bot.memory_spec) == ("Renamed", {"scope": "n", "project": "p"})
+    assert "&quot;scope&quot;" in admin_client.get(url).content.decode()

@@ -20,7 +20,12 @@ from conftest import Tenant
 from memory.edits import parse_changes
 from memory.services import memory_proposal_create, memory_save
 from workspaces.authentication import BearerAuthentication, TeamSessionAuthentication
-from workspaces.services import api_token_create, key_session_open, workspace_key_ensure
+from workspaces.services import (
+    api_token_create,
+    bot_token_issue,
+    key_session_open,
+    workspace_key_ensure,
+)
 
 
 @dataclass
@@ -50,6 +55,10 @@ def _world(tenant: Tenant, capture_on_commit: Callable[..., Any]) -> TenantWorld
         data_key=workspace_key_ensure(workspace=workspace),
     )
     token, _ = api_token_create(user=member, team=tenant.team, name="listed")
+    # Bot ids are unique per team only: each world's differs, so that a route reached with
+    # another world's bot id cannot find the caller's own bot of that name.
+    bot = tenant.bot_create(f"bot-{tenant.team.pk}")
+    bot_token_issue(bot=bot, actor=tenant.admin, name="listed")
     _, raw_token = api_token_create(user=member, team=tenant.team, name="caller")
     bearer = APIClient()
     bearer.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_token}")
@@ -77,6 +86,7 @@ def _world(tenant: Tenant, capture_on_commit: Callable[..., Any]) -> TenantWorld
             "proposal_id": proposal.pk,
             "version": 1,
             "token_id": token.pk,
+            "bot_id": bot.slug,
         },
         clients={
             BearerAuthentication: bearer,

@@ -21,7 +21,7 @@ from automation.models import Admission, Conversation
 from memory.models import MemoryPolicy, Proposal
 from memory_project.tests.conftest import TenantWorld
 from memory_project.tests.test_error_shape import assert_shape
-from workspaces.models import ApiToken, FileVersion, KeySession, Workspace
+from workspaces.models import ApiToken, Bot, FileVersion, KeySession, Workspace
 
 KEYWORD = re.compile(r"<(?:\w+:)?(\w+)>")
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -87,6 +87,10 @@ def _state_of(world: TenantWorld) -> dict[str, Any]:
         "sessions": list(KeySession.objects.filter(workspace=workspace).values("pk", "revoked_at")),
         "tokens": list(
             ApiToken.objects.filter(user=world.tenant.member).values("pk", "revoked_at")
+        ),
+        "bots": list(Bot.objects.filter(team=world.tenant.team).values()),
+        "bot tokens": list(
+            ApiToken.objects.filter(bot__team=world.tenant.team).values("pk", "revoked_at")
         ),
         "conversations": Conversation.objects.filter(workspace=workspace).count(),
         "admissions": Admission.objects.filter(workspace=workspace).count(),

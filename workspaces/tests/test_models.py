@@ -12,6 +12,7 @@ from conftest import violates
 from workspaces.models import (
     ApiToken,
     AuditEvent,
+    Bot,
     File,
     FileVersion,
     Org,
@@ -21,7 +22,7 @@ from workspaces.models import (
     WorkspaceKey,
     WorkspaceMembership,
 )
-from workspaces.services import api_token_create
+from workspaces.services import api_token_create, bot_token_issue
 
 PROJECT_APPS = ("workspaces", "memory", "automation")
 
@@ -90,6 +91,35 @@ def test_token_hash_is_a_sha256_hex_digest(tenant):
     violates(
         "workspaces_apitoken_hash_is_sha256",
         lambda: ApiToken.objects.filter(pk=token.pk).update(token_hash="short"),
+    )
+
+
+def test_a_token_names_a_bot_exactly_when_its_scope_is_bot(tenant):
+    token, _ = bot_token_issue(bot=tenant.bot_create("helper"), actor=tenant.admin, name="b")
+    own, _ = api_token_create(user=tenant.admin, team=tenant.team, name="mine")
+
+    for write in (
+        lambda: ApiToken.objects.filter(pk=token.pk).update(bot=None),
+        lambda: ApiToken.objects.filter(pk=own.pk).update(bot=token.bot),
+        lambda: ApiToken.objects.filter(pk=own.pk).update(scope="bot"),
+    ):
+        violates("workspaces_apitoken_bot_iff_bot_scope", write)
+
+
+def test_a_bots_runtime_and_auto_memory_are_known_choices_and_its_id_unique_in_its_team(tenant):
+    bot = tenant.bot_create("helper")
+
+    violates(
+        "workspaces_bot_runtime_valid",
+        lambda: Bot.objects.filter(pk=bot.pk).update(runtime="gpt"),
+    )
+    violates(
+        "workspaces_bot_auto_memory_valid",
+        lambda: Bot.objects.filter(pk=bot.pk).update(auto_memory="yes"),
+    )
+    violates(
+        "workspaces_bot_slug_unique_in_team",
+        lambda: Bot.objects.create(team=tenant.team, slug="helper", name="x", runtime="claw"),
     )
 
 
@@ -218,6 +248,9 @@ TESTED_HERE = {
     "workspaces_apitoken_expires_after_created",
     "workspaces_apitoken_hash_is_sha256",
     "workspaces_apitoken_scope_valid",
+    "workspaces_apitoken_bot_iff_bot_scope",
+    "workspaces_bot_runtime_valid",
+    "workspaces_bot_auto_memory_valid",
     "workspaces_teamstorageusage_used_non_negative",
 }
 

@@ -1,6 +1,7 @@
 """Every /api/ route, taken from the URL configuration, refuses a credential it does not take
 with 403 (CREDENTIAL_KIND_REFUSED, or TOKEN_SCOPE_REFUSED for an MCP-only token), never
-with 401 as if none had been presented, and changes nothing."""
+with 401 as if none had been presented, and changes nothing. A bot's token is refused on
+every route for people."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from automation.authentication import DeliveryCredentialAuthentication
 from automation.models import Admission, Conversation
 from automation.tests.api.test_automation_documents import delivery_client
 from memory.selectors import memory_current_get, memory_policy_get
-from workspaces.authentication import BearerAuthentication
+from workspaces.authentication import BearerAuthentication, BotBearerAuthentication
 from workspaces.models import ApiToken, AuditEvent, FileVersion, KeySession
-from workspaces.services import api_token_create
+from workspaces.services import api_token_create, bot_token_issue
 
 METHODS = ("get", "put", "post", "delete")
 
@@ -43,6 +44,7 @@ def api_routes() -> Iterator[tuple[str, type[APIView]]]:
 
 def fill(route: str, workspace_id: int) -> str:
     route = re.sub(r"<int:[a-z_]+>", str(workspace_id), route)
+    route = re.sub(r"<slug:[a-z_]+>", "helper", route)
     return re.sub(r"<uuid:[a-z_]+>", str(uuid.uuid4()), route)
 
 
@@ -83,23 +85,27 @@ def test_the_route_table_is_what_these_tests_walk():
     assert any(not takes(v, BearerAuthentication) for v in routes.values())
 
 
-def test_an_mcp_token_is_refused_on_every_api_route(assistant):
+def test_an_mcp_token_or_a_bot_token_is_refused_on_every_person_route(assistant):
     tenant = assistant.tenant
-    _, raw = api_token_create(user=tenant.member, team=tenant.team, name="mcp", scope="mcp")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    _, mcp_token = api_token_create(user=tenant.member, team=tenant.team, name="mcp", scope="mcp")
+    _, bot_token = bot_token_issue(bot=tenant.bot_create("helper"), actor=tenant.admin, name="b")
     before = snapshot(tenant)
 
-    for method, url, view in calls(tenant.workspace.pk):
-        response = request(client, method, url)
+    for raw in (mcp_token, bot_token):
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+        for method, url, view in calls(tenant.workspace.pk):
+            if takes(view, BotBearerAuthentication):
+                continue  # a route for bots: none takes a person yet
+            response = request(client, method, url)
 
-        error = response.json()["error"]
-        assert response.status_code == 403, (method, url, response.content)
-        if takes(view, BearerAuthentication):
-            assert error["code"] == "TOKEN_SCOPE_REFUSED", (method, url)
-            assert error["detail"] == {"scope": "mcp", "requiredScope": "api"}
-        else:  # a route for turns only takes no personal token of any scope
-            assert error["code"] == "CREDENTIAL_KIND_REFUSED", (method, url)
+            error = response.json()["error"]
+            assert response.status_code == 403, (method, url, response.content)
+            if raw == mcp_token and takes(view, BearerAuthentication):
+                assert error["code"] == "TOKEN_SCOPE_REFUSED", (method, url)
+                assert error["detail"] == {"scope": "mcp", "requiredScope": "api"}
+            else:  # a bot is never a person; a route for turns takes no personal token
+                assert error["code"] == "CREDENTIAL_KIND_REFUSED", (method, url)
 
     assert snapshot(tenant) == before
     assert memory_current_get(workspace=tenant.workspace).version == 1

@@ -1,0 +1,317 @@
+"""Bots' memory specs: the diagnostics a spec gets, the space it resolves to, and the one
+service that saves a bot (a spec with an error diagnostic is never saved).
+
+A spec is the `memory:` block of a bot: a JSON object with the fields of `SPEC_FIELDS`.
+`memory_spec_diagnostics` is pure (no database), so the validate route, the service and
+the admin form all judge a spec alike. The codes (docs/bots.md):
+
+- C047 warning: a memory spec on a runtime that cannot call the memory tools (every runtime
+  but `claw` and `mcp`).
+- C048 error: the spec is enabled but names no complete space (no `visibility` and no
+  legacy `scope`, or a qualifier the visibility needs is missing).
+- C049 error: a field this spec does not have (ours; the seed has no code for it).
+- C050 error: a field of the wrong type, or a value that cannot be a space's name,
+  qualifier or autoload glob (ours).
+- C131 error: an auto-memory value other than on/off/true/false/1/0/blank.
+- C132 warning: auto-memory on for a runtime that ignores it (`kimi`, `grok`, `codex`).
+- C170 error: an unknown `visibility`.
+- C171 error: `visibility` together with the legacy `project_root`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+
+from memory.errors import AutoloadPatternInvalid, BotSlugTaken, BotSpecInvalid, SpaceInvalid
+from memory.spaces.handle import USER_BOUND, SpaceHandle, Visibility, space_handle_parse
+from memory.spaces.index import autoload_select
+from workspaces.errors import NotFound
+from workspaces.models import AutoMemorySetting, Bot, BotRuntime, Team, User
+from workspaces.services import team_owner_require
+from workspaces.violations import violation_code
+
+
+class Severity(enum.StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    severity: Severity
+    field: str  # a spec field, or `memory` / `auto_memory` for the whole setting
+    message: str
+
+    def as_json(self) -> dict[str, str]:
+        return {key: str(value) for key, value in asdict(self).items()}
+
+
+# Each field of a spec and the JSON type it holds (bool is not an int here).
+SPEC_FIELDS: dict[str, type] = {
+    "enabled": bool,
+    "visibility": str,
+    "name": str,
+    "project": str,
+    "user": int,  # the user whose `user` space the bot uses
+    "autoload": list,
+    "read": bool,
+    "write": bool,
+    "pre_compact_inject": bool,
+    "scope": str,  # legacy: the name of a `project` space
+    "project_root": str,  # legacy: its last segment keys the project
+}
+DEFAULT_SPACE_NAME = "default"
+# Runtimes that can call the memory tools; a spec on any other only warns (C047).
+MEMORY_TOOL_RUNTIMES = frozenset({BotRuntime.CLAW, BotRuntime.MCP})
+# Runtimes that ignore auto-memory; turning it on for one only warns (C132).
+AUTO_MEMORY_IGNORED_BY = frozenset({BotRuntime.KIMI, BotRuntime.GROK, BotRuntime.CODEX})
+_AUTO_MEMORY_WORDS = {
+    "on": AutoMemorySetting.ON,
+    "true": AutoMemorySetting.ON,
+    "1": AutoMemorySetting.ON,
+    "off": AutoMemorySetting.OFF,
+    "false": AutoMemorySetting.OFF,
+    "0": AutoMemorySetting.OFF,
+    "": AutoMemorySetting.UNSET,
+}
+# A spec names its bot only implicitly (the bot it belongs to) and a `private` space's run
+# only at run time; judging a spec without them, any valid segment stands in.
+_STAND_IN = "x"
+
+
+def auto_memory_parse(value: object) -> AutoMemorySetting:
+    """on/true/1 (or JSON true and 1) is on, off/false/0 off, blank or null unset, any case
+    and surrounding blanks; ValueError for anything else (C131)."""
+    if value is None:
+        return AutoMemorySetting.UNSET
+    if isinstance(value, bool):
+        value = str(value).lower()
+    elif isinstance(value, int):
+        value = str(value)
+    word = value.strip().lower() if isinstance(value, str) else None
+    if word in _AUTO_MEMORY_WORDS:
+        return _AUTO_MEMORY_WORDS[word]
+    raise ValueError(f"not an auto-memory value: {value!r}")
+
+
+def memory_spec_diagnostics(
+    *, runtime: str, memory: Mapping[str, Any] | None, auto_memory: object
+) -> list[Diagnostic]:
+    """Every diagnostic of a bot's spec, errors and warnings alike: the runtime's first,
+    then the fields' in `SPEC_FIELDS` order, then auto-memory's. No spec (None) has none."""
+    found: list[Diagnostic] = []
+    if memory is not None:
+        if runtime not in MEMORY_TOOL_RUNTIMES:
+            found.append(
+                _warning(
+                    "C047",
+                    "memory",
+                    f"The {runtime} runtime cannot call the memory tools; "
+                    "this memory spec does nothing there.",
+                )
+            )
+        found += _spec_diagnostics(memory)
+    return found + _auto_memory_diagnostics(runtime=runtime, value=auto_memory)
+
+
+def memory_spec_space(
+    memory: Mapping[str, Any], *, team_id: int, bot_slug: str, run: str = ""
+) -> SpaceHandle | None:
+    """The space a spec without error diagnostics names for the bot `bot_slug` of team
+    `team_id`; None when the spec is disabled. A `bot` space is the bot's own; a legacy
+    `scope` is the `project` space of that name keyed on the project (`project`, else the
+    last segment of `project_root`); a `user` or `private` space is the spec's `user`'s.
+    SpaceInvalid for a spec that names no valid space."""
+    if not memory.get("enabled", True):
+        return None
+    query = {"name": memory.get("name", DEFAULT_SPACE_NAME)}
+    if "visibility" in memory:
+        query["visibility"] = memory["visibility"]
+    elif "scope" in memory:
+        query.update(visibility=Visibility.PROJECT, name=memory["scope"])
+    visibility = query.get("visibility")
+    if "project" in memory:
+        query["project"] = memory["project"]
+    elif "scope" in memory and memory.get("project_root"):
+        query["project"] = _last_segment(memory["project_root"])
+    if visibility == Visibility.BOT:
+        query["bot"] = bot_slug
+    if visibility == Visibility.PRIVATE and run:
+        query["run"] = run
+    # A bot is nobody's caller: the `user` and `private` spaces it uses are the spec's user's.
+    user_id = memory.get("user")
+    if visibility in USER_BOUND and user_id is None:
+        raise SpaceInvalid(reason="missing_qualifier", field="user")
+    return space_handle_parse(query, tenant_id=team_id, user_id=user_id or 0)
+
+
+def _spec_diagnostics(memory: Mapping[str, Any]) -> list[Diagnostic]:
+    found: list[Diagnostic] = []
+    for field in memory:
+        if field not in SPEC_FIELDS:
+            found.append(_error("C049", str(field), f"A memory spec has no field `{field}`."))
+    typed: dict[str, Any] = {}
+    for field, kind in SPEC_FIELDS.items():
+        if field not in memory:
+            continue
+        value = memory[field]
+        if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+            typed[field] = value
+        else:
+            found.append(_error("C050", field, f"`{field}` must be {_TYPE_NAMES[kind]}."))
+    if "visibility" in typed and typed["visibility"] not in _VISIBILITIES:
+        known = ", ".join(Visibility)
+        found.append(
+            _error("C170", "visibility", f"Unknown visibility `{typed['visibility']}` ({known}).")
+        )
+    if "visibility" in memory and "project_root" in memory:
+        found.append(
+            _error(
+                "C171",
+                "project_root",
+                "`visibility` and the legacy `project_root` cannot be used together; "
+                "name the project with `project`.",
+            )
+        )
+    if "autoload" in typed:
+        try:
+            autoload_select([], typed["autoload"])
+        except AutoloadPatternInvalid as invalid:
+            found.append(_error("C050", "autoload", f"Autoload pattern invalid: {invalid.detail}."))
+    if found or not typed.get("enabled", True):
+        return found
+    if "visibility" not in typed and "scope" not in typed:
+        return [_error("C048", "visibility", "Memory is enabled but the spec names no space.")]
+    try:
+        memory_spec_space(typed, team_id=0, bot_slug=_STAND_IN, run=_STAND_IN)
+    except SpaceInvalid as invalid:
+        field = str(invalid.detail.get("field", "memory"))
+        if invalid.detail.get("reason") == "missing_qualifier":
+            return [_error("C048", field, f"Memory is enabled but the space needs `{field}`.")]
+        return [_error("C050", field, f"`{field}` cannot name a space ({invalid.detail}).")]
+    return []
+
+
+def _auto_memory_diagnostics(*, runtime: str, value: object) -> list[Diagnostic]:
+    try:
+        setting = auto_memory_parse(value)
+    except ValueError:
+        return [
+            _error(
+                "C131",
+                "auto_memory",
+                f"Auto-memory is on, off, true, false, 1, 0 or blank, not {value!r}.",
+            )
+        ]
+    if setting == AutoMemorySetting.ON and runtime in AUTO_MEMORY_IGNORED_BY:
+        return [
+            _warning(
+                "C132", "auto_memory", f"The {runtime} runtime ignores auto-memory; it stays off."
+            )
+        ]
+    return []
+
+
+_VISIBILITIES = frozenset(each.value for each in Visibility)
+_TYPE_NAMES = {bool: "true or false", str: "text", int: "an integer", list: "a list of globs"}
+
+
+def _error(code: str, field: str, message: str) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, field, message)
+
+
+def _warning(code: str, field: str, message: str) -> Diagnostic:
+    return Diagnostic(code, Severity.WARNING, field, message)
+
+
+def _last_segment(path: str) -> str:
+    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+def bot_spec_require_valid(
+    *, runtime: str, memory: Mapping[str, Any] | None, auto_memory: object
+) -> AutoMemorySetting:
+    """The parsed auto-memory setting of a spec with no error diagnostic; `BotSpecInvalid`
+    with every diagnostic otherwise. What saving a spec, anywhere, is judged by."""
+    diagnostics = memory_spec_diagnostics(runtime=runtime, memory=memory, auto_memory=auto_memory)
+    if any(each.severity is Severity.ERROR for each in diagnostics):
+        raise BotSpecInvalid(diagnostics=[each.as_json() for each in diagnostics])
+    return auto_memory_parse(auto_memory)
+
+
+def bot_list(*, team: Team) -> QuerySet[Bot]:
+    return Bot.objects.filter(team=team).order_by("slug")
+
+
+def bot_get(*, team: Team, slug: str) -> Bot:
+    """The team's bot `slug`; `NotFound` for another team's, as for one that does not exist."""
+    bot = Bot.objects.select_related("team").filter(team=team, slug=slug).first()
+    if bot is None:
+        raise NotFound("No such bot.")
+    return bot
+
+
+def bot_create(
+    *,
+    team: Team,
+    actor: User | None,
+    slug: str,
+    name: str,
+    runtime: str,
+    memory: Mapping[str, Any] | None = None,
+    auto_memory: object = None,
+) -> Bot:
+    """Create a bot of `team`. Only a team owner may (`TeamOwnerRequired`; `actor` None is
+    staff in the admin, who manage every bot). A spec with an error diagnostic is refused
+    (`BotSpecInvalid`, its diagnostics in `detail`); the slug is unique in the team
+    (`BotSlugTaken`). Nothing is written on a refusal."""
+    if actor is not None:
+        team_owner_require(team=team, user=actor)
+    try:
+        validate_slug(slug)
+    except ValidationError:
+        raise BotSpecInvalid(
+            "A bot id is a slug: letters, digits, `_` and `-`.",
+            diagnostics=[],
+            field="slug",
+        ) from None
+    setting = bot_spec_require_valid(runtime=runtime, memory=memory, auto_memory=auto_memory)
+    try:
+        with transaction.atomic():
+            return Bot.objects.create(
+                team=team,
+                slug=slug,
+                name=name,
+                runtime=runtime,
+                memory_spec=None if memory is None else dict(memory),
+                auto_memory=setting,
+            )
+    except IntegrityError as error:
+        if violation_code(error) != BotSlugTaken.code:
+            raise
+        raise BotSlugTaken(slug=slug) from None
+
+
+def bot_spec_set(
+    *, bot: Bot, actor: User | None, memory: Mapping[str, Any] | None, auto_memory: object
+) -> Bot:
+    """Replace a bot's memory spec and auto-memory setting, judged against its runtime.
+    `actor` None is staff in the admin, who manage every bot; a person must own the bot's
+    team (`TeamOwnerRequired`). A spec with an error diagnostic is refused (`BotSpecInvalid`)."""
+    if actor is not None:
+        team_owner_require(team=bot.team, user=actor)
+    bot.auto_memory = bot_spec_require_valid(
+        runtime=bot.runtime, memory=memory, auto_memory=auto_memory
+    )
+    bot.memory_spec = None if memory is None else dict(memory)
+    bot.save(update_fields=["memory_spec", "auto_memory"])
+    return bot

@@ -1,0 +1,162 @@
+"""The bot routes: validating a spec saves nothing; creating refuses a spec with an error;
+only owners create and issue; tenancy comes from the credential."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from conftest import assert_error
+from workspaces.models import ApiToken, Bot, TeamMembership
+
+VALIDATE = "/api/v1/bots/validate"
+
+
+@pytest.fixture
+def owner(tenant):
+    """The tenant's admin, made a team owner, signed in to the web frame."""
+    tenant.bot_create("first")  # makes the admin the team's owner
+    client = APIClient()
+    client.force_login(tenant.admin)
+    return client
+
+
+def test_validate_answers_the_diagnostics_and_saves_nothing(tenant):
+    client = tenant.client_for(tenant.member)
+
+    response = client.post(
+        VALIDATE,
+        {"runtime": "kimi", "memory": {"visibility": "team"}, "autoMemory": "on"},
+        format="json",
+    )
+
+    assert response.status_code == 200, response.content
+    assert response.json() == {
+        "diagnostics": [
+            {
+                "code": "C047",
+                "severity": "warning",
+                "field": "memory",
+                "message": "The kimi runtime cannot call the memory tools; "
+                "this memory spec does nothing there.",
+            },
+            {
+                "code": "C170",
+                "severity": "error",
+                "field": "visibility",
+                "message": "Unknown visibility `team` (private, bot, project, cross_project, "
+                "user, org, global).",
+            },
+            {
+                "code": "C132",
+                "severity": "warning",
+                "field": "auto_memory",
+                "message": "The kimi runtime ignores auto-memory; it stays off.",
+            },
+        ]
+    }
+    assert not Bot.objects.exists()
+
+
+def test_validate_a_clean_spec(tenant):
+    response = tenant.client_for(tenant.member).post(
+        VALIDATE, {"runtime": "claw", "memory": {"visibility": "org"}}, format="json"
+    )
+
+    assert response.json() == {"diagnostics": []}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"runtime": "gpt"},
+        {"runtime": "claw", "memory": ["visibility"]},
+        {"runtime": "claw", "memory": "org"},
+    ],
+)
+def test_validate_refuses_a_malformed_body(tenant, body):
+    response = tenant.client_for(tenant.member).post(VALIDATE, body, format="json")
+
+    assert_error(response, 400, "VALIDATION_FAILED")
+
+
+def test_an_owner_creates_a_bot_and_members_list_the_teams_bots(tenant, make_tenant, owner):
+    make_tenant().bot_create("elsewhere")
+
+    created = owner.post(
+        "/api/v1/bots",
+        {"id": "helper", "name": "Helper", "runtime": "claw", "memory": {"visibility": "org"}},
+        format="json",
+    )
+    listed = tenant.client_for(tenant.member).get("/api/v1/bots")
+
+    assert created.status_code == 201, created.content
+    assert created.json()["id"] == "helper"
+    assert created.json()["autoMemory"] == ""
+    assert [bot["id"] for bot in listed.json()] == ["first", "helper"]
+
+
+def test_a_spec_with_an_error_is_refused_with_its_diagnostics(owner):
+    response = owner.post(
+        "/api/v1/bots",
+        {"id": "helper", "name": "H", "runtime": "claw", "memory": {"enabled": True}},
+        format="json",
+    )
+
+    error = assert_error(response, 400, "BOT_SPEC_INVALID")
+    assert [d["code"] for d in error["detail"]["diagnostics"]] == ["C048"]
+    assert not Bot.objects.filter(slug="helper").exists()
+
+
+def test_a_member_who_is_not_an_owner_cannot_create_a_bot(tenant):
+    response = tenant.client_for(tenant.member).post(
+        "/api/v1/bots", {"id": "helper", "name": "H", "runtime": "claw"}, format="json"
+    )
+
+    assert_error(response, 403, "TEAM_OWNER_REQUIRED")
+    assert not Bot.objects.exists()
+
+
+def test_a_taken_bot_id_is_409(owner):
+    response = owner.post(
+        "/api/v1/bots", {"id": "first", "name": "F", "runtime": "pi"}, format="json"
+    )
+
+    assert_error(response, 409, "BOT_SLUG_TAKEN")
+
+
+def test_an_owner_issues_a_bot_token_once_and_revokes_it(tenant, owner):
+    issued = owner.post("/api/v1/bots/first/tokens", {"name": "ci"}, format="json")
+    raw = issued.json()["token"]
+    bot_client = APIClient()
+    bot_client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+
+    assert issued.status_code == 201, issued.content
+    assert issued.json()["scope"] == "bot"
+    assert_error(bot_client.get("/api/v1/workspaces"), 403, "CREDENTIAL_KIND_REFUSED")
+    token_id = issued.json()["id"]
+    revoked = owner.delete(f"/api/v1/bots/first/tokens/{token_id}")
+    assert revoked.status_code == 204
+    assert ApiToken.objects.get(pk=token_id).revoked_at is not None
+    assert_error(bot_client.get("/api/v1/workspaces"), 401, "TOKEN_REVOKED")
+
+
+def test_a_bot_token_is_issued_only_from_a_session_and_only_by_an_owner(tenant, owner):
+    by_token = tenant.client_for(tenant.admin).post(
+        "/api/v1/bots/first/tokens", {"name": "x"}, format="json"
+    )
+    TeamMembership.objects.filter(user=tenant.admin).update(role="member")
+    by_member = owner.post("/api/v1/bots/first/tokens", {"name": "x"}, format="json")
+
+    assert_error(by_token, 403, "CREDENTIAL_KIND_REFUSED")
+    assert_error(by_member, 403, "TEAM_OWNER_REQUIRED")
+    assert not ApiToken.objects.filter(bot__isnull=False).exists()
+
+
+def test_another_teams_bot_is_404(make_tenant, owner):
+    other = make_tenant().bot_create("theirs")
+
+    response = owner.post(f"/api/v1/bots/{other.slug}/tokens", {"name": "x"}, format="json")
+
+    assert_error(response, 404, "NOT_FOUND")
