@@ -248,7 +248,6 @@ def test_a_directory_is_refused_for_the_reasons_a_path_is(raw, reason):
     assert refused.value.detail["reason"] == reason
 
 
-
 # Every ASCII character but the path's own syntax (separators, dots, escapes).
 @pytest.mark.parametrize("char", [chr(code) for code in range(128) if chr(code) not in "%/\\."])
 def test_an_ascii_character_is_refused_as_invisible_exactly_when_it_is_not_printable(
