@@ -71,10 +71,13 @@ def _canonical_segments(raw: str) -> list[str]:
                 raise InvalidDocumentPath(reason="too_deeply_encoded")
     except UnicodeDecodeError:
         raise InvalidDocumentPath(reason="invalid_encoding") from None
-    if any(unicodedata.category(char) in INVISIBLE_CATEGORIES for char in text):
-        raise InvalidDocumentPath(reason="control_character")
-    if any(is_default_ignorable(char) for char in text):
-        raise InvalidDocumentPath(reason="invisible_character")
+    # Printable ASCII (most paths) holds no invisible and no default-ignorable code point:
+    # the per-character look-ups are for the rest.
+    if not (text.isascii() and text.isprintable()):
+        if any(unicodedata.category(char) in INVISIBLE_CATEGORIES for char in text):
+            raise InvalidDocumentPath(reason="control_character")
+        if any(is_default_ignorable(char) for char in text):
+            raise InvalidDocumentPath(reason="invisible_character")
     segments = path_segments(text)
     if ".." in segments:
         raise InvalidDocumentPath(reason="dot_dot_segment")

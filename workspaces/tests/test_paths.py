@@ -246,3 +246,19 @@ def test_a_directory_is_refused_for_the_reasons_a_path_is(raw, reason):
         directory_path_require_canonical(raw)
 
     assert refused.value.detail["reason"] == reason
+
+
+# Every ASCII character but the path's own syntax (separators, dots, escapes).
+@pytest.mark.parametrize("char", [chr(code) for code in range(128) if chr(code) not in "%/\\."])
+def test_an_ascii_character_is_refused_as_invisible_exactly_when_it_is_not_printable(
+    char: str,
+) -> None:
+    # The path rule skips its per-character look-ups for printable ASCII: this is what it
+    # relies on, for every ASCII code point.
+    assert char not in DEFAULT_IGNORABLE
+    if char.isprintable():
+        assert canonical_document_path(f"notes/a{char}b.md") == f"notes/a{char}b.md"
+    else:
+        with pytest.raises(InvalidDocumentPath) as refused:
+            canonical_document_path(f"notes/a{char}b.md")
+        assert refused.value.detail["reason"] == "control_character"
