@@ -234,7 +234,10 @@ def _entry_add(tar: tarfile.TarFile, name: str, data: bytes | IO[bytes], *, size
 
 
 def _json_bytes(data: dict[str, Any]) -> bytes:
-    return (json.dumps(data, sort_keys=True, ensure_ascii=False, indent=1) + "\n").encode()
+    # Compact: the format fixes no whitespace, and without `indent` json runs its C encoder
+    # (indented, a 2,000-document manifest cost an eighth of the export).
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return (text + "\n").encode()
 
 
 def _hex(checksum: str) -> str:
