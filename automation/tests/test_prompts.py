@@ -26,8 +26,8 @@ FILLER = st.text(alphabet="abc xyz\n-.", max_size=12)
 @st.composite
 def forged_markers(draw) -> str:
     """A marker whose `<` is any character that reads as `<`, whose other characters may be
-    swapped for lookalikes or change case, with invisible characters and combining marks
-    inserted after any of them."""
+    swapped for lookalikes or change case, with spaces before its name and invisible
+    characters and combining marks inserted after any of its characters."""
     marker = draw(st.sampled_from(MARKERS))
     case = draw(st.sampled_from([str, str.upper, str.lower, str.swapcase]))
     spelled = [draw(st.sampled_from(lookalikes("<")))]
@@ -35,9 +35,13 @@ def forged_markers(draw) -> str:
         if lookalikes(char.lower()) and draw(st.booleans()):
             char = draw(st.sampled_from(lookalikes(char.lower())))
         spelled.append(char)
+    # Spaces read as part of a marker only between its `<` and its name (automation/prompts.py
+    # states the rule); invisible characters and combining marks anywhere.
+    name_start = len(marker) - len(marker.lstrip("</"))
+    for at in draw(st.lists(st.integers(1, name_start), max_size=2)):
+        spelled.insert(at, draw(st.sampled_from([" ", "\n"])))
     for at in draw(st.lists(st.integers(1, len(spelled)), max_size=3)):
-        inserted = draw(st.sampled_from(DEFAULT_IGNORABLE + COMBINING_MARKS + [" ", "\n"]))
-        spelled.insert(at, inserted)
+        spelled.insert(at, draw(st.sampled_from(DEFAULT_IGNORABLE + COMBINING_MARKS)))
     return "".join(spelled)
 
 
