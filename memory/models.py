@@ -170,6 +170,9 @@ class MemorySpace(models.Model):
     run = models.CharField(max_length=128, blank=True, default="")
     used_bytes = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
+    # When a document of the space was last written or deleted: a `private` space expires
+    # MEMORY_PRIVATE_TTL_DAYS after it.
+    last_written_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [

@@ -82,9 +82,25 @@ class Org(models.Model):
         return self.status == self.Status.ACTIVE
 
 
+class AutoMemorySetting(models.TextChoices):
+    ON = "on", "On"
+    OFF = "off", "Off"
+    # Unset defers to the next level of the precedence chain (the team default, then the
+    # environment), which is not the same as off.
+    UNSET = "", "Unset"
+
+
 class Team(models.Model):
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="teams")
     name = models.CharField(max_length=200)
+    # The team's default for its bots' auto-memory mirror: one level of the precedence
+    # chain (flag > bot > team > AUTO_MEMORY environment > off).
+    auto_memory_default = models.CharField(
+        max_length=3,
+        choices=AutoMemorySetting.choices,
+        default=AutoMemorySetting.UNSET,
+        blank=True,
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -93,6 +109,12 @@ class Team(models.Model):
                 fields=["org", "name"],
                 name="workspaces_team_name_unique_in_org",
                 violation_error_code="NAME_TAKEN",
+            ),
+            choices_check(
+                "auto_memory_default",
+                AutoMemorySetting,
+                "workspaces_team_auto_memory_default_valid",
+                "AUTO_MEMORY_INVALID",
             ),
         ]
 
@@ -231,14 +253,6 @@ class BotRuntime(models.TextChoices):
     GROK = "grok", "Grok"
     CODEX = "codex", "Codex"
     MCP = "mcp", "MCP client"
-
-
-class AutoMemorySetting(models.TextChoices):
-    ON = "on", "On"
-    OFF = "off", "Off"
-    # Unset defers to the next level of the precedence chain (the team default, then the
-    # environment), which is not the same as off.
-    UNSET = "", "Unset"
 
 
 class Bot(models.Model):
@@ -543,6 +557,14 @@ class AuditAction(models.TextChoices):
     SPACE_GLOBAL_WRITTEN = "space_global_written", "Global memory space written"
     SPACE_GLOBAL_DELETED = "space_global_deleted", "Global memory space document deleted"
     SPACE_QUOTA_OVERRIDDEN = "space_quota_overridden", "Team memory space quota overridden"
+    SPACE_PRIVATE_EXPIRED = "space_private_expired", "Private memory space expired"
+    BOT_CREATED = "bot_created", "Bot created"
+    BOT_SPEC_CHANGED = "bot_spec_changed", "Bot memory spec changed"
+    BOT_TOKEN_ISSUED = "bot_token_issued", "Bot token issued"
+    BOT_TOKEN_REVOKED = "bot_token_revoked", "Bot token revoked"
+    WORKSPACE_CREATED = "workspace_created", "Workspace created"
+    MEMBER_ADDED = "member_added", "Member added"
+    MEMBER_REMOVED = "member_removed", "Member removed"
 
 
 class AuditEvent(models.Model):

@@ -16,6 +16,7 @@ from workspaces.models import (
     File,
     FileVersion,
     Org,
+    Team,
     TeamMembership,
     TeamStorageUsage,
     Workspace,
@@ -116,6 +117,10 @@ def test_a_bots_runtime_and_auto_memory_are_known_choices_and_its_id_unique_in_i
     violates(
         "workspaces_bot_auto_memory_valid",
         lambda: Bot.objects.filter(pk=bot.pk).update(auto_memory="yes"),
+    )
+    violates(
+        "workspaces_team_auto_memory_default_valid",
+        lambda: Team.objects.filter(pk=tenant.team.pk).update(auto_memory_default="yes"),
     )
     violates(
         "workspaces_bot_slug_unique_in_team",
@@ -251,6 +256,7 @@ TESTED_HERE = {
     "workspaces_apitoken_bot_iff_bot_scope",
     "workspaces_bot_runtime_valid",
     "workspaces_bot_auto_memory_valid",
+    "workspaces_team_auto_memory_default_valid",
     "workspaces_teamstorageusage_used_non_negative",
 }
 
