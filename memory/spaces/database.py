@@ -39,6 +39,7 @@ from django.utils import timezone
 
 from memory.errors import SpaceQuotaExceeded, StoreBusy, StoreUnavailable
 from memory.models import MemorySpace, SpaceDocument, SpaceKey, TenantSpaceUsage
+from memory.spaces import store
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.store import (
     CounterDrift,
@@ -48,11 +49,6 @@ from memory.spaces.store import (
     SpaceUsage,
     StoredDocument,
     WriteBatch,
-    batch_conflict_check,
-    batch_judge,
-    body_checksum,
-    path_conflict_check,
-    quotas_require,
 )
 from workspaces.counters import counter_move, tenant_counter_charge
 from workspaces.crypto import (
@@ -152,7 +148,7 @@ class DatabaseStore:
 
     def write(self, handle: SpaceHandle, request: DocumentWrite) -> DocumentMeta:
         path, body, expected_revision = request.path, request.body, request.expected_revision
-        checksum = body_checksum(body)
+        checksum = store.body_checksum(body)
         now = timezone.now()
         with _store_errors():
             data_key = space_data_key_ensure(tenant_id=handle.tenant_id)
@@ -161,7 +157,7 @@ class DatabaseStore:
                 assert space is not None
                 current = _document_lock(space, path)
                 if current is None:
-                    path_conflict_check(path, _paths_near(space, path))
+                    store.path_conflict_check(path, _paths_near(space, path))
                 delta = len(body) - (current.size if current else 0)
                 if handle.tenant_id is not None:
                     _tenant_charge(handle.tenant_id, delta, request.quotas.tenant_bytes)
@@ -195,7 +191,7 @@ class DatabaseStore:
         written; then the new documents go in as one INSERT, each replaced one by its own
         UPDATE, and each counter moves once."""
         paths = [write.path for write in batch.writes]
-        batch_conflict_check(paths)
+        store.batch_conflict_check(paths)
         now = timezone.now()
         with _store_errors():
             data_key = (
@@ -205,7 +201,7 @@ class DatabaseStore:
                 space = _space_lock(handle, create=not batch.check_only)
                 current = {} if space is None else _documents_lock(space, paths)
                 near = {} if space is None else _tree_index(space)
-                metas, delta = batch_judge(
+                metas, delta = store.batch_judge(
                     batch,
                     current=current.get,
                     near=lambda path: _near_in(near, path),
@@ -219,7 +215,7 @@ class DatabaseStore:
                         .values_list("used_bytes", flat=True)
                         .first()
                     ) or 0
-                quotas_require(
+                store.quotas_require(
                     handle=handle,
                     delta=delta,
                     space_used=0 if space is None else space.used_bytes,

@@ -40,6 +40,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory.errors import StoreBusy, StoreUnavailable
+from memory.spaces import store
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.store import (
     CounterDrift,
@@ -50,11 +51,6 @@ from memory.spaces.store import (
     SpaceUsage,
     StoredDocument,
     WriteBatch,
-    batch_conflict_check,
-    batch_judge,
-    body_checksum,
-    path_conflict_check,
-    quotas_require,
 )
 from workspaces.errors import NotFound, VersionConflict
 
@@ -113,7 +109,7 @@ class FilesystemStore:
             meta_file = self._meta_file(handle, path)
             current = _meta_read(meta_file) if meta_file.exists() else None
             if current is None:
-                path_conflict_check(path, _paths_near(space_dir / "tree", path))
+                store.path_conflict_check(path, _paths_near(space_dir / "tree", path))
             delta = len(body) - (current.size if current else 0)
             # The same order of refusals as the database store: the tenant's quota, the
             # space's, then the revision.
@@ -124,7 +120,7 @@ class FilesystemStore:
             meta = DocumentMeta(
                 path=path,
                 size=len(body),
-                checksum=body_checksum(body),
+                checksum=store.body_checksum(body),
                 revision=current_revision + 1,
                 updated_by=request.updated_by,
                 updated_at=timezone.now(),
@@ -139,7 +135,7 @@ class FilesystemStore:
     def write_many(self, handle: SpaceHandle, batch: WriteBatch) -> Sequence[DocumentMeta]:
         """Under the space's and the tenant's locks: judge the batch whole, check its one
         delta, then stage every body and metadata file and swap them in together."""
-        batch_conflict_check([write.path for write in batch.writes])
+        store.batch_conflict_check([write.path for write in batch.writes])
         space_dir = self._space_dir(handle)
         tree = space_dir / "tree"
         with _store_errors(), self._locked(handle, batch.deadline):
@@ -151,7 +147,7 @@ class FilesystemStore:
                 meta = _meta_read(meta_file)
                 return CurrentDocument(revision=meta.revision, size=meta.size)
 
-            metas, delta = batch_judge(
+            metas, delta = store.batch_judge(
                 batch,
                 current=current,
                 near=lambda path: _paths_near(tree, path),
@@ -304,7 +300,7 @@ class FilesystemStore:
         """Refuse growth by `delta` past either quota; answer the space's and the tenant's
         counters as read. Call holding the space's and the tenant's locks."""
         space_used, tenant_used = self._space_used(handle), self._tenant_used(handle)
-        quotas_require(
+        store.quotas_require(
             handle=handle,
             delta=delta,
             space_used=space_used,
