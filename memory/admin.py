@@ -26,7 +26,13 @@ from memory.models import (
     TenantSpaceUsage,
 )
 from memory.spaces.quotas import space_tenant_quota_override_set, tenant_quota_in_force
-from workspaces.admin import ViewOnlyAdmin, WrappedDataKeyAdmin, acting_user, changelist_link
+from workspaces.admin import (
+    ViewOnlyAdmin,
+    WrappedDataKeyAdmin,
+    acting_user,
+    changelist_link,
+    workspace_search_fields,
+)
 from workspaces.models import Bot
 
 
@@ -43,7 +49,7 @@ class MemoryPolicyAdmin(ViewOnlyAdmin):
     list_display = fields
     list_select_related = ("workspace", "updated_by")
     list_filter = ("mode", "updated_at")
-    search_fields = ("workspace__name", "workspace__id__exact")
+    search_fields = workspace_search_fields()
 
 
 @admin.register(Proposal)
@@ -63,7 +69,7 @@ class ProposalAdmin(ViewOnlyAdmin):
     list_display = ("id", "workspace", "reason", "status", "base_version", "created_at")
     list_select_related = ("workspace",)
     list_filter = ("status", "reason", "created_at")
-    search_fields = ("=id", "=admission_id", "workspace__name", "workspace__id__exact")
+    search_fields = ("=id", "=admission_id", *workspace_search_fields())
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Proposal]:
         return super().get_queryset(request).defer("changes_ciphertext")
