@@ -15,6 +15,7 @@ from memory import selectors, services
 from memory.models import MemoryPolicy
 from workspaces.api.access import caller_membership
 from workspaces.api.headers import base_version_from, flag_from
+from workspaces.api.input import validated
 
 BASE_VERSION_HEADER = OpenApiParameter(
     "X-Base-Version",
@@ -81,15 +82,14 @@ class MemoryDocumentApi(APIView):
         membership = caller_membership(request, workspace_id)
         base_version = base_version_from(request)
         is_clear = flag_from(request, "X-Memory-Clear")
-        data = self.InputSerializer(data=request.data, context={"is_clear": is_clear})
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data, context={"is_clear": is_clear}))
         revision = services.memory_write(
             workspace=membership.workspace,
             author=membership.user,
             base_version=base_version,
-            content=data.validated_data.get("content", ""),
+            content=data.get("content", ""),
             is_clear=is_clear,
-            restore_version=data.validated_data.get("restoreVersion"),
+            restore_version=data.get("restoreVersion"),
         )
         return Response(self.WrittenSerializer(revision).data)
 
@@ -106,12 +106,11 @@ class MemoryVersionListApi(APIView):
     @extend_schema(parameters=[QuerySerializer], responses=PageSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace
-        query = self.QuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        query = validated(self.QuerySerializer(data=request.query_params))
         page = selectors.memory_version_page(
             workspace=workspace,
-            before=query.validated_data.get("before"),
-            limit=query.validated_data["limit"],
+            before=query.get("before"),
+            limit=query["limit"],
         )
         return Response(self.PageSerializer(page).data)
 
@@ -149,12 +148,11 @@ class MemoryPolicyApi(APIView):
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
     def put(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         state = services.memory_policy_set(
             workspace=membership.workspace,
-            mode=data.validated_data["mode"],
-            expected_revision=data.validated_data["expectedRevision"],
+            mode=data["mode"],
+            expected_revision=data["expectedRevision"],
             actor=membership.user,
         )
         return Response(self.OutputSerializer(state).data)

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from workspaces import selectors, services
 from workspaces.api.access import caller_membership
+from workspaces.api.input import validated
 from workspaces.authentication import request_credential
 from workspaces.models import ApiToken
 
@@ -47,12 +48,11 @@ class WorkspaceAiConsentApi(APIView):
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
     def put(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         workspace = services.workspace_ai_consent_set(
             workspace=membership.workspace,
-            enabled=data.validated_data["enabled"],
-            expected_revision=data.validated_data["expectedRevision"],
+            enabled=data["enabled"],
+            expected_revision=data["expectedRevision"],
             actor=membership.user,
         )
         return Response(self.OutputSerializer(workspace).data)
@@ -89,14 +89,13 @@ class TokenListCreateApi(APIView):
     @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         token, raw = services.api_token_create(
             user=credential.user,
             team=credential.team,
-            name=data.validated_data["name"],
-            scope=data.validated_data["scope"],
-            ttl_days=data.validated_data.get("expiresInDays"),
+            name=data["name"],
+            scope=data["scope"],
+            ttl_days=data.get("expiresInDays"),
             minted_with=credential.kind,
         )
         body = dict(TokenOutputSerializer(token).data, token=raw)
