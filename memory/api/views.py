@@ -14,8 +14,10 @@ from rest_framework.views import APIView
 from memory import selectors, services
 from memory.models import MemoryPolicy
 from workspaces.api.access import caller_membership
+from workspaces.api.generic import WorkspaceSettingApi
 from workspaces.api.headers import base_version_from, flag_from
 from workspaces.api.input import validated
+from workspaces.models import User, Workspace
 
 BASE_VERSION_HEADER = OpenApiParameter(
     "X-Base-Version",
@@ -128,7 +130,7 @@ class MemoryVersionDetailApi(APIView):
         return Response(body)
 
 
-class MemoryPolicyApi(APIView):
+class MemoryPolicyApi(WorkspaceSettingApi):
     class InputSerializer(serializers.Serializer):
         mode = serializers.ChoiceField(choices=MemoryPolicy.Mode.choices)
         expectedRevision = serializers.IntegerField(min_value=0)
@@ -138,24 +140,18 @@ class MemoryPolicyApi(APIView):
         policyRevision = serializers.IntegerField(source="policy_revision")
         clearGeneration = serializers.IntegerField(source="clear_generation")
 
-    @extend_schema(responses=OutputSerializer)
-    def get(self, request: Request, workspace_id: int) -> Response:
-        workspace = caller_membership(request, workspace_id).workspace
-        return Response(
-            self.OutputSerializer(selectors.memory_policy_get(workspace=workspace)).data
-        )
+    def setting_get(self, workspace: Workspace) -> selectors.PolicyState:
+        return selectors.memory_policy_get(workspace=workspace)
 
-    @extend_schema(request=InputSerializer, responses=OutputSerializer)
-    def put(self, request: Request, workspace_id: int) -> Response:
-        membership = caller_membership(request, workspace_id)
-        data = validated(self.InputSerializer(data=request.data))
-        state = services.memory_policy_set(
-            workspace=membership.workspace,
+    def setting_set(
+        self, *, workspace: Workspace, actor: User, data: dict[str, Any]
+    ) -> selectors.PolicyState:
+        return services.memory_policy_set(
+            workspace=workspace,
             mode=data["mode"],
             expected_revision=data["expectedRevision"],
-            actor=membership.user,
+            actor=actor,
         )
-        return Response(self.OutputSerializer(state).data)
 
 
 class ProposalListApi(APIView):

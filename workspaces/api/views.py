@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
@@ -13,9 +14,10 @@ from rest_framework.views import APIView
 
 from workspaces import selectors, services
 from workspaces.api.access import caller_membership
+from workspaces.api.generic import WorkspaceSettingApi
 from workspaces.api.input import validated
 from workspaces.authentication import request_credential
-from workspaces.models import ApiToken
+from workspaces.models import ApiToken, User, Workspace
 
 
 class WorkspaceListApi(APIView):
@@ -31,7 +33,7 @@ class WorkspaceListApi(APIView):
         return Response(self.OutputSerializer(workspaces, many=True).data)
 
 
-class WorkspaceAiConsentApi(APIView):
+class WorkspaceAiConsentApi(WorkspaceSettingApi):
     class InputSerializer(serializers.Serializer):
         enabled = serializers.BooleanField()
         expectedRevision = serializers.IntegerField(min_value=0)
@@ -40,22 +42,16 @@ class WorkspaceAiConsentApi(APIView):
         enabled = serializers.BooleanField(source="ai_enabled")
         consentRevision = serializers.IntegerField(source="ai_consent_revision")
 
-    @extend_schema(responses=OutputSerializer)
-    def get(self, request: Request, workspace_id: int) -> Response:
-        membership = caller_membership(request, workspace_id)
-        return Response(self.OutputSerializer(membership.workspace).data)
+    def setting_get(self, workspace: Workspace) -> Workspace:
+        return workspace
 
-    @extend_schema(request=InputSerializer, responses=OutputSerializer)
-    def put(self, request: Request, workspace_id: int) -> Response:
-        membership = caller_membership(request, workspace_id)
-        data = validated(self.InputSerializer(data=request.data))
-        workspace = services.workspace_ai_consent_set(
-            workspace=membership.workspace,
+    def setting_set(self, *, workspace: Workspace, actor: User, data: dict[str, Any]) -> Workspace:
+        return services.workspace_ai_consent_set(
+            workspace=workspace,
             enabled=data["enabled"],
             expected_revision=data["expectedRevision"],
-            actor=membership.user,
+            actor=actor,
         )
-        return Response(self.OutputSerializer(workspace).data)
 
 
 class TokenOutputSerializer(serializers.Serializer):
