@@ -17,9 +17,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.bots import bot_create, bot_get, bot_list, memory_spec_diagnostics
+from workspaces.api.generic import RevokeApi
 from workspaces.api.input import validated
 from workspaces.api.views import TokenOutputSerializer
-from workspaces.authentication import request_credential
+from workspaces.authentication import Credential, request_credential
 from workspaces.models import Bot
 from workspaces.services import bot_token_issue, bot_token_revoke
 
@@ -125,10 +126,7 @@ class BotTokenIssueApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-class BotTokenRevokeApi(APIView):
-    @extend_schema(responses={204: None})
-    def delete(self, request: Request, bot_id: str, token_id: int) -> Response:
-        credential = request_credential(request)
-        bot = bot_get(team=credential.team, slug=bot_id)
-        bot_token_revoke(bot=bot, token_id=token_id, actor=credential.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+class BotTokenRevokeApi(RevokeApi):
+    def revoke(self, credential: Credential, **route: Any) -> None:
+        bot = bot_get(team=credential.team, slug=route["bot_id"])
+        bot_token_revoke(bot=bot, token_id=route["token_id"], actor=credential.user)

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from workspaces.api.access import caller_membership
 from workspaces.api.input import validated
+from workspaces.authentication import Credential, request_credential
 from workspaces.models import User, Workspace
 
 
@@ -45,3 +46,16 @@ class WorkspaceSettingApi(APIView):
         data = validated(self.InputSerializer(data=request.data))
         state = self.setting_set(workspace=membership.workspace, actor=membership.user, data=data)
         return Response(self.OutputSerializer(state).data)
+
+
+# DELETE of something the caller may revoke (a token, a key session), answered 204. A
+# subclass's `revoke` finds it for the caller from the route's arguments (404 if the caller
+# may not see it) and revokes it. (A comment, not a docstring: see WorkspaceSettingApi.)
+class RevokeApi(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, **route: Any) -> Response:
+        self.revoke(request_credential(request), **route)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def revoke(self, credential: Credential, **route: Any) -> None:
+        raise NotImplementedError

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from django.conf import settings
@@ -14,9 +13,9 @@ from rest_framework.views import APIView
 
 from workspaces import selectors, services
 from workspaces.api.access import caller_membership
-from workspaces.api.generic import WorkspaceSettingApi
+from workspaces.api.generic import RevokeApi, WorkspaceSettingApi
 from workspaces.api.input import validated
-from workspaces.authentication import request_credential
+from workspaces.authentication import Credential, request_credential
 from workspaces.models import ApiToken, User, Workspace
 
 
@@ -98,15 +97,12 @@ class TokenListCreateApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-class TokenRevokeApi(APIView):
-    @extend_schema(responses={204: None})
-    def delete(self, request: Request, token_id: int) -> Response:
-        credential = request_credential(request)
+class TokenRevokeApi(RevokeApi):
+    def revoke(self, credential: Credential, **route: Any) -> None:
         token = selectors.api_token_get_for_user(
-            user=credential.user, team=credential.team, token_id=token_id
+            user=credential.user, team=credential.team, token_id=route["token_id"]
         )
         services.api_token_revoke(token=token, actor=credential.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class JwtIssueApi(APIView):
@@ -156,15 +152,12 @@ class KeySessionListCreateApi(APIView):
         return Response(rows)
 
 
-class KeySessionRevokeApi(APIView):
-    @extend_schema(responses={204: None})
-    def delete(self, request: Request, session_id: uuid.UUID) -> Response:
-        credential = request_credential(request)
+class KeySessionRevokeApi(RevokeApi):
+    def revoke(self, credential: Credential, **route: Any) -> None:
         session = selectors.key_session_get_for_owner(
-            user=credential.user, team=credential.team, session_id=session_id
+            user=credential.user, team=credential.team, session_id=route["session_id"]
         )
         services.key_session_revoke(session=session, revoked_by=credential.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class PingApi(APIView):
