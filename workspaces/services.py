@@ -7,17 +7,16 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Model
+from django.db.models import F, Model, Q
 from django.http import HttpRequest
 from django.utils import timezone
 
-from workspaces.authentication import Credential, CredentialKind
 from workspaces.counters import tenant_counter_charge
 from workspaces.crypto import (
     WrappedKeyField,
@@ -66,7 +65,14 @@ from workspaces.sql import datetime_param, table
 from workspaces.tokens import bearer_secret_digest, jwt_encode, pat_generate
 from workspaces.violations import violation_code
 
+if TYPE_CHECKING:
+    from workspaces.authentication import Credential, CredentialKind
+
 logger = logging.getLogger(__name__)
+
+# How fresh a token's `last_used_at` is kept: a use within this of the last stamp writes
+# nothing, so a busy token costs one UPDATE a minute, not one per request.
+TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 
 
 def workspace_create(*, team: Team, name: str, admin: User, ai_enabled: bool = False) -> Workspace:
@@ -152,6 +158,18 @@ def api_token_create(
             },
         )
     return token, raw
+
+
+def api_token_use_record(*, token: ApiToken, now: datetime) -> None:
+    """Stamp `token` as used at `now`, unless it was stamped less than TOKEN_USE_RESOLUTION
+    ago. One conditional UPDATE: of concurrent requests past the resolution, one writes and
+    the others match nothing."""
+    stale_before = now - TOKEN_USE_RESOLUTION
+    if token.last_used_at is not None and token.last_used_at > stale_before:
+        return
+    ApiToken.objects.filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lte=stale_before), pk=token.pk
+    ).update(last_used_at=now)
 
 
 def team_owner_require(*, team: Team, user: User) -> None:
