@@ -17,6 +17,7 @@ from automation.models import Admission, Conversation
 from memory.edits import parse_changes
 from workspaces.api.access import caller_membership
 from workspaces.api.headers import whole_number
+from workspaces.api.input import validated
 from workspaces.authentication import request_credential
 from workspaces.errors import InvalidHeader, KeySessionUnavailable, NotFound
 
@@ -92,9 +93,8 @@ class ConversationListCreateApi(APIView):
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request: Request) -> Response:
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        membership = caller_membership(request, data.validated_data["workspaceId"])
+        data = validated(self.InputSerializer(data=request.data))
+        membership = caller_membership(request, data["workspaceId"])
         conversation = services.conversation_create(
             workspace=membership.workspace, owner=membership.user
         )
@@ -143,12 +143,11 @@ class MessageSendApi(APIView):
         credential = request_credential(request)
         conversation = _own_conversation(request, conversation_id)
         idempotency_key = _idempotency_key_from(request)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         admitted = services.message_admit(
             conversation=conversation,
             sender=credential.user,
-            text=data.validated_data["text"],
+            text=data["text"],
             idempotency_key=idempotency_key,
             key_session_id=_key_session_from(request),
             memory_state=_memory_state_from(request),
@@ -227,8 +226,7 @@ class AutomationMemoryApi(APIView):
     @extend_schema(parameters=[RecallQuerySerializer], responses=RecallSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         admission = _granted_admission(request, workspace_id)
-        query = self.RecallQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        validated(self.RecallQuerySerializer(data=request.query_params))  # purpose=recall only
         recall = services.memory_recall(admission=admission)
         return Response(self.RecallSerializer(recall).data)
 
@@ -247,15 +245,14 @@ class AutomationMemoryApi(APIView):
         key_session_id = _key_session_from(request)
         if key_session_id is None:
             raise KeySessionUnavailable(reason="missing")
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         capture_receipt = capture.capture_commit(
             admission=admission,
             owner=admission.owner,
             workspace=admission.workspace,
             key_session_id=key_session_id,
-            expected_version=data.validated_data["expectedVersion"],
-            changes=parse_changes(data.validated_data["changes"]),
+            expected_version=data["expectedVersion"],
+            changes=parse_changes(data["changes"]),
         )
         return Response(self.ReceiptSerializer(capture_receipt).data)
 

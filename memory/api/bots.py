@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.bots import bot_create, bot_get, bot_list, memory_spec_diagnostics
+from workspaces.api.input import validated
 from workspaces.api.views import TokenOutputSerializer
 from workspaces.authentication import request_credential
 from workspaces.models import Bot
@@ -67,12 +68,11 @@ class BotSpecValidateApi(APIView):
     )
     def post(self, request: Request) -> Response:
         request_credential(request)
-        data = SpecSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(SpecSerializer(data=request.data))
         diagnostics = memory_spec_diagnostics(
-            runtime=data.validated_data["runtime"],
-            memory=data.validated_data.get("memory"),
-            auto_memory=data.validated_data.get("autoMemory"),
+            runtime=data["runtime"],
+            memory=data.get("memory"),
+            auto_memory=data.get("autoMemory"),
         )
         return Response({"diagnostics": [each.as_json() for each in diagnostics]})
 
@@ -90,16 +90,15 @@ class BotListCreateApi(APIView):
     @extend_schema(request=InputSerializer, responses={201: BotSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         bot = bot_create(
             team=credential.team,
             actor=credential.user,
-            slug=data.validated_data["id"],
-            name=data.validated_data["name"],
-            runtime=data.validated_data["runtime"],
-            memory=data.validated_data.get("memory"),
-            auto_memory=data.validated_data.get("autoMemory"),
+            slug=data["id"],
+            name=data["name"],
+            runtime=data["runtime"],
+            memory=data.get("memory"),
+            auto_memory=data.get("autoMemory"),
         )
         return Response(BotSerializer(bot).data, status=status.HTTP_201_CREATED)
 
@@ -115,12 +114,11 @@ class BotTokenIssueApi(APIView):
     def post(self, request: Request, bot_id: str) -> Response:
         credential = request_credential(request)
         bot = bot_get(team=credential.team, slug=bot_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         token, raw = bot_token_issue(
             bot=bot,
             actor=credential.user,
-            name=data.validated_data["name"],
+            name=data["name"],
             minted_with=credential.kind,
         )
         body = dict(TokenOutputSerializer(token).data, token=raw)

@@ -23,6 +23,7 @@ from rest_framework.response import Response
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from memory import documents
+from workspaces.api.input import validated
 
 BASE_VERSION_HEADER = OpenApiParameter(
     "X-Base-Version",
@@ -134,12 +135,6 @@ class RevisionSerializer(serializers.Serializer):
 @extend_schema_serializer(component_name="DocumentApiDocumentWritten")
 class DocumentWrittenSerializer(RevisionSerializer):
     changeKind = serializers.CharField(source="change_kind")
-
-
-def validated(serializer: serializers.Serializer) -> dict[str, Any]:
-    """The serializer's validated data, or its VALIDATION_FAILED refusal."""
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 @dataclass(frozen=True)

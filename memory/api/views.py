@@ -14,7 +14,10 @@ from rest_framework.views import APIView
 from memory import selectors, services
 from memory.models import MemoryPolicy
 from workspaces.api.access import caller_membership
+from workspaces.api.generic import WorkspaceSettingApi
 from workspaces.api.headers import base_version_from, flag_from
+from workspaces.api.input import validated
+from workspaces.models import User, Workspace
 
 BASE_VERSION_HEADER = OpenApiParameter(
     "X-Base-Version",
@@ -81,15 +84,14 @@ class MemoryDocumentApi(APIView):
         membership = caller_membership(request, workspace_id)
         base_version = base_version_from(request)
         is_clear = flag_from(request, "X-Memory-Clear")
-        data = self.InputSerializer(data=request.data, context={"is_clear": is_clear})
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data, context={"is_clear": is_clear}))
         revision = services.memory_write(
             workspace=membership.workspace,
             author=membership.user,
             base_version=base_version,
-            content=data.validated_data.get("content", ""),
+            content=data.get("content", ""),
             is_clear=is_clear,
-            restore_version=data.validated_data.get("restoreVersion"),
+            restore_version=data.get("restoreVersion"),
         )
         return Response(self.WrittenSerializer(revision).data)
 
@@ -106,12 +108,11 @@ class MemoryVersionListApi(APIView):
     @extend_schema(parameters=[QuerySerializer], responses=PageSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace
-        query = self.QuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        query = validated(self.QuerySerializer(data=request.query_params))
         page = selectors.memory_version_page(
             workspace=workspace,
-            before=query.validated_data.get("before"),
-            limit=query.validated_data["limit"],
+            before=query.get("before"),
+            limit=query["limit"],
         )
         return Response(self.PageSerializer(page).data)
 
@@ -129,7 +130,7 @@ class MemoryVersionDetailApi(APIView):
         return Response(body)
 
 
-class MemoryPolicyApi(APIView):
+class MemoryPolicyApi(WorkspaceSettingApi):
     class InputSerializer(serializers.Serializer):
         mode = serializers.ChoiceField(choices=MemoryPolicy.Mode.choices)
         expectedRevision = serializers.IntegerField(min_value=0)
@@ -139,25 +140,18 @@ class MemoryPolicyApi(APIView):
         policyRevision = serializers.IntegerField(source="policy_revision")
         clearGeneration = serializers.IntegerField(source="clear_generation")
 
-    @extend_schema(responses=OutputSerializer)
-    def get(self, request: Request, workspace_id: int) -> Response:
-        workspace = caller_membership(request, workspace_id).workspace
-        return Response(
-            self.OutputSerializer(selectors.memory_policy_get(workspace=workspace)).data
-        )
+    def setting_get(self, workspace: Workspace) -> selectors.PolicyState:
+        return selectors.memory_policy_get(workspace=workspace)
 
-    @extend_schema(request=InputSerializer, responses=OutputSerializer)
-    def put(self, request: Request, workspace_id: int) -> Response:
-        membership = caller_membership(request, workspace_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        state = services.memory_policy_set(
-            workspace=membership.workspace,
-            mode=data.validated_data["mode"],
-            expected_revision=data.validated_data["expectedRevision"],
-            actor=membership.user,
+    def setting_set(
+        self, *, workspace: Workspace, actor: User, data: dict[str, Any]
+    ) -> selectors.PolicyState:
+        return services.memory_policy_set(
+            workspace=workspace,
+            mode=data["mode"],
+            expected_revision=data["expectedRevision"],
+            actor=actor,
         )
-        return Response(self.OutputSerializer(state).data)
 
 
 class ProposalListApi(APIView):

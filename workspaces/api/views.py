@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
@@ -13,8 +14,10 @@ from rest_framework.views import APIView
 
 from workspaces import selectors, services
 from workspaces.api.access import caller_membership
+from workspaces.api.generic import WorkspaceSettingApi
+from workspaces.api.input import validated
 from workspaces.authentication import request_credential
-from workspaces.models import ApiToken
+from workspaces.models import ApiToken, User, Workspace
 
 
 class WorkspaceListApi(APIView):
@@ -30,7 +33,7 @@ class WorkspaceListApi(APIView):
         return Response(self.OutputSerializer(workspaces, many=True).data)
 
 
-class WorkspaceAiConsentApi(APIView):
+class WorkspaceAiConsentApi(WorkspaceSettingApi):
     class InputSerializer(serializers.Serializer):
         enabled = serializers.BooleanField()
         expectedRevision = serializers.IntegerField(min_value=0)
@@ -39,23 +42,16 @@ class WorkspaceAiConsentApi(APIView):
         enabled = serializers.BooleanField(source="ai_enabled")
         consentRevision = serializers.IntegerField(source="ai_consent_revision")
 
-    @extend_schema(responses=OutputSerializer)
-    def get(self, request: Request, workspace_id: int) -> Response:
-        membership = caller_membership(request, workspace_id)
-        return Response(self.OutputSerializer(membership.workspace).data)
+    def setting_get(self, workspace: Workspace) -> Workspace:
+        return workspace
 
-    @extend_schema(request=InputSerializer, responses=OutputSerializer)
-    def put(self, request: Request, workspace_id: int) -> Response:
-        membership = caller_membership(request, workspace_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        workspace = services.workspace_ai_consent_set(
-            workspace=membership.workspace,
-            enabled=data.validated_data["enabled"],
-            expected_revision=data.validated_data["expectedRevision"],
-            actor=membership.user,
+    def setting_set(self, *, workspace: Workspace, actor: User, data: dict[str, Any]) -> Workspace:
+        return services.workspace_ai_consent_set(
+            workspace=workspace,
+            enabled=data["enabled"],
+            expected_revision=data["expectedRevision"],
+            actor=actor,
         )
-        return Response(self.OutputSerializer(workspace).data)
 
 
 class TokenOutputSerializer(serializers.Serializer):
@@ -98,14 +94,13 @@ class TokenListCreateApi(APIView):
     @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         token, raw = services.api_token_create(
             user=credential.user,
             team=credential.team,
-            name=data.validated_data["name"],
-            scope=data.validated_data["scope"],
-            ttl_days=data.validated_data.get("expiresInDays"),
+            name=data["name"],
+            scope=data["scope"],
+            ttl_days=data.get("expiresInDays"),
             minted_with=credential.kind,
         )
         body = dict(TokenOutputSerializer(token).data, token=raw)
