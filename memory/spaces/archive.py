@@ -229,7 +229,7 @@ class _TarStream:
     `tarfile` spent a third of an export's time on its headers. An entry name that needs a
     PAX header (longer than the ustar field, or not ASCII) still gets tarfile's."""
 
-    def __init__(self, out: IO[bytes]) -> None:
+    def __init__(self, out: io.BufferedIOBase) -> None:
         self.out, self.pending, self.offset = out, bytearray(), 0
 
     def add(self, name: str, data: bytes) -> None:
