@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, ClassVar, Literal
 
 import jwt
 from django.conf import settings
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.exceptions import AuthenticationFailed, Throttled
@@ -27,6 +28,8 @@ from workspaces.tokens import PAT_PREFIX, JwtClaims, bearer_secret_digest, jwt_d
 ACTIVE_TEAM_SESSION_KEY = "active_team_id"
 
 CredentialKind = Literal["pat", "jwt", "session", "bot"]
+# How finely a token's last use is kept.
+TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,7 @@ class BearerAuthentication(BaseAuthentication):
             raise CredentialKindRefused("A bot's token cannot act as a person.")
         self._scope_require(token.scope)
         org_require_active(org=token.team.org)
+        _token_use_record(token)
         return token.user, Credential(
             kind="pat" if token.bot is None else "bot",
             user=token.user,
@@ -185,6 +189,15 @@ def _parent_token_require_live(claims: JwtClaims, *, token_id: int) -> None:
         raise _refuse("TOKEN_REVOKED", "The token this JWT was minted from was revoked.")
     if parent["expires_at"] <= timezone.now():
         raise _refuse("TOKEN_EXPIRED", "The token this JWT was minted from expired.")
+
+
+def _token_use_record(token: ApiToken) -> None:
+    # At most one write a minute per token, as one conditional UPDATE: a busy token is
+    # looked up on every request, and the list needs when it was last used, not each use.
+    now = timezone.now()
+    ApiToken.objects.filter(pk=token.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - TOKEN_USE_RESOLUTION)
+    ).update(last_used_at=now)
 
 
 class TeamSessionAuthentication(SessionAuthentication):

@@ -328,6 +328,8 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # When a request last authenticated with it, to the minute (`TOKEN_USE_RESOLUTION`).
+    last_used_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
