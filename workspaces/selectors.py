@@ -15,6 +15,7 @@ from workspaces.crypto import revision_open
 from workspaces.errors import CACHE_ERRORS, NotFound, OrgPendingDeletion
 from workspaces.models import (
     ApiToken,
+    Bot,
     File,
     FileVersion,
     KeySession,
@@ -66,6 +67,11 @@ def api_token_list_for_user(*, user: User, team: Team) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user, team=team, bot__isnull=True).order_by(
         "-created_at", "-pk"
     )
+
+
+def bot_token_list(*, bot: Bot) -> QuerySet[ApiToken]:
+    """Every token issued to `bot`, revoked and expired ones too, newest first."""
+    return ApiToken.objects.filter(bot=bot).order_by("-created_at", "-pk")
 
 
 def api_token_get_for_user(*, user: User, team: Team, token_id: int) -> ApiToken:

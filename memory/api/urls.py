@@ -60,6 +60,7 @@ urlpatterns = [
     path("memory/import", spaces.SpaceImportApi.as_view(), name="space-import"),
     path("bots", bots.BotListCreateApi.as_view(), name="bot-list"),
     path("bots/validate", bots.BotSpecValidateApi.as_view(), name="bot-spec-validate"),
+    path("bots/<slug:bot_id>", bots.BotDetailApi.as_view(), name="bot-detail"),
     path("bots/<slug:bot_id>/tokens", bots.BotTokenIssueApi.as_view(), name="bot-token-issue"),
     path(
         "bots/<slug:bot_id>/tokens/<int:token_id>",
