@@ -90,13 +90,13 @@ def _writer(request: Request) -> SpaceWriter:
     return SpaceWriter.of_user(credential.user, tenant_id=credential.team.pk)
 
 
-def _declared_length(request: Request) -> int:
+def declared_length(request: Request) -> int:
     # The transport gate (memory_project/middleware.py) has refused any Content-Length that
     # is not a number, so this one is.
     return int(request.META.get("CONTENT_LENGTH") or 0)
 
 
-def _markdown_body(request: Request) -> bytes:
+def markdown_body(request: Request) -> bytes:
     data = request.data
     if isinstance(data, bytes):
         return data
@@ -207,9 +207,9 @@ class SpaceDocumentApi(RawBodyApi):
         base_version = base_version_from(request)
         # Refuse an over-size body from its declared length, before reading a byte of it.
         space_document_write_admit(
-            handle=handle, path=path, size=_declared_length(request), writer=writer
+            handle=handle, path=path, size=declared_length(request), writer=writer
         )
-        body = _markdown_body(request)
+        body = markdown_body(request)
         meta = space_document_write(
             handle=handle, path=path, body=body, expected_revision=base_version, writer=writer
         )
