@@ -178,7 +178,7 @@ class MemoryFrame extends DocumentEditor {
         failure(
           "Mode not changed",
           result,
-          ` It is ${MODE_LABELS[this.policy.mode]} now; choose again.`,
+          ` It is ${MODE_LABELS[this.policy.mode]} now.`,
         ),
         "error",
       );

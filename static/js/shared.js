@@ -8,6 +8,8 @@
 // The assistant is told only about this page's own acknowledged Saves (X-Memory-State),
 // never about the unsaved draft.
 
+import { sentence } from "./errors.js";
+
 export const byId = (id) => document.getElementById(id);
 const encoder = new TextEncoder();
 export const byteLength = (text) => encoder.encode(text).length;
@@ -80,8 +82,10 @@ export function announce(region, text, kind = "info", { focus = true } = {}) {
   if (focus) region.focus();
 }
 
+// "Not saved: <what happened and what to do>. <suffix> (CODE)": the code stays, last, for
+// a report to support.
 export function failure(verb, result, suffix = "") {
-  return `${verb}: ${result.code} — ${result.message}${suffix}`;
+  return `${verb}: ${sentence(result)}${suffix} (${result.code})`;
 }
 
 // Save / Discard / Cancel before an action that would otherwise lose or bypass a draft.
@@ -245,12 +249,7 @@ export class DocumentEditor {
     } else if (result.code === "VERSION_CONFLICT") {
       this.hasUnresolvedConflict = true;
       await this.showConflict(result);
-      const held = result.detail.currentVersion;
-      announce(
-        this.status,
-        failure("Not saved", result, ` Version ${held} is saved now. Your draft is kept.`),
-        "error",
-      );
+      announce(this.status, failure("Not saved", result, " Your draft is kept."), "error");
     } else {
       announce(this.status, failure("Not saved", result, " Your draft is kept."), "error");
     }
@@ -317,10 +316,11 @@ export class DocumentEditor {
   }
 
   // A write refused because the document moved first: show the newer text (or the
-  // conflict banner over a draft), then say in `status` what was not done and what next.
+  // conflict banner over a draft), then say in `status` what was not done and what next
+  // (`suffix`, which says it better than the code's general sentence).
   async refusedAsStale(status, verb, result, suffix) {
     await this.showNewer(result);
-    announce(status, failure(verb, result, suffix), "error");
+    announce(status, `${verb}:${suffix} (${result.code})`, "error");
   }
 
   // Resolve an unsaved draft before `purpose`; true to go ahead.
@@ -397,16 +397,6 @@ export function noteRestore(path, base) {
 
 export function noteUrl(path) {
   return `${config.urls.note}?path=${encodeURIComponent(path)}`;
-}
-
-export function pathFailure(verb, result) {
-  if (result.code === "INVALID_DOCUMENT_PATH" && result.detail.canonical) {
-    return failure(verb, result, ` Use the spelling “${result.detail.canonical}”.`);
-  }
-  if (result.code === "MEMORY_NAMESPACE_RESERVED") {
-    return failure(verb, result, " Memory is edited only in the Memory frame.");
-  }
-  return failure(verb, result);
 }
 
 // ---- start ---------------------------------------------------------------------------------

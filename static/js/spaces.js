@@ -211,10 +211,7 @@ async function importSend(isDryRun) {
   if (!result.ok) {
     importReset();
     const verb = isDryRun ? "Import preview refused" : "Import refused";
-    // The message says nothing was written; the detail says which entry and why.
-    const { reason, entry } = result.detail;
-    const where = reason ? ` Reason: ${reason}${entry ? `, entry ${entry}` : ""}.` : "";
-    announce(importStatus, failure(verb, result, where), "error");
+    announce(importStatus, failure(verb, result), "error");
     return null;
   }
   return result.data;
