@@ -16,5 +16,6 @@ urlpatterns = [
     ),
     path("workspaces/<int:workspace_id>/notes/", views.notes, name="notes"),
     path("workspaces/<int:workspace_id>/notes/edit/", views.note, name="note"),
+    path("workspaces/<int:workspace_id>/search/", views.search, name="search"),
     path("team/memory/", views.team_memory, name="spaces"),
 ]

@@ -92,6 +92,10 @@ class SpaceEditor extends DocumentEditor {
     return result;
   }
 
+  hasDocument() {
+    return this.path !== null;
+  }
+
   readCurrent() {
     return readDocument(this.path);
   }
