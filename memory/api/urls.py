@@ -9,6 +9,11 @@ urlpatterns = [
         name="memory-document",
     ),
     path(
+        "workspaces/<int:workspace_id>/memory/export",
+        views.MemoryExportApi.as_view(),
+        name="memory-export",
+    ),
+    path(
         "workspaces/<int:workspace_id>/memory/versions",
         views.MemoryVersionListApi.as_view(),
         name="memory-version-list",
@@ -52,6 +57,16 @@ urlpatterns = [
         "workspaces/<int:workspace_id>/documents/restore",
         documents.DocumentRestoreApi.as_view(),
         name="document-restore",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/documents/export",
+        documents.NotesExportApi.as_view(),
+        name="document-export",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/search",
+        documents.WorkspaceSearchApi.as_view(),
+        name="workspace-search",
     ),
     path("memory/usage", spaces.SpaceUsageApi.as_view(), name="space-usage"),
     path("memory/docs", spaces.SpaceDocumentListApi.as_view(), name="space-document-list"),

@@ -35,7 +35,7 @@ import re
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -51,7 +51,7 @@ from memory.spaces.services import (
     space_documents_write_many,
     space_write_permit,
 )
-from memory.spaces.store import DocumentMeta, PendingWrite
+from memory.spaces.store import DocumentMeta, PendingWrite, StoredDocument
 from workspaces.errors import DocumentTooLarge, InvalidDocumentPath
 from workspaces.paths import DOCUMENT_SUFFIX, canonical_document_path
 
@@ -134,12 +134,36 @@ def space_export(
     first: SecretDetected or DocumentUnreadable is raised before a byte is written.
     `progress(done, total)` is called as documents are read."""
     store = store_get()
+    space = {
+        "visibility": handle.visibility.value,
+        "name": handle.name,
+        "project": handle.project,
+        "bot": handle.bot,
+        "run": handle.run,
+    }
     # Listed only to show progress against a total: the export itself reads each once.
     total = len(store.list(handle)) if progress is not None else 0
+    return archive_export(
+        out=out, space=space, documents=store.read_all(handle), total=total, progress=progress
+    )
+
+
+def archive_export(
+    *,
+    out: IO[bytes],
+    space: dict[str, Any],
+    documents: Iterable[StoredDocument],
+    total: int = 0,
+    progress: Progress | None = None,
+) -> ExportReport:
+    """Write `documents` (in any order) as one archive whose manifest names `space`, to
+    `out`. Every document is scanned first: SecretDetected (or whatever reading
+    `documents` raises) comes before a byte is written, so `out` never holds part of an
+    archive. A document whose path is no longer canonical is listed as unaddressable."""
     unaddressable: list[str] = []
     exported: list[tuple[DocumentMeta, int]] = []  # each with its body's offset in the spool
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES) as bodies:
-        for done, document in enumerate(store.read_all(handle), start=1):
+        for done, document in enumerate(documents, start=1):
             path = document.meta.path
             if not _addressable(path):
                 unaddressable.append(path)
@@ -153,7 +177,7 @@ def space_export(
         exported.sort(key=lambda item: item[0].path)
         unaddressable.sort()
         _archive_write(
-            out, handle=handle, documents=exported, unaddressable=unaddressable, bodies=bodies
+            out, space=space, documents=exported, unaddressable=unaddressable, bodies=bodies
         )
     metas = [meta for meta, _ in exported]
     return ExportReport(
@@ -180,7 +204,7 @@ def _addressable(path: str) -> bool:
 def _archive_write(
     out: IO[bytes],
     *,
-    handle: SpaceHandle,
+    space: dict[str, Any],
     documents: Sequence[tuple[DocumentMeta, int]],
     unaddressable: Sequence[str],
     bodies: IO[bytes],
@@ -199,13 +223,7 @@ def _archive_write(
     ]
     manifest = {
         "format": FORMAT,
-        "space": {
-            "visibility": handle.visibility.value,
-            "name": handle.name,
-            "project": handle.project,
-            "bot": handle.bot,
-            "run": handle.run,
-        },
+        "space": space,
         "doc_count": len(listed),
         "documents": listed,
         "unaddressable": list(unaddressable),
