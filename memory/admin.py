@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 
-from memory.bots import bot_create, bot_spec_require_valid, bot_spec_set
+from memory.bots import bot_create, bot_spec_require_valid, bot_update
 from memory.errors import BotSpecInvalid
 from memory.models import (
     MemoryPolicy,
@@ -213,6 +213,7 @@ class BotAdmin(admin.ModelAdmin):
             created = bot_create(
                 team=obj.team,
                 actor=None,
+                staff=acting_user(request),
                 slug=obj.slug,
                 name=obj.name,
                 runtime=obj.runtime,
@@ -223,7 +224,11 @@ class BotAdmin(admin.ModelAdmin):
             obj.pk = created.pk
             obj.refresh_from_db()
             return
-        obj.save(update_fields=["name"])
-        bot_spec_set(
-            bot=obj, actor=None, memory=data.get("memory_spec"), auto_memory=data["auto_memory"]
+        bot_update(
+            bot=obj,
+            actor=None,
+            staff=acting_user(request),
+            name=obj.name,
+            memory=data.get("memory_spec"),
+            auto_memory=data["auto_memory"],
         )

@@ -12,6 +12,7 @@ workspace_pages = [
     path("changes/<int:version>/", views.memory_revision, name="revision"),
     path("notes/", views.notes, name="notes"),
     path("notes/edit/", views.note, name="note"),
+    path("search/", views.search, name="search"),
 ]
 
 urlpatterns = [

@@ -24,7 +24,8 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
-from memory.models import MemoryPolicy
+from memory.documents import ActorKind, DocumentActor, document_search
+from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.namespace import is_memory_namespace
 from memory.panels import frame_panels
 from memory.selectors import (
@@ -42,6 +43,7 @@ from workspaces.selectors import file_get, file_list, file_read_text, workspace_
 from workspaces.views import WorkspacePage, request_team, workspace_page
 
 CHANGES_PAGE_SIZE = 50
+SEARCH_QUERY_MAX_CHARS = 200
 
 # One plain-language sentence per mode, shown beside the mode selector.
 MODE_SENTENCES = {
@@ -209,6 +211,31 @@ def note(request: HttpRequest, workspace_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
+def search(request: HttpRequest, workspace_id: int) -> HttpResponse:
+    """Notes and memory containing the query, searched as the API's person search does
+    (bounded per request, continued by cursor). The query is neither logged nor stored."""
+    page = workspace_page(request, workspace_id)
+    query = request.GET.get("q", "")[:SEARCH_QUERY_MAX_CHARS]
+    cursor = request.GET.get("cursor") or None
+    results = None
+    if query.strip():
+        actor = DocumentActor.of_member(page.membership, ActorKind.PERSON)
+        results = document_search(actor=actor, query=query, cursor=cursor)
+    context = _page_context(page, "search") | {
+        "query": query,
+        "results": results,
+        "memory_path": MEMORY_PATH,
+        "next_url": (
+            f"?{urlencode({'q': query, 'cursor': results.next_cursor})}"
+            if results is not None and results.next_cursor
+            else None
+        ),
+    }
+    return render(request, "memory/search.html", context)
+
+
+@login_required
+@require_GET
 def team_memory(request: HttpRequest) -> HttpResponse:
     """The active team's memory spaces. Everything on it is read and written by the page
     script through the space routes, as the session's team: the same tenant the page names."""
@@ -260,6 +287,7 @@ def _changes_context(request: HttpRequest, page: WorkspacePage) -> dict[str, Any
     return _page_context(page, "changes") | {
         "revisions": revisions.revisions,
         "next_before": revisions.next_before,
+        "is_first_page": before is None,
         "detail": None,
     }
 
@@ -280,7 +308,10 @@ def _revision_detail(page: WorkspacePage, version: int) -> dict[str, Any]:
     except DocumentUnreadable:
         return {"revision": revision, "previous": previous, "is_unreadable": True}
     diff = _line_diff(before, after)
+    memory_file = file_get(workspace=workspace, path=MEMORY_PATH)
     return {
+        # The version a Restore is based on: a newer one saved meanwhile makes it a conflict.
+        "current_version": memory_file.current_version if memory_file else 0,
         "revision": revision,
         "previous": previous,
         "is_unreadable": False,

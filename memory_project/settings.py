@@ -247,6 +247,15 @@ MEMORY_IMPORT_MAX_BYTES = env_int(
 # token it sends (never printed). Both optional; the flags override them.
 MEMORY_REMOTE_URL = env_base_url("MEMORY_REMOTE_URL")
 MEMORY_REMOTE_TOKEN = env_str("MEMORY_REMOTE_TOKEN", "")
+# The auto-memory mirror (memory/mirror.py): the environment's level of the switch (on, off,
+# true, false, 1, 0 or blank; checked at start-up by memory.apps, C131 otherwise), and where
+# mirror nodes live (an absolute path; each node's files are the runtime's to edit).
+AUTO_MEMORY = env_str("AUTO_MEMORY", "")
+AUTO_MEMORY_STATE_DIR = Path(env_str("AUTO_MEMORY_STATE_DIR", str(DATA_DIR / "state")))
+if not AUTO_MEMORY_STATE_DIR.is_absolute():
+    raise ImproperlyConfigured("AUTO_MEMORY_STATE_DIR must be an absolute path")
+if AUTO_MEMORY_STATE_DIR.exists() and not AUTO_MEMORY_STATE_DIR.is_dir():
+    raise ImproperlyConfigured("AUTO_MEMORY_STATE_DIR names something that is not a directory")
 # One document search decrypts at most this many bytes before it answers with a cursor to
 # continue from, and one person runs at most this many searches at once.
 SEARCH_MAX_DECRYPTED_BYTES = env_int(

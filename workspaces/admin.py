@@ -292,7 +292,17 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_filter = ("revoked_at", "expires_at")
     search_fields = ("name", "user__username", "team__name")
     # The hash is never shown; staff can only inspect and revoke.
-    fields = ("name", "user", "team", "scope", "bot", "created_at", "expires_at", "revoked_at")
+    fields = (
+        "name",
+        "user",
+        "team",
+        "scope",
+        "bot",
+        "created_at",
+        "expires_at",
+        "revoked_at",
+        "last_used_at",
+    )
     readonly_fields = fields
     actions = ("revoke",)
 

@@ -15,6 +15,7 @@ from workspaces.crypto import revision_open
 from workspaces.errors import CACHE_ERRORS, NotFound, OrgPendingDeletion
 from workspaces.models import (
     ApiToken,
+    Bot,
     File,
     FileVersion,
     KeySession,
@@ -66,6 +67,11 @@ def api_token_list_for_user(*, user: User, team: Team) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user, team=team, bot__isnull=True).order_by(
         "-created_at", "-pk"
     )
+
+
+def bot_token_list(*, bot: Bot) -> QuerySet[ApiToken]:
+    """Every token issued to `bot`, revoked and expired ones too, newest first."""
+    return ApiToken.objects.filter(bot=bot).order_by("-created_at", "-pk")
 
 
 def api_token_get_for_user(*, user: User, team: Team, token_id: int) -> ApiToken:
@@ -203,6 +209,22 @@ def file_read_text(*, workspace: Workspace, path: str, data_key: bytes) -> tuple
     )
 
 
+def file_current_revisions(
+    *, workspace: Workspace, after: str | None = None
+) -> QuerySet[FileVersion]:
+    """The current revision of every live file of the workspace (after the path `after`),
+    by path, each with its file. Iterate with `.iterator()`: ciphertexts can each be
+    megabytes, and a search or an export needs one chunk at a time, not all."""
+    revisions = FileVersion.objects.select_related("file").filter(
+        file__workspace=workspace,
+        file__deleted_at__isnull=True,
+        version=F("file__current_version"),
+    )
+    if after is not None:
+        revisions = revisions.filter(file__path__gt=after)
+    return revisions.order_by("file__path")
+
+
 @dataclass(frozen=True)
 class SearchPage:
     hits: list[tuple[File, str]]
@@ -235,18 +257,11 @@ def file_search(
     A revision that fails its integrity check raises DocumentUnreadable, as a read would.
     """
     pattern = re.compile(re.escape(query), re.IGNORECASE)
-    revisions = FileVersion.objects.select_related("file").filter(
-        file__workspace=workspace,
-        file__deleted_at__isnull=True,
-        version=F("file__current_version"),
-    )
-    if after is not None:
-        revisions = revisions.filter(file__path__gt=after)
+    revisions = file_current_revisions(workspace=workspace, after=after)
     found: list[tuple[File, str]] = []
     considered = decrypted = 0
     last_path: str | None = None
-    # iterator(): ciphertexts can each be megabytes; hold one chunk at a time, not all.
-    for revision in revisions.order_by("file__path").iterator(chunk_size=50):
+    for revision in revisions.iterator(chunk_size=50):
         if is_hidden is not None and is_hidden(revision.file.path):
             continue
         if (

@@ -7,17 +7,16 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Model
+from django.db.models import F, Model, Q
 from django.http import HttpRequest
 from django.utils import timezone
 
-from workspaces.authentication import Credential, CredentialKind
 from workspaces.counters import tenant_counter_charge
 from workspaces.crypto import (
     WrappedKeyField,
@@ -63,10 +62,17 @@ from workspaces.models import (
 from workspaces.ratelimit import client_address
 from workspaces.selectors import workspace_data_key
 from workspaces.sql import datetime_param, table
-from workspaces.tokens import jwt_encode, pat_generate
+from workspaces.tokens import bearer_secret_digest, jwt_encode, pat_generate
 from workspaces.violations import violation_code
 
+if TYPE_CHECKING:
+    from workspaces.authentication import Credential, CredentialKind
+
 logger = logging.getLogger(__name__)
+
+# How fresh a token's `last_used_at` is kept: a use within this of the last stamp writes
+# nothing, so a busy token costs one UPDATE a minute, not one per request.
+TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 
 
 def workspace_create(*, team: Team, name: str, admin: User, ai_enabled: bool = False) -> Workspace:
@@ -113,8 +119,9 @@ def api_token_create(
 ) -> tuple[ApiToken, str]:
     """Mint a personal access token of `scope` for `user`, who is also the audited actor:
     a token is only ever minted by its own owner. Returns the row and the token, which is
-    never stored. With `bot` it is that bot's token (scope `bot`), issued by `user`: call
-    `bot_token_issue`, which checks that `user` may.
+    never stored. With `bot` it is that bot's token (scope `bot`, audited as
+    `bot_token_issued`), issued by `user`: call `bot_token_issue`, which checks that `user`
+    may.
 
     `minted_with` is the kind of credential the asking request carries; None is the system
     itself (seed_demo). A token may not mint a longer-lived token: only a person signed in
@@ -140,7 +147,9 @@ def api_token_create(
         )
         audit_record(
             actor=user,
-            action=AuditEvent.Action.TOKEN_CREATED,
+            action=AuditEvent.Action.TOKEN_CREATED
+            if bot is None
+            else AuditEvent.Action.BOT_TOKEN_ISSUED,
             org_id=team.org_id,
             target_type="api_token",
             target_id=token.pk,
@@ -152,6 +161,18 @@ def api_token_create(
             },
         )
     return token, raw
+
+
+def api_token_use_record(*, token: ApiToken, now: datetime) -> None:
+    """Stamp `token` as used at `now`, unless it was stamped less than TOKEN_USE_RESOLUTION
+    ago. One conditional UPDATE: of concurrent requests past the resolution, one writes and
+    the others match nothing."""
+    stale_before = now - TOKEN_USE_RESOLUTION
+    if token.last_used_at is not None and token.last_used_at > stale_before:
+        return
+    ApiToken.objects.filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lte=stale_before), pk=token.pk
+    ).update(last_used_at=now)
 
 
 def team_owner_require(*, team: Team, user: User) -> None:
@@ -181,19 +202,25 @@ def bot_token_issue(
 
 def api_token_revoke(*, token: ApiToken, actor: User) -> ApiToken:
     """Revoke a token, and with it every JWT minted from it. Revoking a revoked token keeps
-    its first revocation time and records nothing more."""
+    its first revocation time and records nothing more. A bot's token is audited as
+    `bot_token_revoked`, a person's as `token_revoked`."""
     with transaction.atomic():
         revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
         )
         if revoked:
+            detail: dict[str, object] = {"ownerId": token.user_id, "teamId": token.team_id}
+            if token.bot_id is not None:
+                detail["botId"] = Bot.objects.values_list("slug", flat=True).get(pk=token.bot_id)
             audit_record(
                 actor=actor,
-                action=AuditEvent.Action.TOKEN_REVOKED,
+                action=AuditEvent.Action.TOKEN_REVOKED
+                if token.bot_id is None
+                else AuditEvent.Action.BOT_TOKEN_REVOKED,
                 org_id=_audit_org_id(pk=token.team_id),
                 target_type="api_token",
                 target_id=token.pk,
-                detail={"ownerId": token.user_id, "teamId": token.team_id},
+                detail=detail,
             )
     token.refresh_from_db(fields=["revoked_at"])
     return token
@@ -370,22 +397,28 @@ class DemoCredentials:
     workspace_id: int
 
 
-def demo_tenant_seed(*, name: str = "demo") -> DemoCredentials:
-    """Create (or find) a demo org, team, AI-enabled workspace and admin user.
+def demo_tenant_seed(*, name: str = "demo", kept: DemoCredentials | None = None) -> DemoCredentials:
+    """Create (or find) a demo org, team, AI-enabled workspace and admin user, and return
+    working credentials for them.
 
-    Idempotent: a second run creates no new org, team, workspace or user. It sets a
-    fresh password and mints fresh tokens (one for the person API, one for the MCP
-    server), because none can be read back from what is stored, and the credentials it
-    prints must work.
+    Idempotent: a second run creates no new org, team, workspace or user. `kept` is what
+    an earlier run returned (neither the password nor a token can be read back from what
+    is stored): each of its credentials that still works is returned as it is, so a
+    restart neither resets the password (which would sign every browser out) nor mints
+    another token. Only one that no longer works (a password changed since, a token
+    revoked or expired) is replaced: a fresh password, a freshly minted token.
     """
-    password = secrets.token_urlsafe(12)
     with transaction.atomic():
         org, _ = Org.objects.get_or_create(name=f"{name} org")
         team, _ = Team.objects.get_or_create(org=org, name=f"{name} team")
         user, _ = User.objects.get_or_create(username=name)
-        user.set_password(password)
         # The demo shows the staff side too: the same person may inspect receipts in admin.
         user.is_staff = user.is_superuser = True
+        previous = kept if kept is not None and kept.username == user.username else None
+        password = previous.password if previous else ""
+        if not (password and user.check_password(password)):
+            password = secrets.token_urlsafe(12)
+            user.set_password(password)
         user.save(update_fields=["password", "is_staff", "is_superuser"])
         team_membership_ensure(team=team, user=user, role=TeamMembership.Role.OWNER)
         workspace, _ = Workspace.objects.get_or_create(
@@ -394,11 +427,14 @@ def demo_tenant_seed(*, name: str = "demo") -> DemoCredentials:
         workspace_membership_ensure(
             workspace=workspace, user=user, role=WorkspaceMembership.Role.ADMIN
         )
-        _, token = api_token_create(
-            user=user, team=team, name=f"{name} (seed_demo)", scope=ApiToken.Scope.API
+        token = _demo_token_ensure(
+            user=user, team=team, kept=previous.token if previous else "", scope=ApiToken.Scope.API
         )
-        _, mcp_token = api_token_create(
-            user=user, team=team, name=f"{name} MCP (seed_demo)", scope=ApiToken.Scope.MCP
+        mcp_token = _demo_token_ensure(
+            user=user,
+            team=team,
+            kept=previous.mcp_token if previous else "",
+            scope=ApiToken.Scope.MCP,
         )
     return DemoCredentials(
         username=user.username,
@@ -409,6 +445,25 @@ def demo_tenant_seed(*, name: str = "demo") -> DemoCredentials:
         team_id=team.pk,
         workspace_id=workspace.pk,
     )
+
+
+def _demo_token_ensure(*, user: User, team: Team, kept: str, scope: str) -> str:
+    """`kept` if it is still a live token of `scope` for `user` in `team`, else a new one."""
+    name = f"{user.username}{' MCP' if scope == ApiToken.Scope.MCP else ''} (seed_demo)"
+    is_live = (
+        bool(kept)
+        and ApiToken.objects.filter(
+            token_hash=bearer_secret_digest(kept),
+            user=user,
+            team=team,
+            scope=scope,
+            revoked_at__isnull=True,
+            expires_at__gt=timezone.now(),
+        ).exists()
+    )
+    if is_live:
+        return kept
+    return api_token_create(user=user, team=team, name=name, scope=scope)[1]
 
 
 def workspace_key_ensure(*, workspace: Workspace) -> bytes:

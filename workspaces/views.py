@@ -54,6 +54,8 @@ def sign_out(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         _key_sessions_revoke_all(request, request.user)
     logout(request)
+    # After logout: the message must outlive the session that logout just flushed.
+    messages.info(request, "You have been signed out.")
     return redirect("workspaces:sign-in")
 
 

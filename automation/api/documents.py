@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from automation.api import serializers as shapes
 from automation.api.access import AutomationDocumentView, caller_document_actor
 from memory import documents
+from memory.api import document_common as common
 from memory.api.document_common import BASE_VERSION_HEADER, PATH_REQUIRED, validated
 from memory.documents import DocumentActor, Operation
 from workspaces.api.headers import base_version_from
@@ -87,9 +88,5 @@ class AutomationDocumentSearchApi(AutomationDocumentView):
         ),
     )
     def get(self, request: Request, workspace_id: int) -> Response:
-        actor = caller_document_actor(request, workspace_id)
-        query = validated(shapes.SearchQuery(data=request.query_params))
-        found = documents.document_search(
-            actor=actor, query=query["q"], limit=query["limit"], cursor=query.get("cursor")
-        )
+        found = common.search(request, caller_document_actor(request, workspace_id))
         return Response(shapes.SearchResults(found).data)

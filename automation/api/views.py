@@ -187,6 +187,8 @@ class MemoryReceiptsApi(APIView):
         recalledAt = serializers.DateTimeField(source="recalled_at", allow_null=True)
         recallCount = serializers.IntegerField(source="recall_count")
         captureStatus = serializers.CharField(source="status")
+        # Why the turn's latest capture was refused (an error code), blank if none was.
+        captureRefusalCode = serializers.CharField(source="capture_refusal_code")
         capturedVersion = serializers.IntegerField(
             source="committed_revision.version", allow_null=True, default=None
         )

@@ -2,33 +2,41 @@
 `memory.bots` and the token services, render.
 
 The team is the credential's: a bot of another team is the same 404 as none. Every member
-lists the team's bots and validates a spec; only team owners create bots and issue or revoke
-their tokens (`TEAM_OWNER_REQUIRED`).
+lists and reads the team's bots and their tokens (never a token's secret) and validates a
+spec; only team owners create and change bots and issue or revoke their tokens
+(`TEAM_OWNER_REQUIRED`).
+
+A spec travels as a JSON object, or as YAML or JSON text (what a person pastes from a
+runtime's config file); either way the route judges the object it denotes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import yaml
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.bots import bot_create, bot_get, bot_list, memory_spec_diagnostics
+from memory.bots import KEEP, bot_create, bot_get, bot_list, bot_update, memory_spec_diagnostics
 from workspaces.api.generic import RevokeApi
 from workspaces.api.input import validated
 from workspaces.api.views import TokenOutputSerializer
 from workspaces.authentication import Credential, request_credential
 from workspaces.models import Bot
+from workspaces.selectors import bot_token_list
 from workspaces.services import bot_token_issue, bot_token_revoke
 
 
 class SpecSerializer(serializers.Serializer):
     runtime = serializers.ChoiceField(choices=Bot.Runtime.choices)
     memory = serializers.JSONField(
-        required=False, allow_null=True, help_text="The memory spec: an object, or null."
+        required=False,
+        allow_null=True,
+        help_text="The memory spec: an object, YAML or JSON text of one, or null (blank text).",
     )
     autoMemory = serializers.JSONField(
         required=False,
@@ -37,6 +45,16 @@ class SpecSerializer(serializers.Serializer):
     )
 
     def validate_memory(self, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                # YAML 1.1 reads JSON too; safe_load builds plain data, never objects.
+                value = yaml.safe_load(value)
+            except yaml.YAMLError as error:
+                mark = getattr(error, "problem_mark", None)
+                where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+                raise serializers.ValidationError(
+                    f"The memory spec is not YAML or JSON{where}."
+                ) from None
         if value is not None and not isinstance(value, dict):
             raise serializers.ValidationError("The memory spec is an object or null.")
         return value
@@ -104,12 +122,56 @@ class BotListCreateApi(APIView):
         return Response(BotSerializer(bot).data, status=status.HTTP_201_CREATED)
 
 
+class BotDetailApi(APIView):
+    class InputSerializer(SpecSerializer):
+        runtime = serializers.ChoiceField(choices=Bot.Runtime.choices, required=False)
+        name = serializers.CharField(max_length=200, required=False)
+
+    @extend_schema(responses=BotSerializer)
+    def get(self, request: Request, bot_id: str) -> Response:
+        credential = request_credential(request)
+        return Response(BotSerializer(bot_get(team=credential.team, slug=bot_id)).data)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses=BotSerializer,
+        description="Change the fields given; the resulting spec is judged against the "
+        "resulting runtime, and one with an error diagnostic is refused whole.",
+    )
+    def patch(self, request: Request, bot_id: str) -> Response:
+        credential = request_credential(request)
+        bot = bot_get(team=credential.team, slug=bot_id)
+        given = validated(self.InputSerializer(data=request.data))
+        bot = bot_update(
+            bot=bot,
+            actor=credential.user,
+            name=given.get("name", KEEP),
+            runtime=given.get("runtime", KEEP),
+            memory=given.get("memory", KEEP),
+            auto_memory=given.get("autoMemory", KEEP),
+        )
+        return Response(BotSerializer(bot).data)
+
+
 class BotTokenIssueApi(APIView):
+    """A bot's tokens: listed to every member of its team, issued by an owner."""
+
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=100)
 
     class CreatedSerializer(TokenOutputSerializer):
         token = serializers.CharField(help_text="Shown once; only its hash is kept.")
+
+    class ListedSerializer(TokenOutputSerializer):
+        lastUsedAt = serializers.DateTimeField(
+            source="last_used_at", allow_null=True, help_text="To the minute; null: never."
+        )
+
+    @extend_schema(responses=ListedSerializer(many=True))
+    def get(self, request: Request, bot_id: str) -> Response:
+        credential = request_credential(request)
+        bot = bot_get(team=credential.team, slug=bot_id)
+        return Response(self.ListedSerializer(bot_token_list(bot=bot), many=True).data)
 
     @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request, bot_id: str) -> Response:

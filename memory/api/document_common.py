@@ -137,6 +137,41 @@ class DocumentWrittenSerializer(RevisionSerializer):
     changeKind = serializers.CharField(source="change_kind")
 
 
+class SearchQuerySerializer(serializers.Serializer):
+    q = serializers.CharField(min_length=1, max_length=200)
+    limit = serializers.IntegerField(
+        min_value=1,
+        max_value=documents.SEARCH_MAX_LIMIT,
+        default=documents.SEARCH_DEFAULT_LIMIT,
+    )
+    cursor = serializers.CharField(
+        required=False,
+        trim_whitespace=False,
+        max_length=1024,
+        help_text="The `nextCursor` of the previous page, to continue a truncated search.",
+    )
+
+
+class SearchHitSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    version = serializers.IntegerField()
+    snippet = serializers.CharField()
+
+
+class SearchResultsSerializer(serializers.Serializer):
+    results = SearchHitSerializer(source="hits", many=True)
+    truncated = serializers.BooleanField(source="is_truncated")
+    nextCursor = serializers.CharField(source="next_cursor", allow_null=True)
+
+
+def search(request: Request, actor: documents.DocumentActor) -> documents.SearchResults:
+    """The search the query asks for, as `actor`."""
+    query = validated(SearchQuerySerializer(data=request.query_params))
+    return documents.document_search(
+        actor=actor, query=query["q"], limit=query["limit"], cursor=query.get("cursor")
+    )
+
+
 @dataclass(frozen=True)
 class ReadOrList:
     """GET on a documents route: with `path`, read that document (one object); without,

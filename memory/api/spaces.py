@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import io
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import IO, Any
 
 from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -90,13 +91,13 @@ def _writer(request: Request) -> SpaceWriter:
     return SpaceWriter.of_user(credential.user, tenant_id=credential.team.pk)
 
 
-def _declared_length(request: Request) -> int:
+def declared_length(request: Request) -> int:
     # The transport gate (memory_project/middleware.py) has refused any Content-Length that
     # is not a number, so this one is.
     return int(request.META.get("CONTENT_LENGTH") or 0)
 
 
-def _markdown_body(request: Request) -> bytes:
+def markdown_body(request: Request) -> bytes:
     data = request.data
     if isinstance(data, bytes):
         return data
@@ -207,9 +208,9 @@ class SpaceDocumentApi(RawBodyApi):
         base_version = base_version_from(request)
         # Refuse an over-size body from its declared length, before reading a byte of it.
         space_document_write_admit(
-            handle=handle, path=path, size=_declared_length(request), writer=writer
+            handle=handle, path=path, size=declared_length(request), writer=writer
         )
-        body = _markdown_body(request)
+        body = markdown_body(request)
         meta = space_document_write(
             handle=handle, path=path, body=body, expected_revision=base_version, writer=writer
         )
@@ -242,21 +243,28 @@ class SpaceExportApi(RawBodyApi):
     )
     def get(self, request: Request) -> FileResponse:
         handle = _space(request)
-        # Spooled, not held as one string: a large space goes to disk past the spool size.
-        # Not a `with` block: the response closes the file once it has sent it.
-        spool = tempfile.SpooledTemporaryFile(max_size=archive.SPOOL_MEMORY_BYTES)  # noqa: SIM115
-        try:
-            archive.space_export(handle=handle, out=spool)
-        except BaseException:
-            spool.close()
-            raise
-        spool.seek(0)
-        return FileResponse(
-            spool,
-            as_attachment=True,
+        return archive_response(
+            lambda out: archive.space_export(handle=handle, out=out),
             filename=archive.space_export_file_name(handle),
-            content_type=archive.MEDIA_TYPE,
         )
+
+
+def archive_response(export: Callable[[IO[bytes]], object], *, filename: str) -> FileResponse:
+    """The archive `export(out)` writes, as an attachment. An export refuses before its first
+    byte (a credential, an unreadable document), so a refusal leaves as the JSON error and
+    never as a 200 with part of an archive."""
+    # Spooled, not held as one string: a large archive goes to disk past the spool size.
+    # Not a `with` block: the response closes the file once it has sent it.
+    spool = tempfile.SpooledTemporaryFile(max_size=archive.SPOOL_MEMORY_BYTES)  # noqa: SIM115
+    try:
+        export(spool)
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return FileResponse(
+        spool, as_attachment=True, filename=filename, content_type=archive.MEDIA_TYPE
+    )
 
 
 class SpaceImportApi(APIView):

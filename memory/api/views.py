@@ -5,13 +5,17 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory import selectors, services
+from memory.api.documents import attachment_name
+from memory.api.spaces import RawBodyApi
 from memory.models import MemoryPolicy
 from workspaces.api.access import caller_membership
 from workspaces.api.generic import WorkspaceSettingApi
@@ -94,6 +98,27 @@ class MemoryDocumentApi(APIView):
             restore_version=data.get("restoreVersion"),
         )
         return Response(self.WrittenSerializer(revision).data)
+
+
+class MemoryExportApi(RawBodyApi):
+    @extend_schema(
+        responses={
+            (200, "text/markdown"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="The memory document's current text, as a Markdown attachment; "
+                "`X-Version` names its version.",
+            )
+        },
+    )
+    def get(self, request: Request, workspace_id: int) -> HttpResponse:
+        workspace = caller_membership(request, workspace_id).workspace
+        memory = selectors.memory_current_get(workspace=workspace)
+        response = HttpResponse(memory.content, content_type="text/markdown; charset=utf-8")
+        response["Content-Disposition"] = (
+            f'attachment; filename="{attachment_name("memory", workspace.name, ".md")}"'
+        )
+        response["X-Version"] = str(memory.version)
+        return response
 
 
 class MemoryVersionListApi(APIView):

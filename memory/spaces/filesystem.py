@@ -23,6 +23,8 @@ then the counters: a crash between them leaves counters that `reconcile` recompu
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import fcntl
 import hashlib
 import itertools
@@ -59,6 +61,8 @@ from workspaces.errors import NotFound, VersionConflict
 _LOCK_POLL_MAX_SECONDS = 0.05
 # Makes every temporary file name of this process unique, however fast they are made.
 _temporary_numbers = itertools.count()
+# Linux's syncfs(2), which the os module does not offer; None where the C library lacks it.
+_syncfs = getattr(ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True), "syncfs", None)
 
 Result = TypeVar("Result")
 
@@ -86,11 +90,19 @@ class FilesystemStore:
         return self._shared(handle, collect)
 
     def read_all(self, handle: SpaceHandle) -> Iterator[StoredDocument]:
-        # The files are local: a read each is no round trip to save.
-        for meta in self.list(handle):
-            document = self.read(handle, meta.path)
-            if document is not None:  # deleted since the listing
-                yield document
+        # One shared lock over the whole read (a consistent export), and each metadata file
+        # read once; the bodies one at a time.
+        space_dir = self._space_dir(handle)
+        meta_dir, tree = space_dir / "meta", str(space_dir / "tree")
+        lock_file = space_dir / "space.lock"
+        with _store_errors():
+            if not lock_file.exists():
+                return  # a space never written
+            with _flock(lock_file, deadline=None, shared=True):
+                for entry in os.scandir(meta_dir) if meta_dir.is_dir() else ():
+                    meta = _meta_read(Path(entry.path))
+                    with open(os.path.join(tree, meta.path), "rb") as body:
+                        yield StoredDocument(meta=meta, body=body.read())
 
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         def fetch() -> StoredDocument | None:
@@ -137,20 +149,22 @@ class FilesystemStore:
         delta, then stage every body and metadata file and swap them in together."""
         store.batch_conflict_check([write.path for write in batch.writes])
         space_dir = self._space_dir(handle)
-        tree = space_dir / "tree"
+        tree, meta_dir = space_dir / "tree", space_dir / "meta"
         with _store_errors(), self._locked(handle, batch.deadline):
+            # Listed once: a batch of thousands would otherwise ask the disk per document.
+            stored = set(os.listdir(meta_dir)) if meta_dir.is_dir() else set()
 
             def current(path: str) -> CurrentDocument | None:
-                meta_file = self._meta_file(handle, path)
-                if not meta_file.exists():
+                name = f"{_digest(path)}.json"
+                if name not in stored:
                     return None
-                meta = _meta_read(meta_file)
+                meta = _meta_read(meta_dir / name)
                 return CurrentDocument(revision=meta.revision, size=meta.size)
 
             metas, delta = store.batch_judge(
                 batch,
                 current=current,
-                near=lambda path: _paths_near(tree, path),
+                near=_PathsNear(tree),
                 now=timezone.now(),
             )
             space_used, tenant_used = self._quotas_require(handle, delta, batch.quotas)
@@ -159,7 +173,7 @@ class FilesystemStore:
             files: list[tuple[Path, bytes]] = []
             for write, meta in zip(batch.writes, metas, strict=True):
                 files.append((tree / write.path, write.body))
-                files.append((self._meta_file(handle, write.path), _meta_dump(meta)))
+                files.append((meta_dir / f"{_digest(write.path)}.json", _meta_dump(meta)))
             _swap_in(space_dir, files)
             self._counters_add(handle, delta, space_used, tenant_used)
         return metas
@@ -397,16 +411,18 @@ def _atomic_write(space_dir: Path, target: Path, data: bytes) -> None:
     _fsync_directory(target.parent)
 
 
-def _stage(space_dir: Path, data: bytes) -> Path:
-    """`data` in a new fsynced file in `tmp/` of the space (the filesystem of its tree)."""
+def _stage(space_dir: Path, data: bytes, *, sync: bool = True) -> Path:
+    """`data` in a new file in `tmp/` of the space (the filesystem of its tree), fsynced
+    unless the caller syncs the filesystem itself (`sync=False`)."""
     temporary = _temporary_name(space_dir)
     temporary.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
@@ -419,15 +435,20 @@ def _temporary_name(space_dir: Path) -> Path:
 
 def _swap_in(space_dir: Path, files: Sequence[tuple[Path, bytes]]) -> None:
     """Write every file of `files` or none: all are staged first (a failure there leaves the
-    tree as it was), then renamed into place, each replaced file set aside until the last
-    rename succeeded and put back if one failed."""
+    tree as it was) and made durable by one sync of their filesystem (an fsync each made a
+    batch of thousands wait on the disk thousands of times), then renamed into place, each
+    replaced file set aside until the last rename succeeded and put back if one failed."""
     staged: list[Path] = []
     swapped: list[tuple[Path, Path | None]] = []  # (target, the file it replaced)
+    made: set[Path] = set()
     try:
         for _, data in files:
-            staged.append(_stage(space_dir, data))
+            staged.append(_stage(space_dir, data, sync=False))
+        _filesystem_sync(space_dir)
         for temporary, (target, _) in zip(staged, files, strict=True):
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.parent not in made:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                made.add(target.parent)
             previous = None
             if target.exists():
                 previous = _temporary_name(space_dir)
@@ -450,6 +471,21 @@ def _swap_in(space_dir: Path, files: Sequence[tuple[Path, bytes]]) -> None:
             previous.unlink()
 
 
+def _filesystem_sync(directory: Path) -> None:
+    """Flush every written file of the filesystem holding `directory` to its disk: Linux's
+    syncfs, else a sync of every filesystem."""
+    if _syncfs is None:
+        os.sync()
+        return
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if _syncfs(descriptor) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, os.strerror(error))
+    finally:
+        os.close(descriptor)
+
+
 def _fsync_directory(directory: Path) -> None:
     descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -464,6 +500,27 @@ def _prune_empty_directories(tree: Path, directory: Path) -> None:
     while directory != tree and directory.is_dir() and not any(directory.iterdir()):
         directory.rmdir()
         directory = directory.parent
+
+
+class _PathsNear:
+    """`_paths_near` over a batch: an ancestor directory shared by many of its documents is
+    looked at on disk once."""
+
+    def __init__(self, tree: Path) -> None:
+        self.tree = tree
+        self.files: dict[str, bool] = {}  # ancestor path: a file of the tree is there
+
+    def __call__(self, path: str) -> list[str]:
+        segments = path.split("/")
+        for end in range(1, len(segments)):
+            ancestor = "/".join(segments[:end])
+            if ancestor not in self.files:
+                self.files[ancestor] = os.path.isfile(os.path.join(self.tree, ancestor))
+            if self.files[ancestor]:
+                return [ancestor]
+        if not os.path.isdir(os.path.join(self.tree, path)):
+            return []
+        return _paths_near(self.tree, path)
 
 
 def _paths_near(tree: Path, path: str) -> list[str]:

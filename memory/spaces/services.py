@@ -8,7 +8,8 @@ A write is judged in this order; the first refusal answers and nothing is writte
    routes build the handle from the credential, so they never meet it);
 2. the global write gate: writing or deleting in `global` needs a superuser acting
    (`GLOBAL_SPACE_WRITE_DENIED`); every global write or delete that passes is audited in
-   the same transaction as the document, when the store shares the database;
+   the same transaction as the document, when the store shares the database; a space
+   named `auto-memory` takes only the mirror's writes (`AUTO_MEMORY_SPACE_RESERVED`);
 3. the path: its one canonical spelling (`INVALID_DOCUMENT_PATH`, `workspaces.paths`);
 4. the ceiling `MEMORY_MAX_DOCUMENT_BYTES` (`DOCUMENT_TOO_LARGE`; nothing is truncated);
 5. the text: UTF-8 (`INVALID_TEXT`);
@@ -35,7 +36,7 @@ from dataclasses import dataclass, replace
 from django.conf import settings
 from django.db import transaction
 
-from memory.errors import GlobalSpaceWriteDenied
+from memory.errors import AutoMemorySpaceReserved, GlobalSpaceWriteDenied
 from memory.secrets import secret_refuse
 from memory.spaces.handle import SpaceHandle
 from memory.spaces.quotas import quotas_for, store_get
@@ -44,6 +45,9 @@ from workspaces.errors import DocumentTooLarge, InvalidText, NotFound
 from workspaces.models import AuditEvent, User
 from workspaces.paths import document_path_require_canonical
 from workspaces.services import audit_record
+
+# The auto-memory mirror's space name: in any visibility, only the mirror writes it.
+AUTO_MEMORY_SPACE_NAME = "auto-memory"
 
 
 class WriterKind(enum.StrEnum):
@@ -75,9 +79,12 @@ class SpaceWriter:
 
 def space_write_permit(*, handle: SpaceHandle, writer: SpaceWriter) -> None:
     """Steps 1 and 2 of the module's order: may `writer` change this space at all. An
-    import asks before it reads a byte of its archive."""
+    import asks before it reads a byte of its archive. A space named `auto-memory` is the
+    mirror's alone (`AUTO_MEMORY_SPACE_RESERVED` for every other writer)."""
     if not handle.is_global and handle.tenant_id != writer.tenant_id:
         raise NotFound()
+    if handle.name == AUTO_MEMORY_SPACE_NAME and writer.kind is not WriterKind.MIRROR:
+        raise AutoMemorySpaceReserved()
     if handle.is_global and not (writer.user is not None and writer.user.is_superuser):
         raise GlobalSpaceWriteDenied()
 

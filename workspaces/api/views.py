@@ -60,13 +60,22 @@ class TokenOutputSerializer(serializers.Serializer):
     createdAt = serializers.DateTimeField(source="created_at")
     expiresAt = serializers.DateTimeField(source="expires_at")
     revokedAt = serializers.DateTimeField(source="revoked_at", allow_null=True)
+    lastUsedAt = serializers.DateTimeField(
+        source="last_used_at",
+        allow_null=True,
+        help_text="When it last authenticated a request, to the minute; null if never.",
+    )
 
 
 class TokenListCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=100)
+        # A bot's token is issued for its bot (`/api/v1/bots/{id}/tokens`), never here.
         scope = serializers.ChoiceField(
-            choices=ApiToken.Scope.choices,
+            choices=[
+                (ApiToken.Scope.API, ApiToken.Scope.API.label),
+                (ApiToken.Scope.MCP, ApiToken.Scope.MCP.label),
+            ],
             default=ApiToken.Scope.API,
             help_text="`api`: the person API. `mcp`: only the MCP server, refused on /api/.",
         )

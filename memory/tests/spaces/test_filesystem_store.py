@@ -8,6 +8,7 @@ import time
 import pytest
 
 from memory.errors import StoreUnavailable
+from memory.spaces import filesystem
 from memory.spaces.filesystem import FilesystemStore
 from memory.spaces.handle import Visibility
 from memory.spaces.store import PendingWrite, Quotas, WriteBatch
@@ -84,3 +85,38 @@ def test_a_batch_failing_in_its_swap_puts_every_file_back(tmp_path, monkeypatch,
 
     after = {path: path.read_bytes() for path in space_dir.rglob("*") if path.is_file()}
     assert after == before
+
+
+def test_a_batch_syncs_its_staged_files_once_before_the_first_rename(tmp_path, monkeypatch):
+    """A file renamed into the tree before its bytes reached the disk could be found empty
+    after a crash: the batch's one filesystem sync comes before any of its renames."""
+    store = FilesystemStore(root=tmp_path)
+    handle = handle_of(4)
+    store_write(store, handle, "a.md", b"old a", expected=0)
+    events: list[str] = []
+    real_replace, real_sync = os.replace, filesystem._filesystem_sync
+
+    def replace(source, target):
+        events.append("rename")
+        real_replace(source, target)
+
+    def sync(directory):
+        events.append("sync")
+        real_sync(directory)
+
+    monkeypatch.setattr("memory.spaces.filesystem.os.replace", replace)
+    monkeypatch.setattr("memory.spaces.filesystem._filesystem_sync", sync)
+    store.write_many(
+        handle,
+        WriteBatch(
+            writes=[PendingWrite("a.md", b"new a", 1), PendingWrite("b/c.md", b"c", 0)],
+            updated_by="import:7",
+            quotas=Quotas(space_bytes=0, tenant_bytes=0),
+            deadline=time.monotonic() + 5,
+        ),
+    )
+
+    assert events[0] == "sync"
+    assert events.count("sync") == 1
+    assert "rename" in events
+    assert store.read(handle, "b/c.md").body == b"c"
