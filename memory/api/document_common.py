@@ -23,6 +23,7 @@ from rest_framework.response import Response
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from memory import documents
+from workspaces.api.access import caller_membership
 from workspaces.api.input import validated
 
 BASE_VERSION_HEADER = OpenApiParameter(
@@ -204,3 +205,9 @@ class ReadOrList:
             actor=actor, prefix=query.get("prefix"), include_deleted=query["includeDeleted"]
         )
         return Response(self.item(files, many=True).data)
+
+
+def person_actor(request: Request, workspace_id: int) -> documents.DocumentActor:
+    """The caller as a person acting in the workspace (404 for a non-member)."""
+    membership = caller_membership(request, workspace_id)
+    return documents.DocumentActor.of_member(membership, documents.ActorKind.PERSON)

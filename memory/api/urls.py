@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.api import bots, documents, mirror, spaces, views
+from memory.api import bots, documents, export, mirror, search, spaces, views
 
 urlpatterns = [
     path(
@@ -60,12 +60,12 @@ urlpatterns = [
     ),
     path(
         "workspaces/<int:workspace_id>/documents/export",
-        documents.NotesExportApi.as_view(),
+        export.NotesExportApi.as_view(),
         name="document-export",
     ),
     path(
         "workspaces/<int:workspace_id>/search",
-        documents.WorkspaceSearchApi.as_view(),
+        search.WorkspaceSearchApi.as_view(),
         name="workspace-search",
     ),
     path("memory/usage", spaces.SpaceUsageApi.as_view(), name="space-usage"),

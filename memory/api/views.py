@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory import selectors, services
-from memory.api.documents import attachment_name
+from memory.api.export import attachment_name
 from memory.api.spaces import RawBodyApi
 from memory.models import MemoryPolicy
 from workspaces.api.access import caller_membership
