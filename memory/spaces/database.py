@@ -172,7 +172,7 @@ class DatabaseStore:
                     updated_by=request.updated_by,
                     updated_at=now,
                 )
-                fields = _sealed_fields(handle, sealer, meta, body)
+                fields = _sealed_fields(handle.id, sealer, meta, body)
                 if base == 0:
                     _document_create(space, path, fields, current_revision)
                 else:
@@ -229,8 +229,9 @@ class DatabaseStore:
                 assert space is not None
                 assert sealer is not None
                 created = []
+                space_id = handle.id
                 for write, meta in zip(batch.writes, metas, strict=True):
-                    fields = _sealed_fields(handle, sealer, meta, write.body)
+                    fields = _sealed_fields(space_id, sealer, meta, write.body)
                     if (found := current.get(write.path)) is None:
                         created.append({"path": meta.path, **fields})
                     else:
@@ -496,14 +497,14 @@ def _sealer(handle: SpaceHandle) -> Sealer | None:
 
 
 def _sealed_fields(
-    handle: SpaceHandle, sealer: Sealer, meta: DocumentMeta, body: bytes
+    space_id: str, sealer: Sealer, meta: DocumentMeta, body: bytes
 ) -> dict[str, object]:
     """The stored fields of a document at `meta`'s revision: its body and checksum sealed
     under the space key, bound to the space, the path and that revision."""
 
     def sealed(plaintext: bytes, part: str) -> bytes:
         associated_data = space_associated_data(
-            space_id=handle.id, path=meta.path, revision=meta.revision, part=part
+            space_id=space_id, path=meta.path, revision=meta.revision, part=part
         )
         return sealer.seal(plaintext, associated_data)
 
