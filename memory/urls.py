@@ -17,4 +17,5 @@ urlpatterns = [
     path("workspaces/<int:workspace_id>/notes/", views.notes, name="notes"),
     path("workspaces/<int:workspace_id>/notes/edit/", views.note, name="note"),
     path("team/memory/", views.team_memory, name="spaces"),
+    path("team/bots/", views.team_bots, name="bots"),
 ]
