@@ -18,4 +18,5 @@ workspace_pages = [
 urlpatterns = [
     path("workspaces/<int:workspace_id>/", include(workspace_pages)),
     path("team/memory/", views.team_memory, name="spaces"),
+    path("team/bots/", views.team_bots, name="bots"),
 ]

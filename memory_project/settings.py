@@ -237,6 +237,9 @@ MEMORY_QUOTA_SPACE_BYTES = {
 }
 # How long a space write or delete waits for the space's locks before answering STORE_BUSY.
 MEMORY_STORE_WAIT_SECONDS = env_int("MEMORY_STORE_WAIT_SECONDS", 5, minimum=1, maximum=300)
+# A `private` space (one run's) is removed by the nightly expiry this many days after its
+# last write (or its creation, if nothing was written since).
+MEMORY_PRIVATE_TTL_DAYS = env_int("MEMORY_PRIVATE_TTL_DAYS", 7, minimum=1, maximum=3650)
 # Bounds on one archive import, counted as the archive is read (so a gzip bomb stops at
 # the bound instead of being inflated first): its entries, and its decompressed bytes.
 MEMORY_IMPORT_MAX_ENTRIES = env_int("MEMORY_IMPORT_MAX_ENTRIES", 10_000, minimum=1)

@@ -21,6 +21,7 @@ from workspaces.models import (
     KeySession,
     Org,
     Team,
+    TeamMembership,
     User,
     Workspace,
     WorkspaceKey,
@@ -67,6 +68,13 @@ def api_token_list_for_user(*, user: User, team: Team) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user, team=team, bot__isnull=True).order_by(
         "-created_at", "-pk"
     )
+
+
+def team_owner_is(*, team: Team, user: User) -> bool:
+    """Whether `user` owns `team`: what managing its bots takes."""
+    return TeamMembership.objects.filter(
+        team=team, user=user, role=TeamMembership.Role.OWNER
+    ).exists()
 
 
 def bot_token_list(*, bot: Bot) -> QuerySet[ApiToken]:

@@ -60,7 +60,7 @@ from workspaces.models import (
     key_session_cache_key,
 )
 from workspaces.ratelimit import client_address
-from workspaces.selectors import workspace_data_key
+from workspaces.selectors import team_owner_is, workspace_data_key
 from workspaces.sql import datetime_param, table
 from workspaces.tokens import bearer_secret_digest, jwt_encode, pat_generate
 from workspaces.violations import violation_code
@@ -177,9 +177,7 @@ def api_token_use_record(*, token: ApiToken, now: datetime) -> None:
 
 def team_owner_require(*, team: Team, user: User) -> None:
     """`user` owns `team` (`TeamOwnerRequired` otherwise): what managing its bots takes."""
-    if not TeamMembership.objects.filter(
-        team=team, user=user, role=TeamMembership.Role.OWNER
-    ).exists():
+    if not team_owner_is(team=team, user=user):
         raise TeamOwnerRequired()
 
 

@@ -34,7 +34,7 @@ from django.db import (
     connection,
     transaction,
 )
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from django.utils import timezone
 from psycopg import sql as psycopg_sql
 
@@ -47,6 +47,7 @@ from memory.spaces.store import (
     CurrentDocument,
     DocumentMeta,
     DocumentWrite,
+    ExpiredSpace,
     SpaceUsage,
     StoredDocument,
     WriteBatch,
@@ -283,13 +284,7 @@ class DatabaseStore:
                 .distinct()
                 .order_by("handle_id")
             )
-        return [
-            SpaceHandle(
-                visibility=Visibility(row.visibility),
-                **{axis: getattr(row, axis) for axis in _HANDLE_AXES},
-            )
-            for row in rows
-        ]
+        return [_row_handle(row) for row in rows]
 
     def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
         with _store_errors(), transaction.atomic():
@@ -299,6 +294,20 @@ class DatabaseStore:
             SpaceKey.objects.filter(tenant_id__in=tenant_ids).delete()
         return documents
 
+    def private_spaces_expire(self, *, written_before: datetime) -> Sequence[ExpiredSpace]:
+        candidates = MemorySpace.objects.filter(
+            visibility=Visibility.PRIVATE.value, last_written_at__lt=written_before
+        ).order_by("pk")
+        expired = []
+        for pk in candidates.values_list("pk", flat=True):
+            try:
+                removed = _private_space_expire(pk, written_before)
+            except StoreBusy:
+                continue  # a writer holds it: judged again at the next run
+            if removed is not None:
+                expired.append(removed)
+        return sorted(expired, key=lambda each: each.handle.id)
+
     def reconcile(self) -> Sequence[CounterDrift]:
         drifts: list[CounterDrift] = []
         tenant_ids = set(MemorySpace.objects.values_list("tenant_id", flat=True).distinct())
@@ -307,6 +316,36 @@ class DatabaseStore:
             with _store_errors(), transaction.atomic():
                 drifts.extend(_tenant_reconcile(tenant_id))
         return drifts
+
+
+def _row_handle(row: MemorySpace) -> SpaceHandle:
+    return SpaceHandle(
+        visibility=Visibility(row.visibility),
+        **{axis: getattr(row, axis) for axis in _HANDLE_AXES},
+    )
+
+
+def _private_space_expire(pk: int, written_before: datetime) -> ExpiredSpace | None:
+    """Remove one private space if it is still unwritten since `written_before`, in the
+    writers' lock order (its row, its documents, the tenant's counter); None if it was
+    written or removed meanwhile."""
+    deadline = time.monotonic() + settings.MEMORY_STORE_WAIT_SECONDS
+    with _store_errors(), _locking_transaction(deadline):
+        space = (
+            MemorySpace.objects.select_for_update()
+            .filter(pk=pk, last_written_at__lt=written_before)
+            .first()
+        )
+        if space is None:
+            return None
+        documents = space.documents.select_for_update().order_by("pk")
+        held = documents.aggregate(count=Count("pk"), total=Sum("size"))
+        freed = held["total"] or 0
+        documents.delete()
+        if space.tenant_id is not None and freed:
+            _tenant_charge(space.tenant_id, -freed, 0)
+        MemorySpace.objects.filter(pk=pk).delete()
+    return ExpiredSpace(handle=_row_handle(space), documents=held["count"], freed_bytes=freed)
 
 
 def _tenant_reconcile(tenant_id: int | None) -> list[CounterDrift]:
@@ -556,8 +595,12 @@ def _tenant_charge(tenant_id: int, delta: int, quota: int) -> None:
 
 
 def _space_charge(space: MemorySpace, delta: int, quota: int) -> None:
-    if not counter_move(MemorySpace.objects.filter(pk=space.pk), delta=delta, quota=quota):
+    """Move the space's counter by `delta` and record the change's time (what a private
+    space's lifetime counts from). Every write and delete of a space ends here."""
+    rows = MemorySpace.objects.filter(pk=space.pk)
+    if not counter_move(rows, delta=delta, quota=quota):
         raise SpaceQuotaExceeded(usedBytes=space.used_bytes, deltaBytes=delta, quotaBytes=quota)
+    rows.update(last_written_at=timezone.now())
 
 
 class _Row(Protocol):

@@ -9,7 +9,8 @@ Layout (every visibility has a home, `private` included):
     <space>/tree/<path>                        the bodies, as the space's tree of files
     <space>/meta/<SHA-256 of path>.json        each document's revision, size, checksum,
                                                updatedBy, updatedAt (beside the tree, not in it)
-    <space>/space.json                         the handle's axes and the space's counter
+    <space>/space.json                         the handle's axes, the space's counter and
+                                               when it was last written (lastWrittenAt)
     <space>/space.lock                         the space's lock
     <space>/tmp/                               where a file is written before its rename
 
@@ -34,7 +35,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,6 +50,7 @@ from memory.spaces.store import (
     CurrentDocument,
     DocumentMeta,
     DocumentWrite,
+    ExpiredSpace,
     Quotas,
     SpaceUsage,
     StoredDocument,
@@ -217,17 +219,7 @@ class FilesystemStore:
                     # Only a crash between a first write's metadata and its counters leaves
                     # a space without its axes; its handle cannot be rebuilt from a digest.
                     continue
-                handles.append(
-                    SpaceHandle(
-                        visibility=Visibility(axes["visibility"]),
-                        name=axes["name"],
-                        tenant_id=axes["tenant"],
-                        project=axes["project"],
-                        bot=axes["bot"],
-                        user_id=axes["user"],
-                        run=axes["run"],
-                    )
-                )
+                handles.append(_axes_handle(axes))
         return sorted(handles, key=lambda handle: handle.id)
 
     def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
@@ -240,6 +232,46 @@ class FilesystemStore:
                 removed += sum(1 for _ in tenant_dir.glob("*/meta/*.json"))
                 shutil.rmtree(tenant_dir)
         return removed
+
+    def private_spaces_expire(self, *, written_before: datetime) -> Sequence[ExpiredSpace]:
+        expired = []
+        with _store_errors():
+            for state_file in sorted(self.root.glob("tenants/*/*/space.json")):
+                if not _is_expired(state_file, written_before):
+                    continue
+                try:
+                    removed = self._private_space_expire(state_file.parent, written_before)
+                except StoreBusy:
+                    continue  # a writer holds it: judged again at the next run
+                if removed is not None:
+                    expired.append(removed)
+        return sorted(expired, key=lambda each: each.handle.id)
+
+    def _private_space_expire(
+        self, space_dir: Path, written_before: datetime
+    ) -> ExpiredSpace | None:
+        """Remove one private space if it is still unwritten since `written_before`, under
+        its lock and then its tenant's (the writers' order); None if it was written or
+        removed meanwhile. A writer that was waiting on the removed lock file takes it
+        again (`_flock`), so it never writes into a space it shares with no lock."""
+        deadline = time.monotonic() + settings.MEMORY_STORE_WAIT_SECONDS
+        tenant_dir = space_dir.parent
+        with (
+            _flock(space_dir / "space.lock", deadline),
+            _flock(tenant_dir / "tenant.lock", deadline),
+        ):
+            state_file = space_dir / "space.json"
+            if not state_file.exists() or not _is_expired(state_file, written_before):
+                return None
+            handle = _axes_handle(_json_read(state_file, {}))
+            sizes = [_meta_read(entry).size for entry in space_dir.glob("meta/*.json")]
+            shutil.rmtree(space_dir)
+            freed = sum(sizes)
+            if freed:
+                used = _json_read(tenant_dir / "usage.json", {"usedBytes": 0})["usedBytes"]
+                usage = {"usedBytes": max(0, used - freed)}
+                _atomic_write(tenant_dir, tenant_dir / "usage.json", _json_dump(usage))
+        return ExpiredSpace(handle=handle, documents=len(sizes), freed_bytes=freed)
 
     def reconcile(self) -> Sequence[CounterDrift]:
         drifts: list[CounterDrift] = []
@@ -329,11 +361,14 @@ class FilesystemStore:
         """Write both counters moved by `delta`. Call holding the space's and the tenant's
         locks, with the values read under them."""
         space_dir = self._space_dir(handle)
-        # A space's first write records its axes even when it adds no byte (an empty
-        # document), so that `spaces` can name every space holding a document.
-        if delta == 0 and (space_dir / "space.json").exists():
-            return
-        state = {**_handle_axes(handle), "usedBytes": max(0, space_used + delta)}
+        # Written on every change, even one of no byte: it records the change's time (what
+        # a private space's lifetime counts from), and a first write's axes, so that
+        # `spaces` can name every space holding a document.
+        state = {
+            **_handle_axes(handle),
+            "usedBytes": max(0, space_used + delta),
+            "lastWrittenAt": timezone.now().isoformat(),
+        }
         _atomic_write(space_dir, space_dir / "space.json", _json_dump(state))
         if handle.tenant_id is not None and delta != 0:
             tenant_dir = self._tenant_dir(handle.tenant_id)
@@ -344,13 +379,18 @@ class FilesystemStore:
     def _locked(self, handle: SpaceHandle, deadline: float) -> Iterator[None]:
         """Hold the space's lock, then the tenant's, each waited for until `deadline`."""
         space_dir = self._space_dir(handle)
-        (space_dir / "tmp").mkdir(parents=True, exist_ok=True)
-        with _flock(space_dir / "space.lock", deadline):
-            if handle.tenant_id is None:
-                yield
-                return
-            with _flock(self._tenant_dir(handle.tenant_id) / "tenant.lock", deadline):
-                yield
+        with ExitStack() as locks:
+            while True:
+                (space_dir / "tmp").mkdir(parents=True, exist_ok=True)
+                try:
+                    locks.enter_context(_flock(space_dir / "space.lock", deadline))
+                    break
+                except _LockFileGone:
+                    continue  # the space expired while we waited: start it again
+            if handle.tenant_id is not None:
+                tenant_lock = self._tenant_dir(handle.tenant_id) / "tenant.lock"
+                locks.enter_context(_flock(tenant_lock, deadline))
+            yield
 
     def _shared(self, handle: SpaceHandle, read: Callable[[], Result]) -> Result:
         """Run `read` holding the space's lock shared, so it never sees a body without its
@@ -371,12 +411,21 @@ def _store_errors() -> Iterator[None]:
         raise StoreUnavailable() from error
 
 
+class _LockFileGone(Exception):
+    """The lock file was removed (its space expired) before or while it was waited for."""
+
+
 @contextmanager
 def _flock(path: Path, deadline: float | None, *, shared: bool = False) -> Iterator[None]:
     """Hold `flock` on `path`, waiting until `deadline` (a time.monotonic() value; None:
     as long as it takes) and answering StoreBusy past it. `flock` has no timeout of its own,
-    so the wait tries again with a growing pause."""
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    so the wait tries again with a growing pause. _LockFileGone when the file was removed
+    (with its directory) before the lock was granted: a lock on a removed file excludes
+    no one who opens the path afresh."""
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except FileNotFoundError:
+        raise _LockFileGone() from None
     try:
         mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
         if deadline is None:
@@ -393,6 +442,8 @@ def _flock(path: Path, deadline: float | None, *, shared: bool = False) -> Itera
                         raise StoreBusy() from None
                     time.sleep(min(pause, remaining))
                     pause = min(pause * 2, _LOCK_POLL_MAX_SECONDS)
+        if os.fstat(descriptor).st_nlink == 0:
+            raise _LockFileGone()
         yield
     finally:
         os.close(descriptor)  # closing the descriptor releases the lock
@@ -540,6 +591,33 @@ def _paths_near(tree: Path, path: str) -> list[str]:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _axes_handle(axes: dict[str, Any]) -> SpaceHandle:
+    """The handle whose axes `_handle_axes` recorded."""
+    return SpaceHandle(
+        visibility=Visibility(axes["visibility"]),
+        name=axes["name"],
+        tenant_id=axes["tenant"],
+        project=axes["project"],
+        bot=axes["bot"],
+        user_id=axes["user"],
+        run=axes["run"],
+    )
+
+
+def _is_expired(state_file: Path, written_before: datetime) -> bool:
+    """Whether the space `state_file` describes is private and last written before
+    `written_before`. A state written before the time was recorded is dated by its file,
+    which every change of its counter rewrote."""
+    state = _json_read(state_file, {})
+    if state.get("visibility") != Visibility.PRIVATE.value:
+        return False
+    if "lastWrittenAt" in state:
+        written = datetime.fromisoformat(state["lastWrittenAt"])
+    else:
+        written = datetime.fromtimestamp(state_file.stat().st_mtime, tz=UTC)
+    return written < written_before
 
 
 def _handle_axes(handle: SpaceHandle) -> dict[str, Any]:

@@ -195,7 +195,7 @@ def test_a_token_list_shows_its_last_use_and_its_revocation(tenant, owner):
     listed = owner.get("/api/v1/bots/first/tokens").json()
 
     assert parse_datetime(listed[0]["lastUsedAt"]) == used
-    assert parse_datetime(listed[0]["revokedAt"]) > used
+    assert listed[0]["revokedAt"] is not None
 
 
 def test_an_owner_changes_a_bots_name_runtime_and_spec(owner):

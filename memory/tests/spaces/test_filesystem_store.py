@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
+import threading
 import time
 
 import pytest
 
 from memory.errors import StoreUnavailable
 from memory.spaces import filesystem
-from memory.spaces.filesystem import FilesystemStore
+from memory.spaces.filesystem import FilesystemStore, _flock, _LockFileGone
 from memory.spaces.handle import Visibility
 from memory.spaces.store import PendingWrite, Quotas, WriteBatch
 from memory.tests.spaces.conftest import handle_of, store_write
@@ -120,3 +122,46 @@ def test_a_batch_syncs_its_staged_files_once_before_the_first_rename(tmp_path, m
     assert events.count("sync") == 1
     assert "rename" in events
     assert store.read(handle, "b/c.md").body == b"c"
+
+
+def test_a_writer_waiting_on_an_expired_spaces_lock_writes_under_a_fresh_one(tmp_path):
+    store = FilesystemStore(root=tmp_path)
+    handle = handle_of(7, Visibility.PRIVATE)
+    store_write(store, handle, "a.md", b"old", expected=0)
+    space_dir = store._space_dir(handle)
+    written = []
+
+    with _flock(space_dir / "space.lock", deadline=None):  # the expiry holds it...
+        writer = threading.Thread(
+            target=lambda: written.append(store_write(store, handle, "b.md", b"new", expected=0))
+        )
+        writer.start()
+        time.sleep(0.2)  # lets the writer open the lock file and wait on it
+        shutil.rmtree(space_dir)  # ...and removes the space, lock file included
+    writer.join(timeout=10)
+
+    assert [meta.path for meta in written] == ["b.md"]
+    assert [meta.path for meta in store.list(handle)] == ["b.md"]
+    assert (space_dir / "space.lock").exists()  # the file the next writer will lock too
+
+
+def test_a_lock_on_a_removed_file_is_refused(tmp_path):
+    lock = tmp_path / "space.lock"
+    lock.touch()
+    refusals = []
+
+    def wait() -> None:
+        try:
+            with _flock(lock, deadline=time.monotonic() + 10):
+                pass
+        except _LockFileGone:
+            refusals.append("gone")
+
+    with _flock(lock, deadline=None):
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        time.sleep(0.2)
+        lock.unlink()
+    waiter.join(timeout=10)
+
+    assert refusals == ["gone"]
