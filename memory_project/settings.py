@@ -246,6 +246,8 @@ MEMORY_IMPORT_MAX_ENTRIES = env_int("MEMORY_IMPORT_MAX_ENTRIES", 10_000, minimum
 MEMORY_IMPORT_MAX_BYTES = env_int(
     "MEMORY_IMPORT_MAX_BYTES", 64 * _MIB, minimum=MEMORY_MAX_DOCUMENT_BYTES + 64 * 1024
 )
+# The bodies a bot's autoload block holds at most; the documents past it are listed, not cut.
+MEMORY_AUTOLOAD_MAX_BYTES = env_int("MEMORY_AUTOLOAD_MAX_BYTES", 64 * 1024, minimum=1)
 # `manage.py memory --remote`'s defaults: the server it talks to and the personal access
 # token it sends (never printed). Both optional; the flags override them.
 MEMORY_REMOTE_URL = env_base_url("MEMORY_REMOTE_URL")
