@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
@@ -14,10 +15,16 @@ from rest_framework.views import APIView
 from workspaces import selectors, services
 from workspaces.api.access import caller_membership
 from workspaces.authentication import request_credential
-from workspaces.models import ApiToken
+from workspaces.models import ApiToken, WorkspaceMembership
 
 
 class WorkspaceListApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200)
+        aiEnabled = serializers.BooleanField(
+            default=False, help_text="Switch workspace AI on from the start (you are its admin)."
+        )
+
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         name = serializers.CharField()
@@ -28,6 +35,76 @@ class WorkspaceListApi(APIView):
         credential = request_credential(request)
         workspaces = selectors.workspace_list_for_member(user=credential.user, team=credential.team)
         return Response(self.OutputSerializer(workspaces, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    def post(self, request: Request) -> Response:
+        credential = request_credential(request)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        workspace = services.workspace_create(
+            team=credential.team,
+            name=data.validated_data["name"],
+            admin=credential.user,
+            ai_enabled=data.validated_data["aiEnabled"],
+        )
+        return Response(self.OutputSerializer(workspace).data, status=status.HTTP_201_CREATED)
+
+
+class WorkspaceMemberOutputSerializer(serializers.Serializer):
+    userId = serializers.IntegerField(source="user_id")
+    username = serializers.CharField(source="user.username")
+    role = serializers.ChoiceField(choices=WorkspaceMembership.Role.choices)
+    joinedAt = serializers.DateTimeField(source="created_at")
+
+
+class WorkspaceMemberListApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        userId = serializers.IntegerField(min_value=1, required=False)
+        username = serializers.CharField(max_length=150, required=False)
+        role = serializers.ChoiceField(
+            choices=WorkspaceMembership.Role.choices, default=WorkspaceMembership.Role.MEMBER
+        )
+
+        def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+            if ("userId" in data) == ("username" in data):
+                raise serializers.ValidationError(
+                    "Name the person by exactly one of userId or username."
+                )
+            return data
+
+    @extend_schema(responses=WorkspaceMemberOutputSerializer(many=True))
+    def get(self, request: Request, workspace_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        members = selectors.workspace_member_list(workspace=membership.workspace)
+        return Response(WorkspaceMemberOutputSerializer(members, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: WorkspaceMemberOutputSerializer})
+    def post(self, request: Request, workspace_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        added = services.workspace_member_add(
+            workspace=membership.workspace,
+            actor=membership.user,
+            user_id=data.validated_data.get("userId"),
+            username=data.validated_data.get("username"),
+            role=data.validated_data["role"],
+        )
+        body = WorkspaceMemberOutputSerializer(added).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class WorkspaceMemberApi(APIView):
+    @extend_schema(
+        responses={204: None},
+        description="Remove a member (admins only), or leave: your own user id.",
+    )
+    def delete(self, request: Request, workspace_id: int, user_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        services.workspace_member_remove(
+            workspace=membership.workspace, actor=membership.user, user_id=user_id
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class WorkspaceAiConsentApi(APIView):
