@@ -63,6 +63,25 @@ def workspace_membership_get(*, user: User, team: Team, workspace_id: int) -> Wo
     return membership
 
 
+def workspace_member_list(*, workspace: Workspace) -> QuerySet[WorkspaceMembership]:
+    """Who is in the workspace, in the order they joined. Call with a workspace the caller
+    reached through `workspace_membership_get`: any member may see the others."""
+    return (
+        WorkspaceMembership.objects.select_related("user")
+        .filter(workspace=workspace)
+        .order_by("created_at", "pk")
+    )
+
+
+def team_members_outside_workspace(*, workspace: Workspace) -> QuerySet[User]:
+    """The active members of the workspace's team who are not in it: whom its admins may add."""
+    return (
+        User.objects.filter(team_memberships__team_id=workspace.team_id, is_active=True)
+        .exclude(workspace_memberships__workspace=workspace)
+        .order_by("username")
+    )
+
+
 def api_token_list_for_user(*, user: User, team: Team) -> QuerySet[ApiToken]:
     """The person's own tokens: not the bot tokens they issued, which belong to the bots."""
     return ApiToken.objects.filter(user=user, team=team, bot__isnull=True).order_by(

@@ -28,6 +28,7 @@ from workspaces.crypto import (
 )
 from workspaces.errors import (
     CACHE_ERRORS,
+    AlreadyMember,
     ConsentRevisionConflict,
     CredentialKindRefused,
     DocumentExists,
@@ -35,7 +36,10 @@ from workspaces.errors import (
     InvalidText,
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
+    LastWorkspaceAdmin,
+    NameTaken,
     NotFound,
+    NotTeamMember,
     OrgStateConflict,
     TeamOwnerRequired,
     VersionConflict,
@@ -76,14 +80,133 @@ TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 
 
 def workspace_create(*, team: Team, name: str, admin: User, ai_enabled: bool = False) -> Workspace:
-    """Create a workspace in a team, with `admin` as its first admin."""
+    """Create a workspace in a team, with `admin`, its creator, as its first admin. A name
+    the team already has is NameTaken, and nothing is created."""
     with transaction.atomic():
-        workspace = Workspace.objects.create(team=team, name=name, ai_enabled=ai_enabled)
+        try:
+            with transaction.atomic():
+                workspace = Workspace.objects.create(team=team, name=name, ai_enabled=ai_enabled)
+        except IntegrityError as error:
+            if violation_code(error) != NameTaken.code:
+                raise
+            raise NameTaken(name=name) from None
         team_membership_ensure(team=team, user=admin)
         WorkspaceMembership.objects.create(
             workspace=workspace, user=admin, role=WorkspaceMembership.Role.ADMIN
         )
+        audit_record(
+            actor=admin,
+            action=AuditEvent.Action.WORKSPACE_CREATED,
+            org_id=team.org_id,
+            workspace_id=workspace.pk,
+            target_type="workspace",
+            target_id=workspace.pk,
+            detail={"teamId": team.pk, "aiEnabled": ai_enabled},
+        )
     return workspace
+
+
+def workspace_member_add(
+    *,
+    workspace: Workspace,
+    actor: User,
+    user_id: int | None = None,
+    username: str | None = None,
+    role: str = WorkspaceMembership.Role.MEMBER,
+) -> WorkspaceMembership:
+    """Add a member of the workspace's team, named by id or by username, to the workspace.
+
+    Only an admin of the workspace may (`WorkspaceAdminRequired`). A workspace never pulls
+    anyone into its team: a person who is not an active member of it is `NotTeamMember`,
+    the same answer as for no such person. One already a member is `AlreadyMember`.
+    """
+    _workspace_admin_require(workspace=workspace, user=actor)
+    named: dict[str, Any]
+    lookup: dict[str, object]
+    if user_id is not None:
+        named, lookup = {"userId": user_id}, {"user_id": user_id}
+    else:
+        named, lookup = {"username": username}, {"user__username": username}
+    team_membership = (
+        TeamMembership.objects.select_related("user")
+        .filter(team_id=workspace.team_id, user__is_active=True, **lookup)
+        .first()
+    )
+    if team_membership is None:
+        raise NotTeamMember(**named)
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                membership = WorkspaceMembership.objects.create(
+                    workspace=workspace, user=team_membership.user, role=role
+                )
+        except IntegrityError as error:
+            if violation_code(error) != AlreadyMember.code:
+                raise
+            raise AlreadyMember(userId=team_membership.user_id) from None
+        audit_record(
+            actor=actor,
+            action=AuditEvent.Action.MEMBER_ADDED,
+            org_id=_audit_org_id(pk=workspace.team_id),
+            workspace_id=workspace.pk,
+            target_type="user",
+            target_id=team_membership.user_id,
+            detail={"role": role},
+        )
+    return membership
+
+
+def workspace_member_remove(*, workspace: Workspace, actor: User, user_id: int) -> None:
+    """Remove a member from the workspace: an admin may remove anyone, and anyone may
+    remove themselves (leave). Another's removal by a non-admin is `WorkspaceAdminRequired`;
+    a person who is not a member is `NotFound`.
+
+    The workspace keeps at least one admin (`LastWorkspaceAdmin`). The workspace's
+    memberships are locked in primary-key order first, so two admins removing each other at
+    once are serialized and the second sees that the other is the last. The removed
+    person's key sessions on the workspace are revoked in the same transaction: the
+    assistant loses their authority there at once. What they wrote, their conversations
+    included, stays with the workspace, out of their reach, since every read is a member's.
+    """
+    with transaction.atomic():
+        memberships = list(
+            WorkspaceMembership.objects.select_for_update()
+            .filter(workspace=workspace)
+            .order_by("pk")
+        )
+        by_user = {membership.user_id: membership for membership in memberships}
+        acting = by_user.get(actor.pk)
+        if acting is None:
+            raise NotFound("No such workspace.")
+        if user_id != actor.pk and not acting.is_admin:
+            raise WorkspaceAdminRequired()
+        removed = by_user.get(user_id)
+        if removed is None:
+            raise NotFound("No such member.", userId=user_id)
+        if removed.is_admin and sum(membership.is_admin for membership in memberships) == 1:
+            raise LastWorkspaceAdmin()
+        removed.delete()
+        sessions = KeySession.objects.filter(
+            workspace=workspace, user_id=user_id, revoked_at__isnull=True
+        ).order_by("pk")
+        for session in sessions:
+            key_session_revoke(session=session, revoked_by=actor)
+        audit_record(
+            actor=actor,
+            action=AuditEvent.Action.MEMBER_REMOVED,
+            org_id=_audit_org_id(pk=workspace.team_id),
+            workspace_id=workspace.pk,
+            target_type="user",
+            target_id=user_id,
+            detail={"role": removed.role, "left": user_id == actor.pk},
+        )
+
+
+def _workspace_admin_require(*, workspace: Workspace, user: User) -> None:
+    if not WorkspaceMembership.objects.filter(
+        workspace=workspace, user=user, role=WorkspaceMembership.Role.ADMIN
+    ).exists():
+        raise WorkspaceAdminRequired()
 
 
 def team_membership_ensure(
@@ -260,11 +383,7 @@ def workspace_ai_consent_set(
     accepted change bumps the revision, even one that re-states the current value: an
     admission frozen under the old revision is retired either way.
     """
-    is_admin = WorkspaceMembership.objects.filter(
-        workspace=workspace, user=actor, role=WorkspaceMembership.Role.ADMIN
-    ).exists()
-    if not is_admin:
-        raise WorkspaceAdminRequired()
+    _workspace_admin_require(workspace=workspace, user=actor)
     with transaction.atomic():
         updated = Workspace.objects.filter(
             pk=workspace.pk, ai_consent_revision=expected_revision

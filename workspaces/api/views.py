@@ -16,10 +16,16 @@ from workspaces.api.access import caller_membership
 from workspaces.api.generic import RevokeApi, WorkspaceSettingApi
 from workspaces.api.input import validated
 from workspaces.authentication import Credential, request_credential
-from workspaces.models import ApiToken, User, Workspace
+from workspaces.models import ApiToken, User, Workspace, WorkspaceMembership
 
 
 class WorkspaceListApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200)
+        aiEnabled = serializers.BooleanField(
+            default=False, help_text="Switch workspace AI on from the start (you are its admin)."
+        )
+
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         name = serializers.CharField()
@@ -30,6 +36,74 @@ class WorkspaceListApi(APIView):
         credential = request_credential(request)
         workspaces = selectors.workspace_list_for_member(user=credential.user, team=credential.team)
         return Response(self.OutputSerializer(workspaces, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    def post(self, request: Request) -> Response:
+        credential = request_credential(request)
+        data = validated(self.InputSerializer(data=request.data))
+        workspace = services.workspace_create(
+            team=credential.team,
+            name=data["name"],
+            admin=credential.user,
+            ai_enabled=data["aiEnabled"],
+        )
+        return Response(self.OutputSerializer(workspace).data, status=status.HTTP_201_CREATED)
+
+
+class WorkspaceMemberOutputSerializer(serializers.Serializer):
+    userId = serializers.IntegerField(source="user_id")
+    username = serializers.CharField(source="user.username")
+    role = serializers.ChoiceField(choices=WorkspaceMembership.Role.choices)
+    joinedAt = serializers.DateTimeField(source="created_at")
+
+
+class WorkspaceMemberListApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        userId = serializers.IntegerField(min_value=1, required=False)
+        username = serializers.CharField(max_length=150, required=False)
+        role = serializers.ChoiceField(
+            choices=WorkspaceMembership.Role.choices, default=WorkspaceMembership.Role.MEMBER
+        )
+
+        def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+            if ("userId" in data) == ("username" in data):
+                raise serializers.ValidationError(
+                    "Name the person by exactly one of userId or username."
+                )
+            return data
+
+    @extend_schema(responses=WorkspaceMemberOutputSerializer(many=True))
+    def get(self, request: Request, workspace_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        members = selectors.workspace_member_list(workspace=membership.workspace)
+        return Response(WorkspaceMemberOutputSerializer(members, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: WorkspaceMemberOutputSerializer})
+    def post(self, request: Request, workspace_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        data = validated(self.InputSerializer(data=request.data))
+        added = services.workspace_member_add(
+            workspace=membership.workspace,
+            actor=membership.user,
+            user_id=data.get("userId"),
+            username=data.get("username"),
+            role=data["role"],
+        )
+        body = WorkspaceMemberOutputSerializer(added).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class WorkspaceMemberApi(APIView):
+    @extend_schema(
+        responses={204: None},
+        description="Remove a member (admins only), or leave: your own user id.",
+    )
+    def delete(self, request: Request, workspace_id: int, user_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        services.workspace_member_remove(
+            workspace=membership.workspace, actor=membership.user, user_id=user_id
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class WorkspaceAiConsentApi(WorkspaceSettingApi):
