@@ -12,6 +12,7 @@ from rest_framework.serializers import Serializer
 
 from memory import documents
 from memory.api import document_common as common
+from memory_project.api.serializers import QuerySerializer
 
 
 def _published_as(component_name: str, shape: type[Serializer]) -> type[Serializer]:
@@ -42,7 +43,7 @@ class Written(common.RevisionSerializer):
     authorKind = serializers.CharField(source="author_kind")
 
 
-class SearchQuery(serializers.Serializer):
+class SearchQuery(QuerySerializer):
     q = serializers.CharField(min_length=1, max_length=200)
     limit = serializers.IntegerField(
         min_value=1,
@@ -79,6 +80,7 @@ READ_OR_LIST = common.ReadOrList(
     item=ListItem,
     description=(
         "With `path`: read that document (one object). Without: list documents by path "
-        "(`prefix`, `includeDeleted`) as an array, never any under the memory namespace."
+        "(`prefix`, `includeDeleted`) a cursor page at a time, never any under the memory "
+        "namespace."
     ),
 )

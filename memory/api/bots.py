@@ -17,13 +17,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.bots import bot_create, bot_get, bot_list, memory_spec_diagnostics
+from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.serializers import StrictSerializer
 from workspaces.api.views import TokenOutputSerializer
 from workspaces.authentication import request_credential
 from workspaces.models import Bot
 from workspaces.services import bot_token_issue, bot_token_revoke
 
 
-class SpecSerializer(serializers.Serializer):
+class SpecSerializer(StrictSerializer):
     runtime = serializers.ChoiceField(choices=Bot.Runtime.choices)
     memory = serializers.JSONField(
         required=False, allow_null=True, help_text="The memory spec: an object, or null."
@@ -82,10 +84,15 @@ class BotListCreateApi(APIView):
         id = serializers.CharField(max_length=64, help_text="A slug, unique in the team.")
         name = serializers.CharField(max_length=200)
 
-    @extend_schema(responses=BotSerializer(many=True))
+    @page_schema(BotSerializer, name="Bot")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
-        return Response(BotSerializer(bot_list(team=credential.team), many=True).data)
+        return paginated(
+            request,
+            bot_list(team=credential.team),
+            ordering=("slug",),
+            render=lambda page: BotSerializer(page, many=True).data,
+        )
 
     @extend_schema(request=InputSerializer, responses={201: BotSerializer})
     def post(self, request: Request) -> Response:
@@ -105,7 +112,7 @@ class BotListCreateApi(APIView):
 
 
 class BotTokenIssueApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=100)
 
     class CreatedSerializer(TokenOutputSerializer):

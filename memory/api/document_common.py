@@ -16,6 +16,7 @@ from drf_spectacular.utils import (
     PolymorphicProxySerializer,
     extend_schema,
     extend_schema_serializer,
+    inline_serializer,
 )
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -23,6 +24,8 @@ from rest_framework.response import Response
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from memory import documents
+from memory_project.api.pagination import PAGE_PARAMETERS, paginated
+from memory_project.api.serializers import QuerySerializer, StrictSerializer
 
 BASE_VERSION_HEADER = OpenApiParameter(
     "X-Base-Version",
@@ -62,12 +65,12 @@ class PathField(serializers.CharField):
         ]
 
 
-class DocumentListQuerySerializer(serializers.Serializer):
+class DocumentListQuerySerializer(QuerySerializer):
     prefix = serializers.CharField(required=False, trim_whitespace=False, max_length=1024)
     includeDeleted = serializers.BooleanField(default=False)
 
 
-class DocumentContentSerializer(serializers.Serializer):
+class DocumentContentSerializer(StrictSerializer):
     # Never trimmed or normalised: the saved text is exactly the text sent.
     content = serializers.CharField(allow_blank=True, trim_whitespace=False)
 
@@ -94,7 +97,7 @@ class DocumentListItemSerializer(DocumentStateSerializer):
 
 
 @extend_schema_serializer(component_name="DocumentMoveApiDocumentMove")
-class DocumentMoveSerializer(serializers.Serializer):
+class DocumentMoveSerializer(StrictSerializer):
     to = PathField()
 
     def get_fields(self) -> dict[str, serializers.Field]:
@@ -103,7 +106,7 @@ class DocumentMoveSerializer(serializers.Serializer):
 
 
 @extend_schema_serializer(component_name="DocumentRestoreApiDocumentRestore")
-class DocumentRestoreSerializer(serializers.Serializer):
+class DocumentRestoreSerializer(StrictSerializer):
     path = PathField()
 
 
@@ -153,11 +156,19 @@ class ReadOrList:
     description: str
 
     def schema(self) -> Callable[..., Any]:
+        page = inline_serializer(
+            name=f"{self.component_name}Page",
+            fields={
+                "results": self.item(many=True),
+                "next": serializers.URLField(allow_null=True),
+                "previous": serializers.URLField(allow_null=True),
+            },
+        )
         return extend_schema(
-            parameters=[PATH_PARAMETER, DocumentListQuerySerializer],
+            parameters=[PATH_PARAMETER, DocumentListQuerySerializer, *PAGE_PARAMETERS],
             responses=PolymorphicProxySerializer(
                 component_name=self.component_name,
-                serializers=[self.document, self.item(many=True)],
+                serializers=[self.document, page],
                 resource_type_field_name=None,
                 many=False,
             ),
@@ -170,7 +181,14 @@ class ReadOrList:
             document = documents.document_read(actor=actor, raw_path=raw_path)
             return Response(self.document(document).data)
         query = validated(DocumentListQuerySerializer(data=request.query_params))
-        files = documents.document_list(
+        files = documents.document_list_query(
             actor=actor, prefix=query.get("prefix"), include_deleted=query["includeDeleted"]
         )
-        return Response(self.item(files, many=True).data)
+        return paginated(
+            request,
+            files,
+            ordering=("path",),
+            render=lambda page: (
+                self.item(documents.document_visible(actor=actor, files=page), many=True).data
+            ),
+        )

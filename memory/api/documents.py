@@ -22,7 +22,7 @@ READ_OR_LIST = common.ReadOrList(
     item=common.DocumentListItemSerializer,
     description=(
         "With `path`: read that document (one object). Without: list documents by path "
-        "(`prefix`, `includeDeleted`), as an array of DocumentListItem rows."
+        "(`prefix`, `includeDeleted`), one cursor page of DocumentListItem rows at a time."
     ),
 )
 

@@ -16,7 +16,7 @@ from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import UnsupportedMediaType, ValidationError
+from rest_framework.exceptions import UnsupportedMediaType
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -41,6 +41,7 @@ from memory.spaces.services import (
 from memory_project.api.parsers import ArchiveParser, MarkdownParser
 from workspaces.api.headers import base_version_from
 from workspaces.authentication import request_credential
+from workspaces.errors import QueryInvalid
 
 MARKDOWN = "text/markdown; charset=utf-8"
 
@@ -315,8 +316,8 @@ class SpaceImportApi(APIView):
 
 
 def _query_flag(request: Request, name: str) -> bool:
-    """A 0/1 query flag; absent is 0, anything else is VALIDATION_FAILED."""
+    """A 0/1 query flag; absent is 0, anything else is QUERY_INVALID."""
     value = request.query_params.get(name, "0")
     if value not in {"0", "1"}:
-        raise ValidationError({name: ["Must be 0 or 1."]})
+        raise QueryInvalid(fields={name: ["Must be 0 or 1."]})
     return value == "1"

@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from django.conf import settings
-from rest_framework.exceptions import ValidationError
 
 from memory.errors import ArchiveChecksumMismatch, ArchiveInvalid
 from memory.secrets import secret_refuse
@@ -52,7 +51,7 @@ from memory.spaces.services import (
     space_write_permit,
 )
 from memory.spaces.store import DocumentMeta, PendingWrite
-from workspaces.errors import DocumentTooLarge, InvalidDocumentPath
+from workspaces.errors import DocumentTooLarge, InvalidDocumentPath, QueryInvalid
 from workspaces.paths import DOCUMENT_SUFFIX, canonical_document_path
 
 FORMAT = "iterion.memory.v1"
@@ -78,14 +77,14 @@ class ImportStrategy(enum.StrEnum):
 
 
 def import_strategy_parse(value: str | None) -> ImportStrategy:
-    """The strategy a request names (absent: skip); VALIDATION_FAILED for any other value."""
+    """The strategy a request names (absent: skip); QUERY_INVALID for any other value."""
     if value is None or value == "":
         return ImportStrategy.SKIP
     try:
         return ImportStrategy(value)
     except ValueError:
         choices = ", ".join(strategy.value for strategy in ImportStrategy)
-        raise ValidationError({"strategy": [f"Must be one of {choices}."]}) from None
+        raise QueryInvalid(fields={"strategy": [f"Must be one of {choices}."]}) from None
 
 
 @dataclass(frozen=True)

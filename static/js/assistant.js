@@ -2,7 +2,7 @@
 // the suggested changes.
 
 import { memoryFrame } from "./memory.js";
-import { announce, api, byId, config, failure } from "./shared.js";
+import { announce, api, byId, config, failure, listAll } from "./shared.js";
 
 const SEND_WAIT_FOR_SAVE_MS = 5000;
 const TURN_POLL_MS = 1000;
@@ -56,7 +56,7 @@ class AssistantPanel {
   }
 
   async load() {
-    const conversations = await api("GET", this.urls.conversations);
+    const conversations = await listAll(this.urls.conversations);
     if (conversations.ok) {
       const mine = conversations.data.find((c) => c.workspaceId === config.workspaceId);
       if (mine) this.conversationId = mine.id;
@@ -77,8 +77,8 @@ class AssistantPanel {
       this.renderTranscript([]);
       return;
     }
-    const messages = await api("GET", this.conversationUrl("messages"));
-    const receipts = await api("GET", this.conversationUrl("memory-receipts"));
+    const messages = await listAll(this.conversationUrl("messages"));
+    const receipts = await listAll(this.conversationUrl("memory-receipts"));
     this.receipts = new Map((receipts.ok ? receipts.data : []).map((r) => [r.turnId, r]));
     this.renderTranscript(messages.ok ? messages.data : []);
   }
@@ -279,7 +279,7 @@ class AssistantPanel {
   }
 
   async loadProposals() {
-    const proposals = await api("GET", this.urls.proposals);
+    const proposals = await listAll(this.urls.proposals);
     this.proposals = proposals.ok ? proposals.data : [];
     const section = byId("proposals");
     section.hidden = this.proposals.length === 0;

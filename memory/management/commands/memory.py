@@ -47,7 +47,7 @@ EXIT_CODES = (
 )
 SPACE_FLAGS = ("visibility", "name", *QUALIFIERS)
 # The refusals whose fix is in the command line itself: usage, not a refusal.
-USAGE_CODES = frozenset({"SPACE_INVALID", "VALIDATION_FAILED"})
+USAGE_CODES = frozenset({"SPACE_INVALID", "VALIDATION_FAILED", "QUERY_INVALID"})
 _TOKEN_HINT = "check --token or MEMORY_REMOTE_TOKEN (a personal access token of the person acting)"
 
 
