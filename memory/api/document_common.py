@@ -26,14 +26,8 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from memory import documents
 from memory_project.api.pagination import PAGE_PARAMETERS, paginated
 from memory_project.api.serializers import QuerySerializer, StrictSerializer
+from workspaces.api.headers import entity_tag
 
-BASE_VERSION_HEADER = OpenApiParameter(
-    "X-Base-Version",
-    int,
-    OpenApiParameter.HEADER,
-    required=True,
-    description="The version this change is based on; 0 creates the document.",
-)
 PATH_PARAMETER = OpenApiParameter(
     "path", str, OpenApiParameter.QUERY, description="The document's canonical path."
 )
@@ -179,7 +173,9 @@ class ReadOrList:
         raw_path = request.query_params.get("path")
         if raw_path is not None:
             document = documents.document_read(actor=actor, raw_path=raw_path)
-            return Response(self.document(document).data)
+            return Response(
+                self.document(document).data, headers={"ETag": entity_tag(document.version)}
+            )
         query = validated(DocumentListQuerySerializer(data=request.query_params))
         files = documents.document_list_query(
             actor=actor, prefix=query.get("prefix"), include_deleted=query["includeDeleted"]

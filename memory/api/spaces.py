@@ -39,7 +39,7 @@ from memory.spaces.services import (
     space_document_write_admit,
 )
 from memory_project.api.parsers import ArchiveParser, MarkdownParser
-from workspaces.api.headers import base_version_from
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from, entity_tag
 from workspaces.authentication import request_credential
 from workspaces.errors import QueryInvalid
 
@@ -69,13 +69,6 @@ SPACE_PARAMETERS = [
 ]
 PATH_PARAMETER = OpenApiParameter(
     "path", str, OpenApiParameter.QUERY, required=True, description="The canonical path."
-)
-BASE_VERSION_HEADER = OpenApiParameter(
-    "X-Base-Version",
-    int,
-    OpenApiParameter.HEADER,
-    required=True,
-    description="The revision this change is based on; 0 creates the document.",
 )
 
 
@@ -194,11 +187,11 @@ class SpaceDocumentApi(RawBodyApi):
         return HttpResponse(
             document.body,
             content_type=MARKDOWN,
-            headers={"ETag": f'"{revision}"', "X-Revision": str(revision)},
+            headers={"ETag": entity_tag(revision), "X-Revision": str(revision)},
         )
 
     @extend_schema(
-        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, BASE_VERSION_HEADER],
+        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
         request={"text/markdown": OpenApiTypes.STR},
         responses=SpaceDocumentSerializer,
     )
@@ -217,7 +210,7 @@ class SpaceDocumentApi(RawBodyApi):
         return Response(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
 
     @extend_schema(
-        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, BASE_VERSION_HEADER],
+        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
         responses={204: None},
     )
     def delete(self, request: Request) -> Response:

@@ -16,15 +16,8 @@ from memory.models import MemoryPolicy, Proposal
 from memory_project.api.pagination import page_schema, paginated
 from memory_project.api.serializers import StrictSerializer
 from workspaces.api.access import caller_membership
-from workspaces.api.headers import base_version_from, flag_from
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from, entity_tag, flag_from
 
-BASE_VERSION_HEADER = OpenApiParameter(
-    "X-Base-Version",
-    int,
-    OpenApiParameter.HEADER,
-    required=True,
-    description="The version this write is based on; 0 creates the document.",
-)
 CLEAR_HEADER = OpenApiParameter(
     "X-Memory-Clear",
     int,
@@ -70,12 +63,13 @@ class MemoryDocumentApi(APIView):
     @extend_schema(responses=OutputSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace
+        memory = selectors.memory_current_get(workspace=workspace)
         return Response(
-            self.OutputSerializer(selectors.memory_current_get(workspace=workspace)).data
+            self.OutputSerializer(memory).data, headers={"ETag": entity_tag(memory.version)}
         )
 
     @extend_schema(
-        parameters=[BASE_VERSION_HEADER, CLEAR_HEADER],
+        parameters=[*BASE_VERSION_PARAMETERS, CLEAR_HEADER],
         request=InputSerializer,
         responses=WrittenSerializer,
     )
@@ -185,7 +179,7 @@ class ProposalListApi(APIView):
 
 class ProposalApplyApi(APIView):
     @extend_schema(
-        parameters=[BASE_VERSION_HEADER],
+        parameters=BASE_VERSION_PARAMETERS,
         request=None,
         responses=MemoryDocumentApi.WrittenSerializer,
     )
