@@ -158,12 +158,14 @@ def file_version_plaintext(
     return plaintext.decode()
 
 
-def key_session_list_for_user(*, user: User, workspace: Workspace) -> list[tuple[KeySession, bool]]:
-    """The caller's key sessions on a workspace, each with whether its key is still cached
-    (none is while the cache cannot be reached: no key can be used then)."""
-    sessions = list(
-        KeySession.objects.filter(user=user, workspace=workspace).order_by("-created_at")[:100]
-    )
+def key_session_list_for_user(*, user: User, workspace: Workspace) -> QuerySet[KeySession]:
+    """The caller's key sessions on a workspace, newest first."""
+    return KeySession.objects.filter(user=user, workspace=workspace).order_by("-created_at", "-pk")
+
+
+def key_session_liveness(*, sessions: list[KeySession]) -> list[tuple[KeySession, bool]]:
+    """Each session with whether its key is still cached (none is while the cache cannot be
+    reached: no key can be used then)."""
     try:
         cached = cache.get_many([session.cache_key for session in sessions])
     except CACHE_ERRORS:
@@ -213,6 +215,17 @@ def file_list(*, workspace: Workspace, prefix: str | None, include_deleted: bool
     `prefix` matches the start of the stored (canonical) path literally. Each file carries
     `current_bytes`, the size of its current revision, read in the same query.
     """
+    return list(
+        file_list_query(workspace=workspace, prefix=prefix, include_deleted=include_deleted)[
+            :FILE_LIST_LIMIT
+        ]
+    )
+
+
+def file_list_query(
+    *, workspace: Workspace, prefix: str | None, include_deleted: bool
+) -> QuerySet[File]:
+    """`file_list` unbounded, for a caller that pages through it."""
     files = File.objects.filter(workspace=workspace)
     if prefix:
         files = files.filter(path__startswith=prefix)
@@ -221,9 +234,7 @@ def file_list(*, workspace: Workspace, prefix: str | None, include_deleted: bool
     current_bytes = FileVersion.objects.filter(
         file=OuterRef("pk"), version=OuterRef("current_version")
     ).values("size_bytes")[:1]
-    return list(
-        files.annotate(current_bytes=Subquery(current_bytes)).order_by("path")[:FILE_LIST_LIMIT]
-    )
+    return files.annotate(current_bytes=Subquery(current_bytes)).order_by("path")
 
 
 def file_read_text(*, workspace: Workspace, path: str, data_key: bytes) -> tuple[FileVersion, str]:

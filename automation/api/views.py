@@ -15,6 +15,8 @@ from automation.authentication import DeliveryCredentialAuthentication, Delivery
 from automation.errors import IdempotencyKeyRequired
 from automation.models import Admission, Conversation
 from memory.edits import parse_changes
+from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.serializers import QuerySerializer, StrictSerializer
 from workspaces.api.access import caller_membership
 from workspaces.api.headers import whole_number
 from workspaces.api.input import validated
@@ -83,7 +85,7 @@ def _memory_state_from(request: Request) -> services.MemoryState | None:
 
 
 class ConversationListCreateApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         workspaceId = serializers.IntegerField()
 
     class OutputSerializer(serializers.Serializer):
@@ -100,13 +102,18 @@ class ConversationListCreateApi(APIView):
         )
         return Response(self.OutputSerializer(conversation).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses=OutputSerializer(many=True))
+    @page_schema(OutputSerializer, name="Conversation")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
         conversations = selectors.conversation_list_for_user(
             user=credential.user, team=credential.team
-        )[:100]
-        return Response(self.OutputSerializer(conversations, many=True).data)
+        )
+        return paginated(
+            request,
+            conversations,
+            ordering=("-created_at", "-id"),
+            render=lambda page: self.OutputSerializer(page, many=True).data,
+        )
 
 
 class TurnProgressSerializer(serializers.Serializer):
@@ -117,7 +124,7 @@ class TurnProgressSerializer(serializers.Serializer):
 
 
 class MessageSendApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         text = serializers.CharField(max_length=20_000, trim_whitespace=False)
 
     class OutputSerializer(serializers.Serializer):
@@ -166,11 +173,20 @@ class MessageSendApi(APIView):
         toolCalls = serializers.ListField(source="body.toolCalls", default=list)
         createdAt = serializers.DateTimeField(source="created_at")
 
-    @extend_schema(responses=TranscriptSerializer(many=True))
+    @page_schema(TranscriptSerializer, name="TranscriptEntry")
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
         conversation = _own_conversation(request, conversation_id)
-        entries = selectors.transcript_for_conversation(conversation=conversation)
-        return Response(self.TranscriptSerializer(entries, many=True).data)
+        return paginated(
+            request,
+            selectors.transcript_messages(conversation=conversation),
+            ordering=("created_at", "sequence"),
+            render=lambda page: (
+                self.TranscriptSerializer(
+                    selectors.transcript_entries_opened(conversation=conversation, messages=page),
+                    many=True,
+                ).data
+            ),
+        )
 
 
 class MemoryReceiptsApi(APIView):
@@ -193,11 +209,15 @@ class MemoryReceiptsApi(APIView):
             source="committed_revision.version", allow_null=True, default=None
         )
 
-    @extend_schema(responses=OutputSerializer(many=True))
+    @page_schema(OutputSerializer, name="MemoryReceipt")
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
         conversation = _own_conversation(request, conversation_id)
-        receipts = selectors.memory_receipts_for_conversation(conversation=conversation)
-        return Response(self.OutputSerializer(receipts, many=True).data)
+        return paginated(
+            request,
+            selectors.memory_receipts_for_conversation(conversation=conversation),
+            ordering=("-admitted_at", "-id"),
+            render=lambda page: self.OutputSerializer(page, many=True).data,
+        )
 
 
 class AutomationMemoryApi(APIView):
@@ -205,7 +225,7 @@ class AutomationMemoryApi(APIView):
 
     authentication_classes = [DeliveryCredentialAuthentication]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         expectedVersion = serializers.IntegerField(min_value=0)
         changes = serializers.JSONField()
 
@@ -217,7 +237,7 @@ class AutomationMemoryApi(APIView):
         replayed = serializers.BooleanField(source="is_replay")
         unchanged = serializers.BooleanField(source="is_unchanged")
 
-    class RecallQuerySerializer(serializers.Serializer):
+    class RecallQuerySerializer(QuerySerializer):
         purpose = serializers.ChoiceField(choices=["recall"])
 
     class RecallSerializer(serializers.Serializer):

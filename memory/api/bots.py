@@ -22,6 +22,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.bots import KEEP, bot_create, bot_get, bot_list, bot_update, memory_spec_diagnostics
+from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.serializers import StrictSerializer
 from workspaces.api.generic import RevokeApi
 from workspaces.api.input import validated
 from workspaces.api.views import TokenOutputSerializer
@@ -31,7 +33,7 @@ from workspaces.selectors import bot_token_list
 from workspaces.services import bot_token_issue, bot_token_revoke
 
 
-class SpecSerializer(serializers.Serializer):
+class SpecSerializer(StrictSerializer):
     runtime = serializers.ChoiceField(choices=Bot.Runtime.choices)
     memory = serializers.JSONField(
         required=False,
@@ -101,10 +103,15 @@ class BotListCreateApi(APIView):
         id = serializers.CharField(max_length=64, help_text="A slug, unique in the team.")
         name = serializers.CharField(max_length=200)
 
-    @extend_schema(responses=BotSerializer(many=True))
+    @page_schema(BotSerializer, name="Bot")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
-        return Response(BotSerializer(bot_list(team=credential.team), many=True).data)
+        return paginated(
+            request,
+            bot_list(team=credential.team),
+            ordering=("slug",),
+            render=lambda page: BotSerializer(page, many=True).data,
+        )
 
     @extend_schema(request=InputSerializer, responses={201: BotSerializer})
     def post(self, request: Request) -> Response:
@@ -156,7 +163,7 @@ class BotDetailApi(APIView):
 class BotTokenIssueApi(APIView):
     """A bot's tokens: listed to every member of its team, issued by an owner."""
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=100)
 
     class CreatedSerializer(TokenOutputSerializer):

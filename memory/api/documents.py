@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from memory import documents
 from memory.api import document_common as common
-from workspaces.api.headers import base_version_from, flag_from
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from, flag_from
 from workspaces.models import File
 
 READ_OR_LIST = common.ReadOrList(
@@ -21,7 +21,7 @@ READ_OR_LIST = common.ReadOrList(
     item=common.DocumentListItemSerializer,
     description=(
         "With `path`: read that document (one object). Without: list documents by path "
-        "(`prefix`, `includeDeleted`), as an array of DocumentListItem rows."
+        "(`prefix`, `includeDeleted`), one cursor page of DocumentListItem rows at a time."
     ),
 )
 
@@ -32,7 +32,7 @@ class DocumentApi(APIView):
         return READ_OR_LIST.respond(request, common.person_actor(request, workspace_id))
 
     @extend_schema(
-        parameters=[common.PATH_REQUIRED, common.BASE_VERSION_HEADER, common.CLEAR_HEADER],
+        parameters=[common.PATH_REQUIRED, *BASE_VERSION_PARAMETERS, common.CLEAR_HEADER],
         request=common.DocumentSaveSerializer,
         responses=common.DocumentWrittenSerializer,
     )
@@ -53,7 +53,7 @@ class DocumentApi(APIView):
         return Response(common.DocumentWrittenSerializer(revision).data)
 
     @extend_schema(
-        parameters=[common.PATH_REQUIRED, common.BASE_VERSION_HEADER],
+        parameters=[common.PATH_REQUIRED, *BASE_VERSION_PARAMETERS],
         responses={200: common.DocumentStateSerializer},
     )
     def delete(self, request: Request, workspace_id: int) -> Response:
@@ -66,7 +66,7 @@ class DocumentApi(APIView):
 
 
 # A move or a restore: membership, X-Base-Version, then the body (the schema reads it too).
-@extend_schema(parameters=[common.BASE_VERSION_HEADER], responses=common.DocumentStateSerializer)
+@extend_schema(parameters=BASE_VERSION_PARAMETERS, responses=common.DocumentStateSerializer)
 class _DocumentStateChangeApi(APIView):
     serializer_class: type[Serializer]
     service: Callable[..., File]

@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from django.conf import settings
-from rest_framework.exceptions import ValidationError
 
 from memory.errors import ArchiveChecksumMismatch, ArchiveInvalid
 from memory.secrets import secret_refuse
@@ -52,7 +51,7 @@ from memory.spaces.services import (
     space_write_permit,
 )
 from memory.spaces.store import DocumentMeta, PendingWrite, StoredDocument
-from workspaces.errors import DocumentTooLarge, InvalidDocumentPath
+from workspaces.errors import DocumentTooLarge, InvalidDocumentPath, QueryInvalid
 from workspaces.paths import DOCUMENT_SUFFIX, canonical_document_path
 
 FORMAT = "iterion.memory.v1"
@@ -64,7 +63,7 @@ MEDIA_TYPE = "application/gzip"
 SPOOL_MEMORY_BYTES = 8 * 1024 * 1024
 # gzip's fastest level: an export is a move or a backup of notes, read back once; level 6
 # took a quarter of an export's time to make the archive about half as large again.
-_COMPRESS_LEVEL = 1
+COMPRESS_LEVEL = 1
 _ENTRY_MODE = 0o644
 # Bytes of the tar stream gathered before each write to the compressor.
 _WRITE_CHUNK = 1024 * 1024
@@ -81,14 +80,14 @@ class ImportStrategy(enum.StrEnum):
 
 
 def import_strategy_parse(value: str | None) -> ImportStrategy:
-    """The strategy a request names (absent: skip); VALIDATION_FAILED for any other value."""
+    """The strategy a request names (absent: skip); QUERY_INVALID for any other value."""
     if value is None or value == "":
         return ImportStrategy.SKIP
     try:
         return ImportStrategy(value)
     except ValueError:
         choices = ", ".join(strategy.value for strategy in ImportStrategy)
-        raise ValidationError({"strategy": [f"Must be one of {choices}."]}) from None
+        raise QueryInvalid(fields={"strategy": [f"Must be one of {choices}."]}) from None
 
 
 @dataclass(frozen=True)
@@ -230,7 +229,7 @@ def _archive_write(
     }
     checksums = "".join(f"{_hex(meta.checksum)}  {DOCS}{meta.path}\n" for meta in metas)
     with gzip.GzipFile(
-        filename="", mode="wb", fileobj=out, mtime=0, compresslevel=_COMPRESS_LEVEL
+        filename="", mode="wb", fileobj=out, mtime=0, compresslevel=COMPRESS_LEVEL
     ) as compressed:
         tar = _TarStream(compressed)
         tar.add(MANIFEST, _json_bytes(manifest))

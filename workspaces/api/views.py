@@ -11,16 +11,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.serializers import StrictSerializer
 from workspaces import selectors, services
 from workspaces.api.access import caller_membership
 from workspaces.api.generic import RevokeApi, WorkspaceSettingApi
 from workspaces.api.input import validated
 from workspaces.authentication import Credential, request_credential
-from workspaces.models import ApiToken, User, Workspace, WorkspaceMembership
+from workspaces.models import ApiToken, KeySession, User, Workspace, WorkspaceMembership
 
 
 class WorkspaceListApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=200)
         aiEnabled = serializers.BooleanField(
             default=False, help_text="Switch workspace AI on from the start (you are its admin)."
@@ -31,11 +33,16 @@ class WorkspaceListApi(APIView):
         name = serializers.CharField()
         aiEnabled = serializers.BooleanField(source="ai_enabled")
 
-    @extend_schema(responses=OutputSerializer(many=True))
+    @page_schema(OutputSerializer, name="Workspace")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
         workspaces = selectors.workspace_list_for_member(user=credential.user, team=credential.team)
-        return Response(self.OutputSerializer(workspaces, many=True).data)
+        return paginated(
+            request,
+            workspaces,
+            ordering=("pk",),
+            render=lambda page: self.OutputSerializer(page, many=True).data,
+        )
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request: Request) -> Response:
@@ -58,7 +65,7 @@ class WorkspaceMemberOutputSerializer(serializers.Serializer):
 
 
 class WorkspaceMemberListApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         userId = serializers.IntegerField(min_value=1, required=False)
         username = serializers.CharField(max_length=150, required=False)
         role = serializers.ChoiceField(
@@ -72,11 +79,15 @@ class WorkspaceMemberListApi(APIView):
                 )
             return data
 
-    @extend_schema(responses=WorkspaceMemberOutputSerializer(many=True))
+    @page_schema(WorkspaceMemberOutputSerializer, name="WorkspaceMember")
     def get(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
-        members = selectors.workspace_member_list(workspace=membership.workspace)
-        return Response(WorkspaceMemberOutputSerializer(members, many=True).data)
+        return paginated(
+            request,
+            selectors.workspace_member_list(workspace=membership.workspace),
+            ordering=("created_at", "pk"),
+            render=lambda page: WorkspaceMemberOutputSerializer(page, many=True).data,
+        )
 
     @extend_schema(request=InputSerializer, responses={201: WorkspaceMemberOutputSerializer})
     def post(self, request: Request, workspace_id: int) -> Response:
@@ -107,7 +118,7 @@ class WorkspaceMemberApi(APIView):
 
 
 class WorkspaceAiConsentApi(WorkspaceSettingApi):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         enabled = serializers.BooleanField()
         expectedRevision = serializers.IntegerField(min_value=0)
 
@@ -142,7 +153,7 @@ class TokenOutputSerializer(serializers.Serializer):
 
 
 class TokenListCreateApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=100)
         # A bot's token is issued for its bot (`/api/v1/bots/{id}/tokens`), never here.
         scope = serializers.ChoiceField(
@@ -158,11 +169,16 @@ class TokenListCreateApi(APIView):
     class CreatedSerializer(TokenOutputSerializer):
         token = serializers.CharField(help_text="Shown once; only its hash is kept.")
 
-    @extend_schema(responses=TokenOutputSerializer(many=True))
+    @page_schema(TokenOutputSerializer, name="Token")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
         tokens = selectors.api_token_list_for_user(user=credential.user, team=credential.team)
-        return Response(TokenOutputSerializer(tokens, many=True).data)
+        return paginated(
+            request,
+            tokens,
+            ordering=("-created_at", "-pk"),
+            render=lambda page: TokenOutputSerializer(page, many=True).data,
+        )
 
     @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request) -> Response:
@@ -225,14 +241,20 @@ class KeySessionListCreateApi(APIView):
         session = services.key_session_open(workspace=membership.workspace, user=membership.user)
         return Response(self.OutputSerializer(session).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses=ListedSerializer(many=True))
+    @page_schema(ListedSerializer, name="KeySession")
     def get(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
         sessions = selectors.key_session_list_for_user(
             user=membership.user, workspace=membership.workspace
         )
-        rows = [dict(self.OutputSerializer(s).data, live=live) for s, live in sessions]
-        return Response(rows)
+
+        def render(page: list[KeySession]) -> list[dict[str, Any]]:
+            return [
+                dict(self.OutputSerializer(session).data, live=live)
+                for session, live in selectors.key_session_liveness(sessions=page)
+            ]
+
+        return paginated(request, sessions, ordering=("-created_at", "-pk"), render=render)
 
 
 class KeySessionRevokeApi(RevokeApi):

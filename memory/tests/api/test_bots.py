@@ -98,7 +98,7 @@ def test_an_owner_creates_a_bot_and_members_list_the_teams_bots(tenant, make_ten
     assert created.status_code == 201, created.content
     assert created.json()["id"] == "helper"
     assert created.json()["autoMemory"] == ""
-    assert [bot["id"] for bot in listed.json()] == ["first", "helper"]
+    assert [bot["id"] for bot in listed.json()["results"]] == ["first", "helper"]
 
 
 def test_a_spec_with_an_error_is_refused_with_its_diagnostics(owner):

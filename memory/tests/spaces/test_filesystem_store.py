@@ -121,7 +121,9 @@ def test_a_batch_syncs_its_staged_files_once_before_the_first_rename(tmp_path, m
     assert events[0] == "sync"
     assert events.count("sync") == 1
     assert "rename" in events
-    assert store.read(handle, "b/c.md").body == b"c"
+    written = store.read(handle, "b/c.md")
+    assert written is not None
+    assert written.body == b"c"
 
 
 def test_a_writer_waiting_on_an_expired_spaces_lock_writes_under_a_fresh_one(tmp_path):

@@ -8,15 +8,16 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from workspaces.authentication import (
-    TOKEN_USE_RESOLUTION,
-    BearerAuthentication,
-    BotBearerAuthentication,
-)
+from workspaces.authentication import BearerAuthentication, BotBearerAuthentication
 from workspaces.errors import CredentialKindRefused, TeamOwnerRequired, TokenScopeRefused
 from workspaces.models import ApiToken, AuditEvent
 from workspaces.selectors import api_token_list_for_user
-from workspaces.services import api_token_create, api_token_revoke, bot_token_issue
+from workspaces.services import (
+    TOKEN_USE_RESOLUTION,
+    api_token_create,
+    api_token_revoke,
+    bot_token_issue,
+)
 
 
 def authenticate(authentication: type[BearerAuthentication], raw: str):

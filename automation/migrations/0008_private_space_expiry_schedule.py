@@ -18,7 +18,7 @@ def unschedule(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("automation", "0006_name_credential_digest_unique"),
+        ("automation", "0007_bot_document_seen"),
         ("django_celery_beat", "0019_alter_periodictasks_options"),
     ]
 
