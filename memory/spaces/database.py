@@ -327,8 +327,8 @@ def _row_handle(row: MemorySpace) -> SpaceHandle:
 
 def _private_space_expire(pk: int, written_before: datetime) -> ExpiredSpace | None:
     """Remove one private space if it is still unwritten since `written_before`, in the
-    writers' lock order (its row, its documents, the tenant's counter); None if it was
-    written or removed meanwhile."""
+    writers' lock order (its row, then the tenant's counter); None if it was written or
+    removed meanwhile."""
     deadline = time.monotonic() + settings.MEMORY_STORE_WAIT_SECONDS
     with _store_errors(), _locking_transaction(deadline):
         space = (
@@ -338,7 +338,9 @@ def _private_space_expire(pk: int, written_before: datetime) -> ExpiredSpace | N
         )
         if space is None:
             return None
-        documents = space.documents.select_for_update().order_by("pk")
+        # Every writer of the space takes its row first: holding it, the documents cannot
+        # change under the count.
+        documents = space.documents.all()
         held = documents.aggregate(count=Count("pk"), total=Sum("size"))
         freed = held["total"] or 0
         documents.delete()
