@@ -248,6 +248,11 @@ def bot_spec_require_valid(
     return auto_memory_parse(auto_memory)
 
 
+# Words the bot routes use where a bot id would stand (`bots/validate`, `bots/me/...`): a
+# bot of that id could never be reached.
+ROUTE_WORDS = frozenset({"validate", "me"})
+
+
 def bot_list(*, team: Team) -> QuerySet[Bot]:
     return Bot.objects.filter(team=team).order_by("slug")
 
@@ -297,6 +302,12 @@ def bot_create(
             diagnostics=[],
             field="slug",
         ) from None
+    if slug in ROUTE_WORDS:
+        raise BotSpecInvalid(
+            f"`{slug}` names a route under /api/v1/bots/, not a bot; choose another id.",
+            diagnostics=[],
+            field="slug",
+        )
     setting = bot_spec_require_valid(runtime=runtime, memory=memory, auto_memory=auto_memory)
     try:
         with transaction.atomic():

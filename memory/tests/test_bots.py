@@ -267,12 +267,13 @@ def test_only_a_team_owner_creates_a_bot(tenant):
     assert not Bot.objects.exists()
 
 
-@pytest.mark.parametrize("slug", ["", "a b", "a/b", "..", "é"])
-def test_a_bot_id_is_a_slug(tenant, slug):
+@pytest.mark.parametrize("slug", ["", "a b", "a/b", "..", "é", "validate", "me"])
+def test_a_bot_id_is_a_slug_no_route_uses(tenant, slug):
     with pytest.raises(BotSpecInvalid) as refused:
         tenant.bot_create(slug)
 
     assert refused.value.detail["field"] == "slug"
+    assert not Bot.objects.exists()
 
 
 def test_a_bot_id_is_unique_in_its_team_only(tenant, make_tenant):
