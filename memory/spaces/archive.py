@@ -64,8 +64,10 @@ MEDIA_TYPE = "application/gzip"
 SPOOL_MEMORY_BYTES = 8 * 1024 * 1024
 # gzip's fastest level: an export is a move or a backup of notes, read back once; level 6
 # took a quarter of an export's time to make the archive about half as large again.
-_COMPRESS_LEVEL = 1
+COMPRESS_LEVEL = 1
 _ENTRY_MODE = 0o644
+# Bytes of the decompressed stream read at a time past the tar's end.
+_DRAIN_CHUNK = 64 * 1024
 # Bytes of the tar stream gathered before each write to the compressor.
 _WRITE_CHUNK = 1024 * 1024
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -212,7 +214,7 @@ def _archive_write(
     }
     checksums = "".join(f"{_hex(meta.checksum)}  {DOCS}{meta.path}\n" for meta in metas)
     with gzip.GzipFile(
-        filename="", mode="wb", fileobj=out, mtime=0, compresslevel=_COMPRESS_LEVEL
+        filename="", mode="wb", fileobj=out, mtime=0, compresslevel=COMPRESS_LEVEL
     ) as compressed:
         tar = _TarStream(compressed)
         tar.add(MANIFEST, _json_bytes(manifest))
@@ -412,7 +414,13 @@ def _archive_read(archive: IO[bytes]) -> _Contents:
         gzip.GzipFile(fileobj=source, mode="rb"), settings.MEMORY_IMPORT_MAX_BYTES
     )
     try:
-        return _entries_read(decompressed)
+        contents = _entries_read(decompressed)
+        # Read on to the end of the gzip stream, whose trailer (the CRC and length of all it
+        # held) is checked only there: tar stops at its end-of-archive blocks, and without
+        # this a cut or altered trailer went unnoticed.
+        while decompressed.read(_DRAIN_CHUNK):
+            pass
+        return contents
     except EOFError:
         raise ArchiveInvalid(reason="truncated") from None
     except (gzip.BadGzipFile, zlib.error, tarfile.TarError):
