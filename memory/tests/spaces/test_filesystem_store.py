@@ -119,4 +119,6 @@ def test_a_batch_syncs_its_staged_files_once_before_the_first_rename(tmp_path, m
     assert events[0] == "sync"
     assert events.count("sync") == 1
     assert "rename" in events
-    assert store.read(handle, "b/c.md").body == b"c"
+    written = store.read(handle, "b/c.md")
+    assert written is not None
+    assert written.body == b"c"
