@@ -65,6 +65,8 @@ SPOOL_MEMORY_BYTES = 8 * 1024 * 1024
 # took a quarter of an export's time to make the archive about half as large again.
 COMPRESS_LEVEL = 1
 _ENTRY_MODE = 0o644
+# Bytes of the decompressed stream read at a time past the tar's end.
+_DRAIN_CHUNK = 64 * 1024
 # Bytes of the tar stream gathered before each write to the compressor.
 _WRITE_CHUNK = 1024 * 1024
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -429,7 +431,13 @@ def _archive_read(archive: IO[bytes]) -> _Contents:
         gzip.GzipFile(fileobj=source, mode="rb"), settings.MEMORY_IMPORT_MAX_BYTES
     )
     try:
-        return _entries_read(decompressed)
+        contents = _entries_read(decompressed)
+        # Read on to the end of the gzip stream, whose trailer (the CRC and length of all it
+        # held) is checked only there: tar stops at its end-of-archive blocks, and without
+        # this a cut or altered trailer went unnoticed.
+        while decompressed.read(_DRAIN_CHUNK):
+            pass
+        return contents
     except EOFError:
         raise ArchiveInvalid(reason="truncated") from None
     except (gzip.BadGzipFile, zlib.error, tarfile.TarError):

@@ -462,18 +462,16 @@ def _atomic_write(space_dir: Path, target: Path, data: bytes) -> None:
     _fsync_directory(target.parent)
 
 
-def _stage(space_dir: Path, data: bytes, *, sync: bool = True) -> Path:
-    """`data` in a new file in `tmp/` of the space (the filesystem of its tree), fsynced
-    unless the caller syncs the filesystem itself (`sync=False`)."""
+def _stage(space_dir: Path, data: bytes) -> Path:
+    """`data` in a new fsynced file in `tmp/` of the space (the filesystem of its tree)."""
     temporary = _temporary_name(space_dir)
     temporary.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
-            if sync:
-                handle.flush()
-                os.fsync(handle.fileno())
+            handle.flush()
+            os.fsync(handle.fileno())
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
@@ -488,38 +486,47 @@ def _swap_in(space_dir: Path, files: Sequence[tuple[Path, bytes]]) -> None:
     """Write every file of `files` or none: all are staged first (a failure there leaves the
     tree as it was) and made durable by one sync of their filesystem (an fsync each made a
     batch of thousands wait on the disk thousands of times), then renamed into place, each
-    replaced file set aside until the last rename succeeded and put back if one failed."""
-    staged: list[Path] = []
-    swapped: list[tuple[Path, Path | None]] = []  # (target, the file it replaced)
-    made: set[Path] = set()
+    replaced file set aside until the last rename succeeded and put back if one failed.
+    Paths are plain strings here: building a `Path` per file cost more than writing it."""
+    temporary_dir = space_dir / "tmp"
+    temporary_dir.mkdir(parents=True, exist_ok=True)
+    prefix = f"{temporary_dir}/{os.getpid()}-{time.monotonic_ns()}-"
+    staged: list[str] = []
+    swapped: list[tuple[str, str | None]] = []  # (target, the file it replaced)
+    made: set[str] = set()
     try:
         for _, data in files:
-            staged.append(_stage(space_dir, data, sync=False))
+            staged.append(f"{prefix}{next(_temporary_numbers)}")
+            descriptor = os.open(staged[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
         _filesystem_sync(space_dir)
-        for temporary, (target, _) in zip(staged, files, strict=True):
-            if target.parent not in made:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                made.add(target.parent)
+        for temporary, (target_path, _) in zip(staged, files, strict=True):
+            target = str(target_path)
+            parent = os.path.dirname(target)
+            if parent not in made:
+                os.makedirs(parent, exist_ok=True)
+                made.add(parent)
             previous = None
-            if target.exists():
-                previous = _temporary_name(space_dir)
+            if os.path.exists(target):
+                previous = f"{prefix}{next(_temporary_numbers)}"
                 os.replace(target, previous)
             swapped.append((target, previous))
             os.replace(temporary, target)
     except BaseException:
         for target, previous in reversed(swapped):
             if previous is None:
-                target.unlink(missing_ok=True)
+                Path(target).unlink(missing_ok=True)
             else:
                 os.replace(previous, target)
         for temporary in staged:
-            temporary.unlink(missing_ok=True)
+            Path(temporary).unlink(missing_ok=True)
         raise
-    for directory in sorted({target.parent for target, _ in files}):
-        _fsync_directory(directory)
+    for directory in sorted(made):
+        _fsync_directory(Path(directory))
     for _, previous in swapped:
         if previous is not None:
-            previous.unlink()
+            os.unlink(previous)
 
 
 def _filesystem_sync(directory: Path) -> None:

@@ -465,6 +465,15 @@ HOSTILE: list[tuple[str, Callable[[], bytes], str, str | None, str | None]] = [
     ("not gzip", lambda: tar_bytes(layout(VALID)), "ARCHIVE_INVALID", "not_gzip", None),
     ("empty body", lambda: b"", "ARCHIVE_INVALID", "not_gzip", None),
     ("truncated gzip", lambda: FULL[: len(FULL) // 2], "ARCHIVE_INVALID", "truncated", None),
+    # The tar inside is whole: only the gzip trailer (CRC and length) is cut or wrong.
+    ("gzip trailer cut", lambda: FULL[:-8], "ARCHIVE_INVALID", "truncated", None),
+    (
+        "gzip checksum wrong",
+        lambda: FULL[:-8] + bytes(byte ^ 0xFF for byte in FULL[-8:-4]) + FULL[-4:],
+        "ARCHIVE_INVALID",
+        "corrupt",
+        None,
+    ),
     (
         "not a tar",
         lambda: gzip.compress(b"plain text, not a tar archive\n" * 40),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import threading
@@ -126,7 +127,25 @@ def test_a_batch_syncs_its_staged_files_once_before_the_first_rename(tmp_path, m
     assert written.body == b"c"
 
 
-def test_a_writer_waiting_on_an_expired_spaces_lock_writes_under_a_fresh_one(tmp_path):
+def waiting_on_a_lock(monkeypatch) -> threading.Event:
+    """Set once some thread has opened a lock file and found it held: from then on, what
+    happens to the file happens while that thread waits on it (no sleep guessing when)."""
+    blocked = threading.Event()
+    real_flock = fcntl.flock
+
+    def flock(descriptor, operation):
+        try:
+            return real_flock(descriptor, operation)
+        except BlockingIOError:
+            blocked.set()
+            raise
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    return blocked
+
+
+def test_a_writer_waiting_on_an_expired_spaces_lock_writes_under_a_fresh_one(tmp_path, monkeypatch):
+    blocked = waiting_on_a_lock(monkeypatch)
     store = FilesystemStore(root=tmp_path)
     handle = handle_of(7, Visibility.PRIVATE)
     store_write(store, handle, "a.md", b"old", expected=0)
@@ -138,7 +157,7 @@ def test_a_writer_waiting_on_an_expired_spaces_lock_writes_under_a_fresh_one(tmp
             target=lambda: written.append(store_write(store, handle, "b.md", b"new", expected=0))
         )
         writer.start()
-        time.sleep(0.2)  # lets the writer open the lock file and wait on it
+        assert blocked.wait(timeout=30)  # the writer opened the lock file and waits on it
         shutil.rmtree(space_dir)  # ...and removes the space, lock file included
     writer.join(timeout=10)
 
@@ -147,7 +166,8 @@ def test_a_writer_waiting_on_an_expired_spaces_lock_writes_under_a_fresh_one(tmp
     assert (space_dir / "space.lock").exists()  # the file the next writer will lock too
 
 
-def test_a_lock_on_a_removed_file_is_refused(tmp_path):
+def test_a_lock_on_a_removed_file_is_refused(tmp_path, monkeypatch):
+    blocked = waiting_on_a_lock(monkeypatch)
     lock = tmp_path / "space.lock"
     lock.touch()
     refusals = []
@@ -162,7 +182,7 @@ def test_a_lock_on_a_removed_file_is_refused(tmp_path):
     with _flock(lock, deadline=None):
         waiter = threading.Thread(target=wait)
         waiter.start()
-        time.sleep(0.2)
+        assert blocked.wait(timeout=30)
         lock.unlink()
     waiter.join(timeout=10)
 
