@@ -93,6 +93,7 @@ def _world(tenant: Tenant, capture_on_commit: Callable[..., Any]) -> TenantWorld
             "version": 1,
             "token_id": token.pk,
             "bot_id": bot.slug,
+            "user_id": member.pk,
         },
         clients={
             BearerAuthentication: bearer,

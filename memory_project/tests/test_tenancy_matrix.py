@@ -22,7 +22,14 @@ from automation.models import Admission, Conversation
 from memory.models import MemoryPolicy, Proposal
 from memory_project.tests.conftest import TenantWorld
 from memory_project.tests.test_error_shape import assert_shape
-from workspaces.models import ApiToken, Bot, FileVersion, KeySession, Workspace
+from workspaces.models import (
+    ApiToken,
+    Bot,
+    FileVersion,
+    KeySession,
+    Workspace,
+    WorkspaceMembership,
+)
 
 KEYWORD = re.compile(r"<(?:\w+:)?(\w+)>")
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -97,6 +104,9 @@ def _state_of(world: TenantWorld) -> dict[str, Any]:
         "bots": list(Bot.objects.filter(team=world.tenant.team).values()),
         "bot tokens": list(
             ApiToken.objects.filter(bot__team=world.tenant.team).values("pk", "revoked_at")
+        ),
+        "members": list(
+            WorkspaceMembership.objects.filter(workspace=workspace).values("user_id", "role")
         ),
         "conversations": Conversation.objects.filter(workspace=workspace).count(),
         "admissions": Admission.objects.filter(workspace=workspace).count(),
