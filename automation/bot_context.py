@@ -95,16 +95,7 @@ def bot_context(*, access: BotMemoryAccess) -> BotContext:
         index = _block(INDEX_TAG, scope_root, INDEX_PREAMBLE, lines)
     autoload = ""
     if loaded or omitted:
-        parts = [
-            "\n".join(
-                [
-                    _open("file", path=path),
-                    _DEFENCE.neutralize(bodies[path].decode("utf-8", errors="replace")),
-                    "</file>",
-                ]
-            )
-            for path in loaded
-        ]
+        parts = [_body(path, bodies[path]) for path in loaded]
         parts += [
             _element("omitted", path=each.path, bytes=str(each.bytes), reason=each.reason)
             for each in omitted
@@ -135,6 +126,14 @@ def _within_bound(sized: list[tuple[str, int]]) -> tuple[list[str], list[Omissio
         else:
             omitted.append(Omission(path=path, bytes=size, reason=OVER_BOUND))
     return taken, omitted
+
+
+def _body(path: str, body: bytes) -> str:
+    text = _DEFENCE.neutralize(body.decode("utf-8", errors="replace"))
+    # The closing tag on a line of its own, without adding a blank line to the body.
+    if not text.endswith("\n"):
+        text += "\n"
+    return f"{_open('file', path=path)}\n{text}</file>"
 
 
 def _attribute(value: str) -> str:

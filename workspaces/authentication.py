@@ -153,9 +153,16 @@ class BearerAuthentication(BaseAuthentication):
 
 
 class McpBearerAuthentication(BearerAuthentication):
-    """The MCP server's authenticator: MCP-scoped personal access tokens only."""
+    """The MCP server's authenticator: MCP-scoped personal access tokens, and bot tokens
+    (a bot's credential, for its memory tools; the server gives it no tool of a person's)."""
 
     scope = ApiToken.Scope.MCP
+    takes_bots = True
+
+    def _scope_require(self, scope: str) -> None:
+        # A bot token's scope is `bot` exactly when it names a bot (a CHECK holds it).
+        if scope != ApiToken.Scope.BOT:
+            super()._scope_require(scope)
 
 
 class BotBearerAuthentication(BearerAuthentication):
