@@ -16,7 +16,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.api.spaces import (
-    BASE_VERSION_HEADER,
     PATH_PARAMETER,
     RawBodyApi,
     SpaceDocumentSerializer,
@@ -28,7 +27,7 @@ from memory.mirror import LocalMirrorSpace
 from memory.spaces.selectors import space_document_entry
 from memory.spaces.services import space_document_delete, space_document_write_admit
 from memory_project.api.parsers import MarkdownParser
-from workspaces.api.headers import base_version_from
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from
 from workspaces.authentication import BotBearerAuthentication, request_credential
 
 PROJECT_PARAMETER = OpenApiParameter(
@@ -100,7 +99,7 @@ class MirrorDocumentApi(RawBodyApi):
     parser_classes = [MarkdownParser]
 
     @extend_schema(
-        parameters=[PROJECT_PARAMETER, PATH_PARAMETER, BASE_VERSION_HEADER],
+        parameters=[PROJECT_PARAMETER, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
         request={"text/markdown": OpenApiTypes.STR},
         responses=SpaceDocumentSerializer,
     )
@@ -116,7 +115,7 @@ class MirrorDocumentApi(RawBodyApi):
         return Response(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
 
     @extend_schema(
-        parameters=[PROJECT_PARAMETER, PATH_PARAMETER, BASE_VERSION_HEADER],
+        parameters=[PROJECT_PARAMETER, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
         responses={204: None},
     )
     def delete(self, request: Request) -> Response:

@@ -32,17 +32,25 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from memory.errors import AutoMemorySpaceReserved, GlobalSpaceWriteDenied
 from memory.secrets import secret_refuse
 from memory.spaces.handle import SpaceHandle
 from memory.spaces.quotas import quotas_for, store_get
-from memory.spaces.store import DocumentMeta, DocumentWrite, PendingWrite, WriteBatch
+from memory.spaces.store import (
+    DocumentMeta,
+    DocumentWrite,
+    ExpiredSpace,
+    PendingWrite,
+    WriteBatch,
+)
 from workspaces.errors import DocumentTooLarge, InvalidText, NotFound
-from workspaces.models import AuditEvent, User
+from workspaces.models import AuditEvent, Team, User
 from workspaces.paths import document_path_require_canonical
 from workspaces.services import audit_record
 
@@ -251,3 +259,39 @@ def _global_audit(
         target_type="memory_space",
         detail={"space": handle.id, "updatedBy": writer.attribution, **detail},
     )
+
+
+def space_private_expire(*, now: datetime | None = None) -> Sequence[ExpiredSpace]:
+    """Remove every `private` space not written for MEMORY_PRIVATE_TTL_DAYS (the nightly
+    expiry) and audit each (`space_private_expired`: the space, its team and person, what it
+    held; never a path or a body). Idempotent: a second run finds nothing more.
+
+    The store removes each space in its own step, so the audit row follows the removal
+    rather than sharing its transaction: a failure between them loses a record, never
+    keeps a space past its lifetime."""
+    moment = now or timezone.now()
+    written_before = moment - timedelta(days=settings.MEMORY_PRIVATE_TTL_DAYS)
+    expired = store_get().private_spaces_expire(written_before=written_before)
+    tenant_ids = [each.handle.tenant_id for each in expired]
+    orgs: dict[int | None, int] = dict(
+        Team.objects.filter(pk__in=[pk for pk in tenant_ids if pk is not None]).values_list(
+            "pk", "org_id"
+        )
+    )
+    for each in expired:
+        audit_record(
+            actor=None,
+            action=AuditEvent.Action.SPACE_PRIVATE_EXPIRED,
+            org_id=orgs.get(each.handle.tenant_id),
+            target_type="memory_space",
+            # The space id can be longer than the target column: it travels in the detail.
+            detail={
+                "space": each.handle.id,
+                "teamId": each.handle.tenant_id,
+                "userId": each.handle.user_id,
+                "documents": each.documents,
+                "freedBytes": each.freed_bytes,
+                "writtenBefore": written_before.isoformat(),
+            },
+        )
+    return expired

@@ -44,5 +44,5 @@ class BotBearerScheme(CredentialScheme):
     definition = {
         "type": "http",
         "scheme": "bearer",
-        "description": "A bot's token (iap_..., scope bot): the bot acts, never a person.",
+        "description": "A bot's token (iap_..., scope `bot`): the bot is the caller.",
     }
