@@ -36,7 +36,7 @@ import secrets
 import shutil
 import stat
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -388,6 +388,9 @@ class HydrateReport:
     # Documents at a path that is not canonical: not materialised, never deleted.
     skipped: list[str] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)
+    # Documents the runtime's own entries kept off the disk (a directory where the file
+    # goes): not in the manifest, so never a deletion either.
+    errors: list[dict[str, str]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -395,6 +398,7 @@ class HydrateReport:
             "written": self.written,
             "skipped": self.skipped,
             "pruned": self.pruned,
+            "errors": self.errors,
         }
 
 
@@ -415,7 +419,11 @@ def mirror_hydrate(*, space: MirrorSpace, state_dir: Path, node_name: str) -> Hy
                 if not _is_canonical(document.path):
                     report.skipped.append(document.path)
                     continue
-                _file_replace(root, document.path, document.body)
+                try:
+                    _file_replace(root, document.path, document.body)
+                except (OSError, MirrorStateUnsafe) as error:
+                    report.errors.append(_blocked(document.path, error))
+                    continue
                 files[document.path] = ManifestEntry(_digest(document.body), document.revision)
                 report.written.append(document.path)
             for path in sorted(set(previous) - set(files)):
@@ -425,6 +433,11 @@ def mirror_hydrate(*, space: MirrorSpace, state_dir: Path, node_name: str) -> Hy
             os.close(root)
         _manifest_write(node, space_id=space.space_id, files=files)
     return report
+
+
+def _blocked(path: str, error: OSError | MirrorStateUnsafe) -> dict[str, str]:
+    message = error.strerror if isinstance(error, OSError) else error.message
+    return {"path": path, "code": "NOT_WRITTEN", "message": message or type(error).__name__}
 
 
 def _is_canonical(path: str) -> bool:
@@ -520,9 +533,24 @@ class Walk:
 
     files: dict[str, bytes] = field(default_factory=dict)
     present: set[str] = field(default_factory=set)
+    # Symlinks and other non-regular entries: what a manifest path under one would be is
+    # unknown, so it is never taken for a deletion.
+    opaque: set[str] = field(default_factory=set)
     skipped: list[dict[str, str]] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     complete: bool = True
+
+    def missing(self, paths: Iterable[str]) -> set[str]:
+        """The paths this walk saw go missing: absent, and under no opaque entry."""
+        return {
+            path
+            for path in paths
+            if path not in self.present
+            and not any(
+                "/".join(path.split("/")[:end]) in self.opaque
+                for end in range(1, path.count("/") + 1)
+            )
+        }
 
 
 def mirror_walk(directory: Path) -> Walk:
@@ -556,6 +584,7 @@ def _walk_into(directory: int, prefix: str, walk: Walk) -> None:
         walk.present.add(path)
         try:
             if entry.is_symlink():
+                walk.opaque.add(path)
                 walk.skipped.append({"path": path, "reason": "symlink"})
             elif entry.is_dir(follow_symlinks=False):
                 inner = os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=directory)
@@ -564,6 +593,7 @@ def _walk_into(directory: int, prefix: str, walk: Walk) -> None:
                 finally:
                     os.close(inner)
             elif not entry.is_file(follow_symlinks=False):
+                walk.opaque.add(path)
                 walk.skipped.append({"path": path, "reason": "not_regular"})
             elif not entry.name.endswith(".md"):
                 walk.skipped.append({"path": path, "reason": "not_markdown"})
@@ -678,7 +708,7 @@ def mirror_sync_back(
             manifest[path] = ManifestEntry(digest, revision)
             report.written.append(path)
         if walk.complete:
-            for path in sorted(set(manifest) - walk.present):
+            for path in sorted(walk.missing(manifest)):
                 if clock() > deadline:
                     report.errors.append(_over_budget(path))
                     continue

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.apps import apps
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
@@ -172,6 +174,24 @@ def test_hydrate_of_an_empty_space_makes_the_directory(space, state):
 
     assert report.directory.is_dir()
     assert list(report.directory.iterdir()) == []
+
+
+def test_hydrate_reports_a_document_the_runtimes_own_entries_block(space, state):
+    _seed(space, {"a.md": "a\n", "b.md": "b\n", "c/d.md": "d\n"})
+    directory = mirror_hydrate(space=space, state_dir=state, node_name=NODE).directory
+    (directory / "a.md").unlink()
+    (directory / "a.md").mkdir()
+    (directory / "c" / "d.md").unlink()
+    (directory / "c").rmdir()
+    (directory / "c").symlink_to(state)
+
+    report = mirror_hydrate(space=space, state_dir=state, node_name=NODE)
+    synced = mirror_sync_back(space=space, state_dir=state, node_name=NODE)
+
+    assert [each["path"] for each in report.errors] == ["a.md", "c/d.md"]
+    assert report.written == ["b.md"]
+    assert synced.deleted == []
+    assert set(_bodies(space)) == {"a.md", "b.md", "c/d.md"}
 
 
 def test_hydrate_reads_the_space_in_one_bulk_call(space, state, monkeypatch):
@@ -403,6 +423,20 @@ def test_an_unreadable_subdirectory_deletes_nothing_anywhere(space, state, monke
     assert set(_bodies(space)) == {"a.md", "sub/b.md"}
 
 
+def test_files_under_a_directory_replaced_by_a_symlink_are_not_deletions(space, state, tmp_path):
+    _seed(space, {"topics/a.md": "a\n", "gone.md": "gone\n"})
+    directory = mirror_hydrate(space=space, state_dir=state, node_name=NODE).directory
+    (directory / "topics" / "a.md").unlink()
+    (directory / "topics").rmdir()
+    (directory / "topics").symlink_to(tmp_path)
+    (directory / "gone.md").unlink()
+
+    report = mirror_sync_back(space=space, state_dir=state, node_name=NODE)
+
+    assert report.deleted == ["gone.md"]
+    assert set(_bodies(space)) == {"topics/a.md"}
+
+
 def test_a_chmod_000_file_is_not_a_deletion(space, state, monkeypatch):
     _seed(space, {"locked.md": "locked\n", "other.md": "other\n"})
     directory = mirror_hydrate(space=space, state_dir=state, node_name=NODE).directory
@@ -549,6 +583,13 @@ def test_no_other_writer_may_write_or_delete_the_auto_memory_space(tenant, space
         space_document_delete(handle=space.handle, path="a.md", expected_revision=1, writer=person)
 
     assert _bodies(space) == {"a.md": "a\n"}
+
+
+def test_an_invalid_auto_memory_environment_stops_start_up(settings):
+    settings.AUTO_MEMORY = "sometimes"
+
+    with pytest.raises(ImproperlyConfigured, match="C131"):
+        apps.get_app_config("memory").ready()
 
 
 # The command line, locally

@@ -639,6 +639,8 @@ class MirrorCommand:
             )
             for path in data["skipped"]:
                 err.write(f"skipped, its stored path is not canonical: {path}")
+            for error in data["errors"]:
+                err.write(f"not written: {error['path']}: {error['message']}")
         elif action == "sync-back":
             out.write(
                 f"{len(data['written'])} written, {len(data['deleted'])} deleted, "
