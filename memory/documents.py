@@ -15,20 +15,37 @@ decides who may make them, on which path, with which key, attributed to whom.
 from __future__ import annotations
 
 import enum
+import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import IO
 
 from django.conf import settings
+from django.db.models import QuerySet
 
 from memory.models import MEMORY_PATH
-from memory.namespace import is_memory_namespace, memory_namespace_refuse
+from memory.namespace import (
+    MEMORY_NAMESPACE_PREFIX,
+    is_memory_namespace,
+    memory_namespace_refuse,
+)
 from memory.services import memory_write
+from memory.spaces.archive import ExportReport, archive_export
+from memory.spaces.store import DocumentMeta, StoredDocument
 from workspaces.errors import InvalidHeader, KeySessionUnavailable, NotFound, RateLimited
 from workspaces.models import File, FileVersion, User, Workspace, WorkspaceMembership
 from workspaces.paths import document_path_require_canonical
 from workspaces.ratelimit import TooManyInProgress, in_progress_slot
-from workspaces.selectors import file_list, file_read_text, file_search, workspace_data_key
+from workspaces.selectors import (
+    file_current_revisions,
+    file_list,
+    file_list_query,
+    file_read_text,
+    file_search,
+    file_version_plaintext,
+    workspace_data_key,
+)
 from workspaces.services import (
     file_delete,
     file_move,
@@ -171,6 +188,26 @@ def document_list(
     literally. Reads no text, but the assistant still needs its live key session."""
     _authority_check(actor)
     files = file_list(workspace=actor.workspace, prefix=prefix, include_deleted=include_deleted)
+    return document_visible(actor=actor, files=files)
+
+
+def document_list_query(
+    *, actor: DocumentActor, prefix: str | None, include_deleted: bool = False
+) -> QuerySet[File]:
+    """`document_list` unbounded, by path, for a route that pages through it. The memory
+    namespace is left out in the query where it is hidden; `document_visible` drops any
+    other spelling of it from a page."""
+    _authority_check(actor)
+    files = file_list_query(
+        workspace=actor.workspace, prefix=prefix, include_deleted=include_deleted
+    )
+    if actor.is_namespace_hidden:
+        files = files.exclude(path__istartswith=MEMORY_NAMESPACE_PREFIX)
+    return files
+
+
+def document_visible(*, actor: DocumentActor, files: list[File]) -> list[File]:
+    """The files of `files` that `actor` may see listed."""
     if not actor.is_namespace_hidden:
         return files
     return [file for file in files if not is_memory_namespace(file.path)]
@@ -223,6 +260,38 @@ def document_search(
         ],
         next_cursor=page.resume_after,
     )
+
+
+def notes_export(*, actor: DocumentActor, out: IO[bytes]) -> ExportReport:
+    """Write the workspace's live notes (never memory) to `out` as one archive of the
+    memory-space format, `iterion.memory.v1`, so a team memory space can import it.
+
+    The archive's writer reads and scans every note before its first byte: a credential
+    in any note is SecretDetected and `out` stays empty, never a partial archive."""
+    _authority_check(actor)
+    data_key = _read_key(actor)
+    workspace = actor.workspace
+    space = {"visibility": "workspace", "name": workspace.name, "workspace": workspace.pk}
+    documents = _notes_read(workspace, data_key) if data_key is not None else iter(())
+    return archive_export(out=out, space=space, documents=documents)
+
+
+def _notes_read(workspace: Workspace, data_key: bytes) -> Iterator[StoredDocument]:
+    for revision in file_current_revisions(workspace=workspace).iterator(chunk_size=50):
+        # Memory is skipped before it is decrypted: a notes archive never holds it.
+        if is_memory_namespace(revision.file.path):
+            continue
+        text = file_version_plaintext(version=revision, workspace=workspace, data_key=data_key)
+        body = text.encode()
+        meta = DocumentMeta(
+            path=revision.file.path,
+            size=len(body),
+            checksum="sha256:" + hashlib.sha256(body).hexdigest(),
+            revision=revision.version,
+            updated_by=f"user:{revision.author_id}" if revision.author_id else "",
+            updated_at=revision.created_at,
+        )
+        yield StoredDocument(meta=meta, body=body)
 
 
 def document_write(

@@ -1,5 +1,6 @@
 """The web frame's memory pages: the Memory frame (with the panels higher apps register in
-`memory.panels`, the assistant's among them), Changes, Notes, and the team's memory spaces.
+`memory.panels`, the assistant's among them), Changes, Notes, the team's memory spaces and
+its bots.
 
 Thin: resolve the page through `workspace_page` (membership, 404 for another team, the
 browser's key session), read through the same selectors the API uses, render. Saves,
@@ -24,7 +25,8 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
-from memory.models import MemoryPolicy
+from memory.documents import ActorKind, DocumentActor, document_search
+from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.namespace import is_memory_namespace
 from memory.panels import frame_panels
 from memory.selectors import (
@@ -36,12 +38,19 @@ from memory.selectors import (
 )
 from memory.spaces.handle import QUALIFIERS, REQUIRED_QUALIFIERS, Visibility
 from workspaces.errors import DocumentUnreadable, InvalidDocumentPath, NotFound
-from workspaces.models import FileVersion
+from workspaces.models import Bot, FileVersion, User
 from workspaces.paths import document_path_require_canonical
-from workspaces.selectors import file_get, file_list, file_read_text, workspace_data_key
+from workspaces.selectors import (
+    file_get,
+    file_list,
+    file_read_text,
+    team_owner_is,
+    workspace_data_key,
+)
 from workspaces.views import WorkspacePage, request_team, workspace_page
 
 CHANGES_PAGE_SIZE = 50
+SEARCH_QUERY_MAX_CHARS = 200
 
 # One plain-language sentence per mode, shown beside the mode selector.
 MODE_SENTENCES = {
@@ -209,6 +218,31 @@ def note(request: HttpRequest, workspace_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
+def search(request: HttpRequest, workspace_id: int) -> HttpResponse:
+    """Notes and memory containing the query, searched as the API's person search does
+    (bounded per request, continued by cursor). The query is neither logged nor stored."""
+    page = workspace_page(request, workspace_id)
+    query = request.GET.get("q", "")[:SEARCH_QUERY_MAX_CHARS]
+    cursor = request.GET.get("cursor") or None
+    results = None
+    if query.strip():
+        actor = DocumentActor.of_member(page.membership, ActorKind.PERSON)
+        results = document_search(actor=actor, query=query, cursor=cursor)
+    context = _page_context(page, "search") | {
+        "query": query,
+        "results": results,
+        "memory_path": MEMORY_PATH,
+        "next_url": (
+            f"?{urlencode({'q': query, 'cursor': results.next_cursor})}"
+            if results is not None and results.next_cursor
+            else None
+        ),
+    }
+    return render(request, "memory/search.html", context)
+
+
+@login_required
+@require_GET
 def team_memory(request: HttpRequest) -> HttpResponse:
     """The active team's memory spaces. Everything on it is read and written by the page
     script through the space routes, as the session's team: the same tenant the page names."""
@@ -260,6 +294,7 @@ def _changes_context(request: HttpRequest, page: WorkspacePage) -> dict[str, Any
     return _page_context(page, "changes") | {
         "revisions": revisions.revisions,
         "next_before": revisions.next_before,
+        "is_first_page": before is None,
         "detail": None,
     }
 
@@ -280,7 +315,10 @@ def _revision_detail(page: WorkspacePage, version: int) -> dict[str, Any]:
     except DocumentUnreadable:
         return {"revision": revision, "previous": previous, "is_unreadable": True}
     diff = _line_diff(before, after)
+    memory_file = file_get(workspace=workspace, path=MEMORY_PATH)
     return {
+        # The version a Restore is based on: a newer one saved meanwhile makes it a conflict.
+        "current_version": memory_file.current_version if memory_file else 0,
         "revision": revision,
         "previous": previous,
         "is_unreadable": False,
@@ -333,3 +371,26 @@ def _notes_url(workspace_id: int) -> str:
 def _note_url(workspace_id: int, path: str | None = None) -> str:
     url = reverse("memory:note", kwargs={"workspace_id": workspace_id})
     return url if path is None else f"{url}?{urlencode({'path': path})}"
+
+
+@login_required
+@require_GET
+def team_bots(request: HttpRequest) -> HttpResponse:
+    """The active team's bots. The page script lists, creates and edits them and issues and
+    revokes their tokens through the bot routes, as the session's team; the routes decide
+    who may change what (owners), the page only leaves out the controls others cannot use."""
+    team = request_team(request)
+    if team is None:
+        raise PermissionDenied("You are not a member of any team.")
+    is_owner = isinstance(request.user, User) and team_owner_is(team=team, user=request.user)
+    config = {
+        "isOwner": is_owner,
+        "urls": {"bots": reverse("bot-list"), "validate": reverse("bot-spec-validate")},
+    }
+    context = {
+        "team": team,
+        "is_owner": is_owner,
+        "runtimes": Bot.Runtime.choices,
+        "frame_config": config,
+    }
+    return render(request, "memory/bots.html", context)

@@ -128,6 +128,24 @@ class BaseVersionRequired(DomainError):
     )
 
 
+class PreconditionFailed(DomainError):
+    """An `If-Match` write whose entity tag is no longer the document's: HTTP's own answer
+    to a failed precondition, with the detail a VERSION_CONFLICT would carry."""
+
+    code = "PRECONDITION_FAILED"
+    status = 412
+    default_message = "The document changed since the entity tag you sent in If-Match."
+
+
+class QueryInvalid(DomainError):
+    """A query parameter the route cannot use; `detail.fields` maps each to its problems, as
+    VALIDATION_FAILED does for a body's fields."""
+
+    code = "QUERY_INVALID"
+    status = 400
+    default_message = "A query parameter is not valid."
+
+
 class InvalidHeader(DomainError):
     code = "INVALID_HEADER"
     status = 400

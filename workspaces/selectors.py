@@ -15,11 +15,13 @@ from workspaces.crypto import revision_open
 from workspaces.errors import CACHE_ERRORS, NotFound, OrgPendingDeletion
 from workspaces.models import (
     ApiToken,
+    Bot,
     File,
     FileVersion,
     KeySession,
     Org,
     Team,
+    TeamMembership,
     User,
     Workspace,
     WorkspaceKey,
@@ -87,6 +89,18 @@ def api_token_list_for_user(*, user: User, team: Team) -> QuerySet[ApiToken]:
     )
 
 
+def team_owner_is(*, team: Team, user: User) -> bool:
+    """Whether `user` owns `team`: what managing its bots takes."""
+    return TeamMembership.objects.filter(
+        team=team, user=user, role=TeamMembership.Role.OWNER
+    ).exists()
+
+
+def bot_token_list(*, bot: Bot) -> QuerySet[ApiToken]:
+    """Every token issued to `bot`, revoked and expired ones too, newest first."""
+    return ApiToken.objects.filter(bot=bot).order_by("-created_at", "-pk")
+
+
 def api_token_get_for_user(*, user: User, team: Team, token_id: int) -> ApiToken:
     token = ApiToken.objects.filter(user=user, team=team, bot__isnull=True, pk=token_id).first()
     if token is None:
@@ -144,12 +158,14 @@ def file_version_plaintext(
     return plaintext.decode()
 
 
-def key_session_list_for_user(*, user: User, workspace: Workspace) -> list[tuple[KeySession, bool]]:
-    """The caller's key sessions on a workspace, each with whether its key is still cached
-    (none is while the cache cannot be reached: no key can be used then)."""
-    sessions = list(
-        KeySession.objects.filter(user=user, workspace=workspace).order_by("-created_at")[:100]
-    )
+def key_session_list_for_user(*, user: User, workspace: Workspace) -> QuerySet[KeySession]:
+    """The caller's key sessions on a workspace, newest first."""
+    return KeySession.objects.filter(user=user, workspace=workspace).order_by("-created_at", "-pk")
+
+
+def key_session_liveness(*, sessions: list[KeySession]) -> list[tuple[KeySession, bool]]:
+    """Each session with whether its key is still cached (none is while the cache cannot be
+    reached: no key can be used then)."""
     try:
         cached = cache.get_many([session.cache_key for session in sessions])
     except CACHE_ERRORS:
@@ -199,6 +215,17 @@ def file_list(*, workspace: Workspace, prefix: str | None, include_deleted: bool
     `prefix` matches the start of the stored (canonical) path literally. Each file carries
     `current_bytes`, the size of its current revision, read in the same query.
     """
+    return list(
+        file_list_query(workspace=workspace, prefix=prefix, include_deleted=include_deleted)[
+            :FILE_LIST_LIMIT
+        ]
+    )
+
+
+def file_list_query(
+    *, workspace: Workspace, prefix: str | None, include_deleted: bool
+) -> QuerySet[File]:
+    """`file_list` unbounded, for a caller that pages through it."""
     files = File.objects.filter(workspace=workspace)
     if prefix:
         files = files.filter(path__startswith=prefix)
@@ -207,9 +234,7 @@ def file_list(*, workspace: Workspace, prefix: str | None, include_deleted: bool
     current_bytes = FileVersion.objects.filter(
         file=OuterRef("pk"), version=OuterRef("current_version")
     ).values("size_bytes")[:1]
-    return list(
-        files.annotate(current_bytes=Subquery(current_bytes)).order_by("path")[:FILE_LIST_LIMIT]
-    )
+    return files.annotate(current_bytes=Subquery(current_bytes)).order_by("path")
 
 
 def file_read_text(*, workspace: Workspace, path: str, data_key: bytes) -> tuple[FileVersion, str]:
@@ -220,6 +245,22 @@ def file_read_text(*, workspace: Workspace, path: str, data_key: bytes) -> tuple
     return revision, file_version_plaintext(
         version=revision, workspace=workspace, data_key=data_key
     )
+
+
+def file_current_revisions(
+    *, workspace: Workspace, after: str | None = None
+) -> QuerySet[FileVersion]:
+    """The current revision of every live file of the workspace (after the path `after`),
+    by path, each with its file. Iterate with `.iterator()`: ciphertexts can each be
+    megabytes, and a search or an export needs one chunk at a time, not all."""
+    revisions = FileVersion.objects.select_related("file").filter(
+        file__workspace=workspace,
+        file__deleted_at__isnull=True,
+        version=F("file__current_version"),
+    )
+    if after is not None:
+        revisions = revisions.filter(file__path__gt=after)
+    return revisions.order_by("file__path")
 
 
 @dataclass(frozen=True)
@@ -254,18 +295,11 @@ def file_search(
     A revision that fails its integrity check raises DocumentUnreadable, as a read would.
     """
     pattern = re.compile(re.escape(query), re.IGNORECASE)
-    revisions = FileVersion.objects.select_related("file").filter(
-        file__workspace=workspace,
-        file__deleted_at__isnull=True,
-        version=F("file__current_version"),
-    )
-    if after is not None:
-        revisions = revisions.filter(file__path__gt=after)
+    revisions = file_current_revisions(workspace=workspace, after=after)
     found: list[tuple[File, str]] = []
     considered = decrypted = 0
     last_path: str | None = None
-    # iterator(): ciphertexts can each be megabytes; hold one chunk at a time, not all.
-    for revision in revisions.order_by("file__path").iterator(chunk_size=50):
+    for revision in revisions.iterator(chunk_size=50):
         if is_hidden is not None and is_hidden(revision.file.path):
             continue
         if (

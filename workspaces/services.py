@@ -64,7 +64,7 @@ from workspaces.models import (
     key_session_cache_key,
 )
 from workspaces.ratelimit import client_address
-from workspaces.selectors import workspace_data_key
+from workspaces.selectors import team_owner_is, workspace_data_key
 from workspaces.sql import datetime_param, table
 from workspaces.tokens import bearer_secret_digest, jwt_encode, pat_generate
 from workspaces.violations import violation_code
@@ -242,8 +242,9 @@ def api_token_create(
 ) -> tuple[ApiToken, str]:
     """Mint a personal access token of `scope` for `user`, who is also the audited actor:
     a token is only ever minted by its own owner. Returns the row and the token, which is
-    never stored. With `bot` it is that bot's token (scope `bot`), issued by `user`: call
-    `bot_token_issue`, which checks that `user` may.
+    never stored. With `bot` it is that bot's token (scope `bot`, audited as
+    `bot_token_issued`), issued by `user`: call `bot_token_issue`, which checks that `user`
+    may.
 
     `minted_with` is the kind of credential the asking request carries; None is the system
     itself (seed_demo). A token may not mint a longer-lived token: only a person signed in
@@ -269,7 +270,9 @@ def api_token_create(
         )
         audit_record(
             actor=user,
-            action=AuditEvent.Action.TOKEN_CREATED,
+            action=AuditEvent.Action.TOKEN_CREATED
+            if bot is None
+            else AuditEvent.Action.BOT_TOKEN_ISSUED,
             org_id=team.org_id,
             target_type="api_token",
             target_id=token.pk,
@@ -297,9 +300,7 @@ def api_token_use_record(*, token: ApiToken, now: datetime) -> None:
 
 def team_owner_require(*, team: Team, user: User) -> None:
     """`user` owns `team` (`TeamOwnerRequired` otherwise): what managing its bots takes."""
-    if not TeamMembership.objects.filter(
-        team=team, user=user, role=TeamMembership.Role.OWNER
-    ).exists():
+    if not team_owner_is(team=team, user=user):
         raise TeamOwnerRequired()
 
 
@@ -322,19 +323,25 @@ def bot_token_issue(
 
 def api_token_revoke(*, token: ApiToken, actor: User) -> ApiToken:
     """Revoke a token, and with it every JWT minted from it. Revoking a revoked token keeps
-    its first revocation time and records nothing more."""
+    its first revocation time and records nothing more. A bot's token is audited as
+    `bot_token_revoked`, a person's as `token_revoked`."""
     with transaction.atomic():
         revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
         )
         if revoked:
+            detail: dict[str, object] = {"ownerId": token.user_id, "teamId": token.team_id}
+            if token.bot_id is not None:
+                detail["botId"] = Bot.objects.values_list("slug", flat=True).get(pk=token.bot_id)
             audit_record(
                 actor=actor,
-                action=AuditEvent.Action.TOKEN_REVOKED,
+                action=AuditEvent.Action.TOKEN_REVOKED
+                if token.bot_id is None
+                else AuditEvent.Action.BOT_TOKEN_REVOKED,
                 org_id=_audit_org_id(pk=token.team_id),
                 target_type="api_token",
                 target_id=token.pk,
-                detail={"ownerId": token.user_id, "teamId": token.team_id},
+                detail=detail,
             )
     token.refresh_from_db(fields=["revoked_at"])
     return token

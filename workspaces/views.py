@@ -55,6 +55,8 @@ def sign_out(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         _key_sessions_revoke_all(request, request.user)
     logout(request)
+    # After logout: the message must outlive the session that logout just flushed.
+    messages.info(request, "You have been signed out.")
     return redirect("workspaces:sign-in")
 
 
@@ -115,8 +117,12 @@ def workspace_page(request: HttpRequest, workspace_id: int) -> WorkspacePage:
 @require_GET
 def workspace_settings(request: HttpRequest, workspace_id: int) -> HttpResponse:
     page = workspace_page(request, workspace_id)
-    sessions = selectors.key_session_list_for_user(
-        user=page.membership.user, workspace=page.workspace
+    sessions = selectors.key_session_liveness(
+        sessions=list(
+            selectors.key_session_list_for_user(
+                user=page.membership.user, workspace=page.workspace
+            )[:100]
+        )
     )
     context = {
         "workspace": page.workspace,

@@ -11,9 +11,10 @@ from rest_framework.response import Response
 from automation.api import serializers as shapes
 from automation.api.access import AutomationDocumentView, caller_document_actor
 from memory import documents
-from memory.api.document_common import BASE_VERSION_HEADER, PATH_REQUIRED, validated
+from memory.api import document_common as common
+from memory.api.document_common import PATH_REQUIRED, validated
 from memory.documents import DocumentActor, Operation
-from workspaces.api.headers import base_version_from
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from
 
 
 def _paths(actor: DocumentActor, operation: Operation, *raw_paths: str) -> list[str]:
@@ -26,7 +27,7 @@ class AutomationDocumentApi(AutomationDocumentView):
         return shapes.READ_OR_LIST.respond(request, caller_document_actor(request, workspace_id))
 
     @extend_schema(
-        parameters=[PATH_REQUIRED, BASE_VERSION_HEADER],
+        parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS],
         request=shapes.Save,
         responses=shapes.Written,
     )
@@ -40,7 +41,9 @@ class AutomationDocumentApi(AutomationDocumentView):
         )
         return Response(shapes.Written(revision).data)
 
-    @extend_schema(parameters=[PATH_REQUIRED, BASE_VERSION_HEADER], responses={200: shapes.State})
+    @extend_schema(
+        parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS], responses={200: shapes.State}
+    )
     def delete(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
         (path,) = _paths(actor, Operation.DELETE, request.query_params.get("path", ""))
@@ -51,7 +54,7 @@ class AutomationDocumentApi(AutomationDocumentView):
 
 
 class AutomationDocumentMoveApi(AutomationDocumentView):
-    @extend_schema(parameters=[BASE_VERSION_HEADER], request=shapes.Move, responses=shapes.State)
+    @extend_schema(parameters=BASE_VERSION_PARAMETERS, request=shapes.Move, responses=shapes.State)
     def post(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
         data = validated(shapes.Move(data=request.data))
@@ -64,7 +67,9 @@ class AutomationDocumentMoveApi(AutomationDocumentView):
 
 
 class AutomationDocumentRestoreApi(AutomationDocumentView):
-    @extend_schema(parameters=[BASE_VERSION_HEADER], request=shapes.Restore, responses=shapes.State)
+    @extend_schema(
+        parameters=BASE_VERSION_PARAMETERS, request=shapes.Restore, responses=shapes.State
+    )
     def post(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
         data = validated(shapes.Restore(data=request.data))
@@ -87,9 +92,5 @@ class AutomationDocumentSearchApi(AutomationDocumentView):
         ),
     )
     def get(self, request: Request, workspace_id: int) -> Response:
-        actor = caller_document_actor(request, workspace_id)
-        query = validated(shapes.SearchQuery(data=request.query_params))
-        found = documents.document_search(
-            actor=actor, query=query["q"], limit=query["limit"], cursor=query.get("cursor")
-        )
+        found = common.search(request, caller_document_actor(request, workspace_id))
         return Response(shapes.SearchResults(found).data)

@@ -10,7 +10,6 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.serializers import Serializer
 
-from memory import documents
 from memory.api import document_common as common
 
 
@@ -42,35 +41,19 @@ class Written(common.RevisionSerializer):
     authorKind = serializers.CharField(source="author_kind")
 
 
-class SearchQuery(serializers.Serializer):
-    q = serializers.CharField(min_length=1, max_length=200)
-    limit = serializers.IntegerField(
-        min_value=1,
-        max_value=documents.SEARCH_MAX_LIMIT,
-        default=documents.SEARCH_DEFAULT_LIMIT,
-    )
-    cursor = serializers.CharField(
-        required=False,
-        trim_whitespace=False,
-        max_length=1024,
-        help_text="The `nextCursor` of the previous page, to continue a truncated search.",
-    )
+SearchQuery = common.SearchQuerySerializer
 
 
 @extend_schema_serializer(component_name="AutomationDocumentSearchHit")
-class SearchHit(serializers.Serializer):
-    path = serializers.CharField()
-    version = serializers.IntegerField()
-    snippet = serializers.CharField()
+class SearchHit(common.SearchHitSerializer):
+    pass
 
 
 @extend_schema_serializer(
     component_name="AutomationDocumentSearchApiAutomationDocumentSearchResults"
 )
-class SearchResults(serializers.Serializer):
+class SearchResults(common.SearchResultsSerializer):
     results = SearchHit(source="hits", many=True)
-    truncated = serializers.BooleanField(source="is_truncated")
-    nextCursor = serializers.CharField(source="next_cursor", allow_null=True)
 
 
 READ_OR_LIST = common.ReadOrList(
@@ -79,6 +62,7 @@ READ_OR_LIST = common.ReadOrList(
     item=ListItem,
     description=(
         "With `path`: read that document (one object). Without: list documents by path "
-        "(`prefix`, `includeDeleted`) as an array, never any under the memory namespace."
+        "(`prefix`, `includeDeleted`) a cursor page at a time, never any under the memory "
+        "namespace."
     ),
 )

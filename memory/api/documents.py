@@ -12,8 +12,7 @@ from rest_framework.views import APIView
 
 from memory import documents
 from memory.api import document_common as common
-from workspaces.api.access import caller_membership
-from workspaces.api.headers import base_version_from, flag_from
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from, flag_from
 from workspaces.models import File
 
 READ_OR_LIST = common.ReadOrList(
@@ -22,28 +21,23 @@ READ_OR_LIST = common.ReadOrList(
     item=common.DocumentListItemSerializer,
     description=(
         "With `path`: read that document (one object). Without: list documents by path "
-        "(`prefix`, `includeDeleted`), as an array of DocumentListItem rows."
+        "(`prefix`, `includeDeleted`), one cursor page of DocumentListItem rows at a time."
     ),
 )
-
-
-def _person(request: Request, workspace_id: int) -> documents.DocumentActor:
-    membership = caller_membership(request, workspace_id)
-    return documents.DocumentActor.of_member(membership, documents.ActorKind.PERSON)
 
 
 class DocumentApi(APIView):
     @READ_OR_LIST.schema()
     def get(self, request: Request, workspace_id: int) -> Response:
-        return READ_OR_LIST.respond(request, _person(request, workspace_id))
+        return READ_OR_LIST.respond(request, common.person_actor(request, workspace_id))
 
     @extend_schema(
-        parameters=[common.PATH_REQUIRED, common.BASE_VERSION_HEADER, common.CLEAR_HEADER],
+        parameters=[common.PATH_REQUIRED, *BASE_VERSION_PARAMETERS, common.CLEAR_HEADER],
         request=common.DocumentSaveSerializer,
         responses=common.DocumentWrittenSerializer,
     )
     def put(self, request: Request, workspace_id: int) -> Response:
-        actor = _person(request, workspace_id)
+        actor = common.person_actor(request, workspace_id)
         base_version = base_version_from(request)
         is_clear = flag_from(request, "X-Memory-Clear")
         data = common.validated(
@@ -59,12 +53,12 @@ class DocumentApi(APIView):
         return Response(common.DocumentWrittenSerializer(revision).data)
 
     @extend_schema(
-        parameters=[common.PATH_REQUIRED, common.BASE_VERSION_HEADER],
+        parameters=[common.PATH_REQUIRED, *BASE_VERSION_PARAMETERS],
         responses={200: common.DocumentStateSerializer},
     )
     def delete(self, request: Request, workspace_id: int) -> Response:
         file = documents.document_delete(
-            actor=_person(request, workspace_id),
+            actor=common.person_actor(request, workspace_id),
             raw_path=request.query_params.get("path", ""),
             base_version=base_version_from(request),
         )
@@ -72,14 +66,14 @@ class DocumentApi(APIView):
 
 
 # A move or a restore: membership, X-Base-Version, then the body (the schema reads it too).
-@extend_schema(parameters=[common.BASE_VERSION_HEADER], responses=common.DocumentStateSerializer)
+@extend_schema(parameters=BASE_VERSION_PARAMETERS, responses=common.DocumentStateSerializer)
 class _DocumentStateChangeApi(APIView):
     serializer_class: type[Serializer]
     service: Callable[..., File]
     path_arguments: dict[str, str]  # the service's argument -> the body's field
 
     def post(self, request: Request, workspace_id: int) -> Response:
-        actor = _person(request, workspace_id)
+        actor = common.person_actor(request, workspace_id)
         base_version = base_version_from(request)
         data = common.validated(self.serializer_class(data=request.data))
         paths = {argument: data[field] for argument, field in self.path_arguments.items()}

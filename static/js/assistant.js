@@ -2,7 +2,8 @@
 // the suggested changes.
 
 import { memoryFrame } from "./memory.js";
-import { announce, api, byId, config, failure } from "./shared.js";
+import { sentence } from "./errors.js";
+import { announce, api, byId, config, failure, listAll } from "./shared.js";
 
 const SEND_WAIT_FOR_SAVE_MS = 5000;
 const TURN_POLL_MS = 1000;
@@ -51,18 +52,63 @@ class AssistantPanel {
       event.preventDefault();
       this.send();
     });
+    // Ctrl+Enter (Cmd+Enter on a Mac) sends; Enter alone stays a new line.
+    this.input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        this.send();
+      }
+    });
     byId("assistant-new").addEventListener("click", () => this.newConversation());
+    this.picker = byId("assistant-conversation");
+    this.picker.addEventListener("change", () => this.switchTo(this.picker.value));
     this.load();
   }
 
   async load() {
-    const conversations = await api("GET", this.urls.conversations);
-    if (conversations.ok) {
-      const mine = conversations.data.find((c) => c.workspaceId === config.workspaceId);
-      if (mine) this.conversationId = mine.id;
-    }
+    await this.loadConversations();
+    const newest = this.conversations[0];
+    if (newest) this.conversationId = newest.id;
+    this.renderPicker();
     await this.refresh();
+    this.showNewest();
     byId("assistant").dataset.ready = "1";
+  }
+
+  // This workspace's conversations of mine, newest first (a list or a page of one).
+  async loadConversations() {
+    const listed = await listAll(this.urls.conversations);
+    const rows = listed.ok ? listed.data : [];
+    this.conversations = rows.filter((c) => c.workspaceId === config.workspaceId);
+  }
+
+  renderPicker() {
+    const format = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+    const options = this.conversations.map((conversation, index) =>
+      element("option", {
+        text: `${index === 0 ? "Latest: " : ""}started ${format.format(new Date(conversation.createdAt))}`,
+        attrs: { value: conversation.id },
+      }),
+    );
+    if (!options.length) options.push(element("option", { text: "New conversation", attrs: { value: "" } }));
+    this.picker.replaceChildren(...options);
+    this.picker.value = this.conversationId ?? "";
+  }
+
+  async switchTo(conversationId) {
+    if (!conversationId || conversationId === this.conversationId) return;
+    this.conversationId = conversationId;
+    this.pending = null;
+    await this.refresh();
+    this.showNewest();
+    announce(this.status, "Showing an earlier conversation.", "info", { focus: false });
+  }
+
+  // Keep the newest message in view: the transcript scrolls within itself, and the page
+  // scrolls to it if it is below the fold.
+  showNewest() {
+    const last = byId("transcript").lastElementChild;
+    if (last) last.scrollIntoView({ block: "end", behavior: "instant" });
   }
 
   conversationUrl(suffix) {
@@ -77,8 +123,8 @@ class AssistantPanel {
       this.renderTranscript([]);
       return;
     }
-    const messages = await api("GET", this.conversationUrl("messages"));
-    const receipts = await api("GET", this.conversationUrl("memory-receipts"));
+    const messages = await listAll(this.conversationUrl("messages"));
+    const receipts = await listAll(this.conversationUrl("memory-receipts"));
     this.receipts = new Map((receipts.ok ? receipts.data : []).map((r) => [r.turnId, r]));
     this.renderTranscript(messages.ok ? messages.data : []);
   }
@@ -93,6 +139,8 @@ class AssistantPanel {
     }
     this.conversationId = created.data.id;
     this.pending = null;
+    await this.loadConversations();
+    this.renderPicker();
     await this.refresh();
     announce(this.status, "Started a new conversation.");
   }
@@ -121,6 +169,8 @@ class AssistantPanel {
         return;
       }
       this.conversationId = created.data.id;
+      await this.loadConversations();
+      this.renderPicker();
     }
     let isSaving = false;
     if (this.frame.inFlight) {
@@ -154,12 +204,26 @@ class AssistantPanel {
     this.input.value = "";
     const turnId = result.data.turn.id;
     await this.refresh();
+    this.showNewest();
     for (let i = 0; i < TURN_POLL_LIMIT && !this.isTurnDone(turnId); i += 1) {
       await new Promise((resolve) => setTimeout(resolve, TURN_POLL_MS));
       await this.refresh();
+      this.showNewest();
     }
     await this.followCapture(turnId);
-    announce(this.status, this.turnSummary(turnId), "success");
+    this.showNewest();
+    const summary = this.turnSummary(turnId);
+    announce(this.status, summary.text, summary.kind, { focus: false });
+  }
+
+  // Why memory was not changed although the turn tried: the capture's refusal, if the turn
+  // made no committed change (a version conflict is not one: it became a suggestion).
+  captureRefusal(receipt) {
+    const code = receipt.captureRefusalCode;
+    if (!code || receipt.captureStatus === "committed" || code === "VERSION_CONFLICT") {
+      return null;
+    }
+    return { code, text: sentence({ code }) };
   }
 
   isTurnDone(turnId) {
@@ -185,11 +249,17 @@ class AssistantPanel {
     }
   }
 
+  // What became of the turn, and how to show it: no green "answered" when memory was not
+  // changed as asked.
   turnSummary(turnId) {
     const receipt = this.receipts.get(turnId);
-    if (!receipt) return "Sent.";
-    if (receipt.turnState === "failed") return "The assistant could not answer this time.";
-    if (receipt.turnState !== "completed") return "Sent; the assistant is still working.";
+    if (!receipt) return { text: "Sent.", kind: "info" };
+    if (receipt.turnState === "failed") {
+      return { text: "The assistant could not answer this time. Send again.", kind: "error" };
+    }
+    if (receipt.turnState !== "completed") {
+      return { text: "Sent; the assistant is still working.", kind: "info" };
+    }
     const parts = ["The assistant answered."];
     if (receipt.captureStatus === "committed") {
       parts.push(`Remembered as memory version ${receipt.capturedVersion}.`);
@@ -197,7 +267,12 @@ class AssistantPanel {
     if (this.proposals.some((p) => p.admissionId === receipt.admissionId)) {
       parts.push("It suggested a change to memory; see Suggested changes.");
     }
-    return parts.join(" ");
+    const refusal = this.captureRefusal(receipt);
+    if (refusal) {
+      parts.push(`Memory was not changed: ${refusal.text} (${refusal.code})`);
+      return { text: parts.join(" "), kind: "warning" };
+    }
+    return { text: parts.join(" "), kind: "success" };
   }
 
   renderTranscript(entries) {
@@ -275,11 +350,19 @@ class AssistantPanel {
     if (this.proposals.some((p) => p.admissionId === receipt.admissionId)) {
       line.append(" ", element("span", { className: "badge", text: "Suggested a change" }));
     }
+    const refusal = this.captureRefusal(receipt);
+    if (refusal) {
+      line.append(
+        " ",
+        element("strong", { className: "not-remembered", text: "Not remembered:" }),
+        ` ${refusal.text}`,
+      );
+    }
     return line;
   }
 
   async loadProposals() {
-    const proposals = await api("GET", this.urls.proposals);
+    const proposals = await listAll(this.urls.proposals);
     this.proposals = proposals.ok ? proposals.data : [];
     const section = byId("proposals");
     section.hidden = this.proposals.length === 0;

@@ -4,6 +4,19 @@ import { DocumentEditor, announce, api, byId, byteLength, config, failure } from
 
 const MODE_LABELS = { off: "Off", read_only: "Read only", auto: "Auto" };
 
+// Undo steps back through history: after an Undo that restored version K (as new version
+// V), the next Undo restores K - 1, not V - 1 (which would redo). Kept per tab, across
+// reloads, and only while V is still the saved version: any other write starts over.
+const undoKey = config ? `memory-undo:${config.workspaceId}` : "";
+
+function undoTrail() {
+  try {
+    return JSON.parse(sessionStorage.getItem(undoKey) || "null");
+  } catch {
+    return null;
+  }
+}
+
 class MemoryFrame extends DocumentEditor {
   constructor() {
     super({
@@ -28,7 +41,14 @@ class MemoryFrame extends DocumentEditor {
     const bytes = byteLength(this.textarea.value);
     this.part("oversize").hidden = bytes <= config.recallMaxBytes;
     const undo = this.part("undo");
-    if (undo && !this.inFlight) undo.disabled = this.baseVersion < 2;
+    if (undo && !this.inFlight) undo.disabled = this.undoTarget() < 1;
+  }
+
+  // The version an Undo restores now (0: nothing earlier).
+  undoTarget() {
+    const trail = undoTrail();
+    if (trail && trail.atVersion === this.baseVersion) return trail.restored - 1;
+    return this.baseVersion - 1;
   }
 
   busyParts() {
@@ -117,11 +137,11 @@ class MemoryFrame extends DocumentEditor {
     if (!(await this.resolveDraft("the Undo"))) return;
     await this.waitBeforeWrite();
     const base = this.baseVersion;
-    if (base < 2) {
+    const restore = this.undoTarget();
+    if (restore < 1) {
       announce(this.status, "Nothing to undo: there is no earlier revision.");
       return;
     }
-    const restore = base - 1;
     this.setBusy(true);
     const result = await this.track(
       api("PUT", this.urls.memory, {
@@ -129,7 +149,13 @@ class MemoryFrame extends DocumentEditor {
         headers: { "X-Base-Version": String(base) },
       }),
     );
-    if (result.ok) await this.acknowledgeVersion(result.data.version);
+    if (result.ok) {
+      sessionStorage.setItem(
+        undoKey,
+        JSON.stringify({ atVersion: result.data.version, restored: restore }),
+      );
+      await this.acknowledgeVersion(result.data.version);
+    }
     this.setBusy(false);
     if (result.ok) {
       announce(
@@ -143,7 +169,7 @@ class MemoryFrame extends DocumentEditor {
         "Not undone",
         result,
         ` Memory changed to version ${result.detail.currentVersion} first, so nothing ` +
-          "changed. The newer text is shown; press Undo again to restore the one before it.",
+          "changed. The newer text is shown; press Undo again to step back from it.",
       );
     } else {
       announce(this.status, failure("Not undone", result, " Nothing changed."), "error");
@@ -178,7 +204,7 @@ class MemoryFrame extends DocumentEditor {
         failure(
           "Mode not changed",
           result,
-          ` It is ${MODE_LABELS[this.policy.mode]} now; choose again.`,
+          ` It is ${MODE_LABELS[this.policy.mode]} now.`,
         ),
         "error",
       );

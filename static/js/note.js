@@ -11,7 +11,6 @@ import {
   noteRestore,
   noteUrl,
   noteWrite,
-  pathFailure,
 } from "./shared.js";
 
 class NoteEditor extends DocumentEditor {
@@ -55,7 +54,7 @@ class NoteEditor extends DocumentEditor {
       announce(this.status, "Deleted. Its revisions are kept; Restore brings it back.", "success");
     } else if (result.code === "VERSION_CONFLICT" && result.detail.deleted) {
       this.showDeleted(true);
-      announce(this.status, failure("Not deleted", result, " It was already deleted."), "error");
+      announce(this.status, failure("Not deleted", result), "error");
     } else {
       await this.deleteRefused(result);
     }
@@ -91,7 +90,7 @@ class NoteEditor extends DocumentEditor {
       window.location.assign(noteUrl(result.data.path));
       return;
     }
-    announce(this.status, pathFailure("Not moved", result), "error");
+    announce(this.status, failure("Not moved", result), "error");
   }
 }
 

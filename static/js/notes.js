@@ -1,6 +1,6 @@
 // The Notes list: create a note, restore a deleted one.
 
-import { announce, byId, failure, noteRestore, noteUrl, noteWrite, pathFailure } from "./shared.js";
+import { announce, byId, failure, noteRestore, noteUrl, noteWrite } from "./shared.js";
 
 function setUpNotesList() {
   const status = byId("notes-status");
@@ -12,9 +12,14 @@ function setUpNotesList() {
     if (result.ok) {
       window.location.assign(noteUrl(result.data.path));
     } else if (result.code === "VERSION_CONFLICT") {
-      announce(status, failure("Not created", result, " A note already has this path."), "error");
+      announce(
+        status,
+        "Not created: a note already has this path (perhaps a deleted one); open it or " +
+          "choose another path. (VERSION_CONFLICT)",
+        "error",
+      );
     } else {
-      announce(status, pathFailure("Not created", result), "error");
+      announce(status, failure("Not created", result), "error");
     }
   });
   for (const button of document.querySelectorAll(".note-restore")) {

@@ -8,6 +8,9 @@
 // The assistant is told only about this page's own acknowledged Saves (X-Memory-State),
 // never about the unsaved draft.
 
+import { sentence } from "./errors.js";
+import { diff3Merge, diffComm } from "../vendor/node-diff3-3.2.1.mjs";
+
 export const byId = (id) => document.getElementById(id);
 const encoder = new TextEncoder();
 export const byteLength = (text) => encoder.encode(text).length;
@@ -71,6 +74,19 @@ export async function api(method, url, { body, markdown, archive, headers = {} }
   };
 }
 
+// Every row of a list route: each answers one cursor page `{results, next, previous}`, and
+// `next` is followed as given until it is null. Answers like `api`, with the rows as `data`.
+export async function listAll(url) {
+  const rows = [];
+  for (let next = url; next; ) {
+    const page = await api("GET", next);
+    if (!page.ok) return page;
+    rows.push(...page.data.results);
+    next = page.data.next;
+  }
+  return { ok: true, status: 200, data: rows };
+}
+
 // Put a result in a status region; by default move focus there, so keyboard and screen
 // reader users land on the outcome of what they just did.
 export function announce(region, text, kind = "info", { focus = true } = {}) {
@@ -80,8 +96,10 @@ export function announce(region, text, kind = "info", { focus = true } = {}) {
   if (focus) region.focus();
 }
 
+// "Not saved: <what happened and what to do>. <suffix> (CODE)": the code stays, last, for
+// a report to support.
 export function failure(verb, result, suffix = "") {
-  return `${verb}: ${result.code} — ${result.message}${suffix}`;
+  return `${verb}: ${sentence(result)}${suffix} (${result.code})`;
 }
 
 // Save / Discard / Cancel before an action that would otherwise lose or bypass a draft.
@@ -130,6 +148,26 @@ export class DocumentEditor {
       discard: () => this.discard(),
       "use-theirs": () => this.useTheirs(),
       "keep-mine": () => this.keepMine(),
+      merge: () => this.merge(),
+      "merge-save": () => this.saveMerged(),
+      "merge-cancel": () => this.cancelMerge(),
+      "stale-load": () => this.catchUp(),
+    });
+    // Ctrl+S (Cmd+S on a Mac) saves, as in any editor, instead of saving the web page.
+    document.addEventListener("keydown", (event) => {
+      if (!(event.ctrlKey || event.metaKey) || event.key.toLowerCase() !== "s") return;
+      if (!this.hasDocument()) return;
+      event.preventDefault();
+      if (!this.part("merge-review").hidden && event.target === this.part("merge-text")) {
+        this.saveMerged();
+      } else {
+        this.save();
+      }
+    });
+    // A tab coming back to the front asks whether a newer version was saved meanwhile.
+    window.addEventListener("focus", () => this.checkForNewer());
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") this.checkForNewer();
     });
     window.addEventListener("beforeunload", (event) => {
       if (this.isDirty) {
@@ -178,7 +216,7 @@ export class DocumentEditor {
   }
 
   busyParts() {
-    return ["save", "keep-mine", "use-theirs"];
+    return ["save", "keep-mine", "use-theirs", "merge", "merge-save"];
   }
 
   // A write of ours was acknowledged at `version`, holding exactly `content`.
@@ -245,12 +283,7 @@ export class DocumentEditor {
     } else if (result.code === "VERSION_CONFLICT") {
       this.hasUnresolvedConflict = true;
       await this.showConflict(result);
-      const held = result.detail.currentVersion;
-      announce(
-        this.status,
-        failure("Not saved", result, ` Version ${held} is saved now. Your draft is kept.`),
-        "error",
-      );
+      announce(this.status, failure("Not saved", result, " Your draft is kept."), "error");
     } else {
       announce(this.status, failure("Not saved", result, " Your draft is kept."), "error");
     }
@@ -270,9 +303,21 @@ export class DocumentEditor {
     this.conflict = current.ok
       ? { version: current.data.version, content: current.data.content }
       : { version: result.detail.currentVersion, content: null };
-    this.part("conflict-theirs").textContent =
-      this.conflict.content ?? `(The saved text could not be loaded: ${current.code}.)`;
-    this.part("conflict-mine").textContent = this.textarea.value;
+    if (this.conflict.content === null) {
+      this.part("conflict-theirs").textContent =
+        `(The saved text could not be loaded: ${current.code}.)`;
+      this.part("conflict-mine").textContent = this.textarea.value;
+    } else {
+      showDifferences(
+        this.part("conflict-theirs"),
+        this.part("conflict-mine"),
+        this.conflict.content,
+        this.textarea.value,
+      );
+    }
+    this.part("merge").disabled = this.conflict.content === null;
+    this.part("merge-review").hidden = true;
+    this.part("stale").hidden = true;
     this.part("conflict-summary").textContent =
       `Version ${this.conflict.version} was saved elsewhere after the version ` +
       `${this.baseVersion} your draft is based on. Nothing of yours was written.`;
@@ -282,6 +327,91 @@ export class DocumentEditor {
   hideConflict() {
     this.conflict = null;
     this.part("conflict").hidden = true;
+    this.part("merge-review").hidden = true;
+    this.part("stale").hidden = true;
+  }
+
+  // A three-way merge of the draft and the saved text from the version the draft is based
+  // on, put up for review: nothing is saved until the person presses Save merged text.
+  merge() {
+    if (!this.conflict || this.conflict.content === null) return;
+    const merged = mergeThreeWay(this.baseText, this.textarea.value, this.conflict.content, {
+      mine: "your draft",
+      theirs: `saved version ${this.conflict.version}`,
+    });
+    this.part("merge-text").value = merged.text;
+    this.part("merge-summary").textContent = merged.conflicts
+      ? `${merged.conflicts} ${merged.conflicts === 1 ? "place was" : "places were"} changed ` +
+        "on both sides; each is marked between <<<<<<< and >>>>>>> lines. Keep what you " +
+        "want there, remove the marker lines, then save."
+      : `Your changes and those of version ${this.conflict.version} were combined` +
+        (merged.bothAdded ? " (where both added lines at the same place, both are kept)" : "") +
+        ". Check the result, then save.";
+    this.part("merge-review").hidden = false;
+    this.part("merge-heading").focus();
+  }
+
+  async saveMerged() {
+    if (!this.conflict) return;
+    const text = this.part("merge-text").value;
+    if (/^(<{7}|>{7}|={7})( |$)/m.test(text)) {
+      announce(
+        this.status,
+        "Not saved: the merged text still has <<<<<<<, ======= or >>>>>>> marker lines. " +
+          "Resolve each marked place first.",
+        "error",
+      );
+      return;
+    }
+    this.textarea.value = text;
+    this.render();
+    await this.save({ base: this.conflict.version });
+  }
+
+  cancelMerge() {
+    this.part("merge-review").hidden = true;
+    this.part("merge").focus();
+  }
+
+  // On focus: tell a tab that is behind, before it saves into a conflict.
+  async checkForNewer() {
+    if (this.inFlight || this.conflict || !this.hasDocument()) return;
+    const current = await this.readCurrent();
+    if (!current.ok || this.inFlight || this.conflict) return;
+    const { version } = current.data;
+    const notice = this.part("stale");
+    if (version <= this.baseVersion) {
+      notice.hidden = true;
+      return;
+    }
+    this.newer = current.data;
+    this.part("stale-text").textContent = this.isDirty
+      ? `A newer version (${version}) was saved elsewhere after version ${this.baseVersion}, ` +
+        "which your draft is based on. Compare now to merge your draft into it."
+      : `A newer version (${version}) was saved elsewhere; this tab shows version ` +
+        `${this.baseVersion}.`;
+    this.part("stale-load").textContent = this.isDirty
+      ? "Compare and merge"
+      : `Show version ${version}`;
+    notice.hidden = false;
+  }
+
+  hasDocument() {
+    return true;
+  }
+
+  async catchUp() {
+    const newer = this.newer;
+    this.part("stale").hidden = true;
+    if (!newer) return;
+    if (this.isDirty) {
+      this.hasUnresolvedConflict = true;
+      await this.showConflict({ detail: { currentVersion: newer.version } });
+      this.part("conflict-heading").scrollIntoView({ block: "start" });
+      return;
+    }
+    this.adopt(newer.version, newer.content);
+    announce(this.status, `Showing version ${newer.version}, the one saved now.`);
   }
 
   useTheirs() {
@@ -317,10 +447,11 @@ export class DocumentEditor {
   }
 
   // A write refused because the document moved first: show the newer text (or the
-  // conflict banner over a draft), then say in `status` what was not done and what next.
+  // conflict banner over a draft), then say in `status` what was not done and what next
+  // (`suffix`, which says it better than the code's general sentence).
   async refusedAsStale(status, verb, result, suffix) {
     await this.showNewer(result);
-    announce(status, failure(verb, result, suffix), "error");
+    announce(status, `${verb}:${suffix} (${result.code})`, "error");
   }
 
   // Resolve an unsaved draft before `purpose`; true to go ahead.
@@ -374,6 +505,70 @@ export class DocumentEditor {
   }
 }
 
+// ---- comparing and merging ----------------------------------------------------------------
+
+const lines = (text) => text.split("\n");
+
+// Fill two <pre> blocks with `theirs` and `mine`, each line that is on one side only marked.
+// The blocks' text stays exactly the two texts.
+function showDifferences(theirsBlock, mineBlock, theirs, mine) {
+  const theirsParts = [];
+  const mineParts = [];
+  for (const region of diffComm(lines(theirs), lines(mine))) {
+    if (region.common) {
+      theirsParts.push(...region.common.map((line) => [line, false]));
+      mineParts.push(...region.common.map((line) => [line, false]));
+    } else {
+      theirsParts.push(...region.buffer1.map((line) => [line, true]));
+      mineParts.push(...region.buffer2.map((line) => [line, true]));
+    }
+  }
+  fillLines(theirsBlock, theirsParts);
+  fillLines(mineBlock, mineParts);
+}
+
+function fillLines(block, parts) {
+  block.replaceChildren(
+    ...parts.map(([line, differs], index) => {
+      const text = index < parts.length - 1 ? `${line}\n` : line;
+      if (!differs) return document.createTextNode(text);
+      const mark = document.createElement("mark");
+      mark.className = "line-differs";
+      mark.textContent = text;
+      return mark;
+    }),
+  );
+}
+
+// The three-way merge of `mine` and `theirs` from their common `base`, line by line: what
+// only one side changed is taken; where both only added lines at the same place, both
+// additions are kept (theirs first: they were saved first); a place both changed
+// differently is kept with both sides between marker lines for the person to settle.
+// Returns {text, conflicts, bothAdded}.
+export function mergeThreeWay(base, mine, theirs, labels) {
+  const out = [];
+  let conflicts = 0;
+  let bothAdded = 0;
+  for (const region of diff3Merge(lines(mine), lines(base), lines(theirs))) {
+    if (region.ok) {
+      out.push(...region.ok);
+    } else if (region.conflict.o.length === 0) {
+      bothAdded += 1;
+      out.push(...region.conflict.b, ...region.conflict.a);
+    } else {
+      conflicts += 1;
+      out.push(
+        `<<<<<<< ${labels.mine}`,
+        ...region.conflict.a,
+        "=======",
+        ...region.conflict.b,
+        `>>>>>>> ${labels.theirs}`,
+      );
+    }
+  }
+  return { text: out.join("\n"), conflicts, bothAdded };
+}
+
 // ---- notes (the Notes list and a note's editor) --------------------------------------------
 
 export function documentUrl(path) {
@@ -397,16 +592,6 @@ export function noteRestore(path, base) {
 
 export function noteUrl(path) {
   return `${config.urls.note}?path=${encodeURIComponent(path)}`;
-}
-
-export function pathFailure(verb, result) {
-  if (result.code === "INVALID_DOCUMENT_PATH" && result.detail.canonical) {
-    return failure(verb, result, ` Use the spelling “${result.detail.canonical}”.`);
-  }
-  if (result.code === "MEMORY_NAMESPACE_RESERVED") {
-    return failure(verb, result, " Memory is edited only in the Memory frame.");
-  }
-  return failure(verb, result);
 }
 
 // ---- start ---------------------------------------------------------------------------------

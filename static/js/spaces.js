@@ -92,6 +92,10 @@ class SpaceEditor extends DocumentEditor {
     return result;
   }
 
+  hasDocument() {
+    return this.path !== null;
+  }
+
   readCurrent() {
     return readDocument(this.path);
   }
@@ -211,10 +215,7 @@ async function importSend(isDryRun) {
   if (!result.ok) {
     importReset();
     const verb = isDryRun ? "Import preview refused" : "Import refused";
-    // The message says nothing was written; the detail says which entry and why.
-    const { reason, entry } = result.detail;
-    const where = reason ? ` Reason: ${reason}${entry ? `, entry ${entry}` : ""}.` : "";
-    announce(importStatus, failure(verb, result, where), "error");
+    announce(importStatus, failure(verb, result), "error");
     return null;
   }
   return result.data;

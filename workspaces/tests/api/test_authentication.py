@@ -92,7 +92,7 @@ def test_token_list_never_shows_the_token_or_its_hash(tenant):
     response = bearer(raw).get("/api/v1/tokens")
 
     assert response.status_code == 200
-    assert [row["id"] for row in response.json()] == [token.pk]
+    assert [row["id"] for row in response.json()["results"]] == [token.pk]
     assert raw not in response.content.decode()
     assert token.token_hash not in response.content.decode()
 
@@ -193,7 +193,7 @@ def test_member_of_both_teams_sees_only_the_tokens_team(make_tenant):
     workspace_membership_ensure(workspace=team_b.workspace, user=team_a.member)
     client = team_a.client_for(team_a.member)
 
-    listed = client.get(WORKSPACES_URL).json()
+    listed = client.get(WORKSPACES_URL).json()["results"]
     other = client.get(f"/api/v1/workspaces/{team_b.workspace.pk}/ai")
 
     assert [row["id"] for row in listed] == [team_a.workspace.pk]
