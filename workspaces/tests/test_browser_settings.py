@@ -54,7 +54,7 @@ def test_a_token_is_shown_once_works_and_is_refused_once_revoked(new_context, li
 
     status, body = get_with_token(live_server, "/api/v1/workspaces", token)
     assert status == 200
-    assert [workspace["id"] for workspace in body] == [tenant.workspace.pk]
+    assert [workspace["id"] for workspace in body["results"]] == [tenant.workspace.pk]
 
     page.reload()
     page.wait_for_selector("html[data-frame-ready='1']", state="attached")
@@ -113,7 +113,9 @@ def test_a_workspace_created_from_the_list_opens_on_its_empty_memory(
     page.goto("/workspaces/")
     page.get_by_label("Name").fill("research")
     page.get_by_role("button", name="Create workspace").click()
-    expect(page.locator("#workspace-create-status")).to_contain_text("NAME_TAKEN")
+    expect(page.locator("#workspace-create-status")).to_contain_text(
+        "Your team already has a workspace named “research”"
+    )
     assert Workspace.objects.filter(team=tenant.team, name="research").count() == 1
 
 
