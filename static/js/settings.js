@@ -1,7 +1,7 @@
 // Settings: the workspace's members (add, remove, leave) and your access tokens (create, shown
 // once; list; revoke), each through the JSON API that scripts use too.
 
-import { announce, api, byId, config, failure } from "./shared.js";
+import { announce, api, byId, config, failure, listAll } from "./shared.js";
 
 // "2026-12-01T03:31:26.123Z" as "2026-12-01 03:31 UTC", as the key sessions table shows times.
 function when(iso) {
@@ -33,7 +33,7 @@ function button(label, accessibleName, onClick, className = "button-danger") {
 const membersStatus = byId("members-status");
 
 async function loadMembers() {
-  const result = await api("GET", config.urls.members);
+  const result = await listAll(config.urls.members);
   if (!result.ok) {
     announce(membersStatus, failure("Members could not be loaded", result), "error");
     return;
@@ -101,7 +101,7 @@ const tokensStatus = byId("tokens-status");
 const SCOPES = { api: "API", mcp: "MCP server" };
 
 async function loadTokens() {
-  const result = await api("GET", config.urls.tokens);
+  const result = await listAll(config.urls.tokens);
   if (!result.ok) {
     announce(tokensStatus, failure("Tokens could not be loaded", result), "error");
     return;

@@ -57,7 +57,7 @@ def test_seed_demo_twice_creates_nothing_new_and_both_credentials_work(db):
     }
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {second['token']}")
-    listed = client.get("/api/v1/workspaces").json()
+    listed = client.get("/api/v1/workspaces").json()["results"]
     assert [row["id"] for row in listed] == [second["workspace_id"]]
     assert listed[0]["aiEnabled"] is True
     signed_in = client.post(

@@ -333,7 +333,7 @@ def test_the_token_list_shows_when_each_token_was_created_and_last_used(tenant):
     api_token_create(user=tenant.member, team=tenant.team, name="unused")
     bearer(raw).get(WORKSPACES_URL)
 
-    listed = {row["name"]: row for row in client.get("/api/v1/tokens").json()}
+    listed = {row["name"]: row for row in client.get("/api/v1/tokens").json()["results"]}
 
     used.refresh_from_db()
     assert used.last_used_at is not None

@@ -68,7 +68,7 @@ def test_a_team_member_creates_a_workspace_and_is_its_admin(tenant):
     ]
     event = AuditEvent.objects.get(action="workspace_created", workspace_id=workspace.pk)
     assert (event.actor, event.org_id) == (tenant.member, tenant.org.pk)
-    listed = [row["id"] for row in client.get(WORKSPACES_URL).json()]
+    listed = [row["id"] for row in client.get(WORKSPACES_URL).json()["results"]]
     assert listed == [tenant.workspace.pk, workspace.pk]
 
 
@@ -122,7 +122,7 @@ def test_any_member_lists_the_members(tenant):
     response = tenant.client_for(tenant.member).get(members_url(tenant.workspace.pk))
 
     assert response.status_code == 200
-    rows = response.json()
+    rows = response.json()["results"]
     assert [(row["userId"], row["username"], row["role"]) for row in rows] == [
         (tenant.admin.pk, tenant.admin.username, "admin"),
         (tenant.member.pk, tenant.member.username, "member"),
@@ -282,12 +282,12 @@ def test_an_admin_removes_a_member_who_then_sees_nothing_of_the_workspace(tenant
         str(tenant.member.pk),
         {"role": "member", "left": False},
     )
-    assert [row["id"] for row in member_client.get(WORKSPACES_URL).json()] == []
+    assert member_client.get(WORKSPACES_URL).json()["results"] == []
     assert_error(member_client.get(members_url(tenant.workspace.pk)), 404, "NOT_FOUND")
     assert_error(
         member_client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/memory"), 404, "NOT_FOUND"
     )
-    assert member_client.get("/api/v1/agents/assistant/conversations").json() == []
+    assert member_client.get("/api/v1/agents/assistant/conversations").json()["results"] == []
     receipts = member_client.get(f"/api/v1/agents/assistant/{conversation['id']}/memory-receipts")
     assert_error(receipts, 404, "NOT_FOUND")
     # Still a member of the team: only the workspace is gone from their reach.
