@@ -13,6 +13,7 @@ from rest_framework.serializers import Serializer
 from memory import documents
 from memory.api import document_common as common
 from memory_project.api.serializers import QuerySerializer
+from workspaces.models import AuthorKind
 
 
 def _published_as(component_name: str, shape: type[Serializer]) -> type[Serializer]:
@@ -40,7 +41,7 @@ Restore = _published_as(
 
 @extend_schema_serializer(component_name="AutomationDocumentApiAutomationDocumentWritten")
 class Written(common.RevisionSerializer):
-    authorKind = serializers.CharField(source="author_kind")
+    authorKind = serializers.ChoiceField(source="author_kind", choices=AuthorKind.choices)
 
 
 class SearchQuery(QuerySerializer):

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.bots import bot_create, bot_get, bot_list, memory_spec_diagnostics
+from memory.errors import AutoloadPatternInvalid, BotSlugTaken, BotSpecInvalid
 from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.schema import refuses
 from memory_project.api.serializers import StrictSerializer
 from workspaces.api.views import TokenOutputSerializer
 from workspaces.authentication import request_credential
+from workspaces.errors import NotFound, QueryInvalid, TeamOwnerRequired
 from workspaces.models import Bot
 from workspaces.services import bot_token_issue, bot_token_revoke
 
@@ -52,7 +55,7 @@ class DiagnosticSerializer(serializers.Serializer):
 class BotSerializer(serializers.Serializer):
     id = serializers.CharField(source="slug")
     name = serializers.CharField()
-    runtime = serializers.CharField()
+    runtime = serializers.ChoiceField(choices=Bot.Runtime.choices)
     memory = serializers.JSONField(source="memory_spec", allow_null=True)
     autoMemory = serializers.CharField(source="auto_memory", help_text="on, off, or blank.")
     createdAt = serializers.DateTimeField(source="created_at")
@@ -62,6 +65,14 @@ class BotSpecValidateApi(APIView):
     class OutputSerializer(serializers.Serializer):
         diagnostics = DiagnosticSerializer(many=True)
 
+    @extend_schema(
+        summary="Check a bot's memory spec",
+        examples=[
+            OpenApiExample(
+                "No memory spec", value={"runtime": "claw", "memory": None}, request_only=True
+            )
+        ],
+    )
     @extend_schema(
         request=SpecSerializer,
         responses=OutputSerializer,
@@ -84,6 +95,8 @@ class BotListCreateApi(APIView):
         id = serializers.CharField(max_length=64, help_text="A slug, unique in the team.")
         name = serializers.CharField(max_length=200)
 
+    @extend_schema(summary="List the team's bots")
+    @refuses(QueryInvalid)
     @page_schema(BotSerializer, name="Bot")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -94,6 +107,17 @@ class BotListCreateApi(APIView):
             render=lambda page: BotSerializer(page, many=True).data,
         )
 
+    @extend_schema(
+        summary="Create a bot",
+        examples=[
+            OpenApiExample(
+                "A bot",
+                value={"id": "helper", "name": "Helper", "runtime": "claw"},
+                request_only=True,
+            )
+        ],
+    )
+    @refuses(TeamOwnerRequired, BotSpecInvalid, AutoloadPatternInvalid, BotSlugTaken)
     @extend_schema(request=InputSerializer, responses={201: BotSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -118,6 +142,11 @@ class BotTokenIssueApi(APIView):
     class CreatedSerializer(TokenOutputSerializer):
         token = serializers.CharField(help_text="Shown once; only its hash is kept.")
 
+    @extend_schema(
+        summary="Issue a token for a bot (shown once)",
+        examples=[OpenApiExample("A token", value={"name": "ci"}, request_only=True)],
+    )
+    @refuses(NotFound, TeamOwnerRequired)
     @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request, bot_id: str) -> Response:
         credential = request_credential(request)
@@ -135,6 +164,8 @@ class BotTokenIssueApi(APIView):
 
 
 class BotTokenRevokeApi(APIView):
+    @extend_schema(summary="Revoke a bot's token")
+    @refuses(NotFound, TeamOwnerRequired)
     @extend_schema(responses={204: None})
     def delete(self, request: Request, bot_id: str, token_id: int) -> Response:
         credential = request_credential(request)

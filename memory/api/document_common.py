@@ -27,6 +27,7 @@ from memory import documents
 from memory_project.api.pagination import PAGE_PARAMETERS, paginated
 from memory_project.api.serializers import QuerySerializer, StrictSerializer
 from workspaces.api.headers import entity_tag
+from workspaces.models import ChangeKind
 
 PATH_PARAMETER = OpenApiParameter(
     "path", str, OpenApiParameter.QUERY, description="The document's canonical path."
@@ -130,7 +131,7 @@ class RevisionSerializer(serializers.Serializer):
 
 @extend_schema_serializer(component_name="DocumentApiDocumentWritten")
 class DocumentWrittenSerializer(RevisionSerializer):
-    changeKind = serializers.CharField(source="change_kind")
+    changeKind = serializers.ChoiceField(source="change_kind", choices=ChangeKind.choices)
 
 
 def validated(serializer: serializers.Serializer) -> dict[str, Any]:

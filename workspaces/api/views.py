@@ -6,17 +6,26 @@ import uuid
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.schema import refuses
 from memory_project.api.serializers import StrictSerializer
 from workspaces import selectors, services
-from workspaces.api.access import caller_membership
+from workspaces.api.access import MEMBER_REFUSALS, caller_membership
 from workspaces.authentication import request_credential
+from workspaces.errors import (
+    ConsentRevisionConflict,
+    CredentialKindRefused,
+    KeySessionStoreUnavailable,
+    NotFound,
+    QueryInvalid,
+    WorkspaceAdminRequired,
+)
 from workspaces.models import ApiToken, KeySession
 
 
@@ -26,6 +35,8 @@ class WorkspaceListApi(APIView):
         name = serializers.CharField()
         aiEnabled = serializers.BooleanField(source="ai_enabled")
 
+    @extend_schema(summary="List your workspaces")
+    @refuses(QueryInvalid)
     @page_schema(OutputSerializer, name="Workspace")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -47,11 +58,22 @@ class WorkspaceAiConsentApi(APIView):
         enabled = serializers.BooleanField(source="ai_enabled")
         consentRevision = serializers.IntegerField(source="ai_consent_revision")
 
+    @extend_schema(summary="Read the workspace's AI setting")
+    @refuses(*MEMBER_REFUSALS)
     @extend_schema(responses=OutputSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
         return Response(self.OutputSerializer(membership.workspace).data)
 
+    @extend_schema(
+        summary="Switch the workspace's AI on or off",
+        examples=[
+            OpenApiExample(
+                "Switch on", value={"enabled": True, "expectedRevision": 0}, request_only=True
+            )
+        ],
+    )
+    @refuses(*MEMBER_REFUSALS, WorkspaceAdminRequired, ConsentRevisionConflict)
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
     def put(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
@@ -69,7 +91,7 @@ class WorkspaceAiConsentApi(APIView):
 class TokenOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
-    scope = serializers.CharField()
+    scope = serializers.ChoiceField(choices=ApiToken.Scope.choices)
     createdAt = serializers.DateTimeField(source="created_at")
     expiresAt = serializers.DateTimeField(source="expires_at")
     revokedAt = serializers.DateTimeField(source="revoked_at", allow_null=True)
@@ -88,6 +110,8 @@ class TokenListCreateApi(APIView):
     class CreatedSerializer(TokenOutputSerializer):
         token = serializers.CharField(help_text="Shown once; only its hash is kept.")
 
+    @extend_schema(summary="List your personal access tokens")
+    @refuses(QueryInvalid)
     @page_schema(TokenOutputSerializer, name="Token")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -99,6 +123,17 @@ class TokenListCreateApi(APIView):
             render=lambda page: TokenOutputSerializer(page, many=True).data,
         )
 
+    @extend_schema(
+        summary="Create a personal access token (shown once)",
+        examples=[
+            OpenApiExample(
+                "A token for the API",
+                value={"name": "laptop", "scope": "api", "expiresInDays": 30},
+                request_only=True,
+            )
+        ],
+    )
+    @refuses(CredentialKindRefused)
     @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -117,6 +152,8 @@ class TokenListCreateApi(APIView):
 
 
 class TokenRevokeApi(APIView):
+    @extend_schema(summary="Revoke one of your tokens")
+    @refuses(NotFound)
     @extend_schema(responses={204: None})
     def delete(self, request: Request, token_id: int) -> Response:
         credential = request_credential(request)
@@ -133,6 +170,8 @@ class JwtIssueApi(APIView):
         expiresAt = serializers.DateTimeField()
         expiresInSeconds = serializers.IntegerField()
 
+    @extend_schema(summary="Exchange your credential for a short-lived JWT")
+    @refuses(CredentialKindRefused)
     @extend_schema(request=None, responses={201: OutputSerializer})
     def post(self, request: Request) -> Response:
         token, expires_at = services.jwt_issue(credential=request_credential(request))
@@ -158,12 +197,16 @@ class KeySessionListCreateApi(APIView):
     class ListedSerializer(OutputSerializer):
         live = serializers.BooleanField()
 
+    @extend_schema(summary="Open a key session on the workspace")
+    @refuses(*MEMBER_REFUSALS, KeySessionStoreUnavailable)
     @extend_schema(request=None, responses={201: OutputSerializer})
     def post(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
         session = services.key_session_open(workspace=membership.workspace, user=membership.user)
         return Response(self.OutputSerializer(session).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(summary="List your key sessions on the workspace")
+    @refuses(*MEMBER_REFUSALS, QueryInvalid)
     @page_schema(ListedSerializer, name="KeySession")
     def get(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
@@ -181,6 +224,8 @@ class KeySessionListCreateApi(APIView):
 
 
 class KeySessionRevokeApi(APIView):
+    @extend_schema(summary="Revoke one of your key sessions")
+    @refuses(NotFound)
     @extend_schema(responses={204: None})
     def delete(self, request: Request, session_id: uuid.UUID) -> Response:
         credential = request_credential(request)
@@ -198,6 +243,7 @@ class PingApi(APIView):
         ok = serializers.BooleanField()
         teamId = serializers.IntegerField()
 
+    @extend_schema(summary="Check a credential")
     @extend_schema(responses=OutputSerializer)
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
