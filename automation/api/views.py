@@ -52,8 +52,9 @@ from workspaces.errors import (
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key", str, OpenApiParameter.HEADER, required=True
 )
+# Declared as text: a header is text, and a generated client then sends it as given.
 KEY_SESSION_HEADER = OpenApiParameter(
-    "X-Key-Session", uuid.UUID, OpenApiParameter.HEADER, description="An open key session."
+    "X-Key-Session", str, OpenApiParameter.HEADER, description="An open key session's id."
 )
 
 
