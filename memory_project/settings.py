@@ -315,6 +315,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # One name per choice set that several fields share, so a generated client has one enum.
+    "ENUM_NAME_OVERRIDES": {
+        "TurnState": "automation.models.TurnState",
+        "MemoryMode": "memory.models.MemoryMode",
+        "ChangeKind": "workspaces.models.ChangeKind",
+        "AuthorKind": "workspaces.models.AuthorKind",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "memory_project.api.schema.declare_error_responses",

@@ -4,7 +4,7 @@ a request names is judged before its headers and body (docs/architecture.md)."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -14,7 +14,20 @@ from memory import documents
 from memory.api import document_common as common
 from memory.api.document_common import PATH_REQUIRED, validated
 from memory.documents import DocumentActor, Operation
-from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from
+from memory.errors import MemoryNamespaceReserved
+from memory_project.api.schema import refuses
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSALS, base_version_from
+from workspaces.errors import (
+    DocumentExists,
+    DocumentTooLarge,
+    InvalidDocumentPath,
+    InvalidText,
+    KeySessionUnavailable,
+    NotFound,
+    QueryInvalid,
+    RateLimited,
+    TenantQuotaExceeded,
+)
 
 
 def _paths(actor: DocumentActor, operation: Operation, *raw_paths: str) -> list[str]:
@@ -22,10 +35,30 @@ def _paths(actor: DocumentActor, operation: Operation, *raw_paths: str) -> list[
 
 
 class AutomationDocumentApi(AutomationDocumentView):
+    @extend_schema(summary="Read a note, or list notes")
+    @refuses(
+        NotFound, InvalidDocumentPath, QueryInvalid, MemoryNamespaceReserved, KeySessionUnavailable
+    )
     @shapes.READ_OR_LIST.schema()
     def get(self, request: Request, workspace_id: int) -> Response:
         return shapes.READ_OR_LIST.respond(request, caller_document_actor(request, workspace_id))
 
+    @extend_schema(
+        summary="Write a note",
+        examples=[
+            OpenApiExample("Save", value={"content": "# Meeting notes\n"}, request_only=True)
+        ],
+    )
+    @refuses(
+        NotFound,
+        InvalidDocumentPath,
+        MemoryNamespaceReserved,
+        *BASE_VERSION_REFUSALS,
+        InvalidText,
+        DocumentTooLarge,
+        TenantQuotaExceeded,
+        KeySessionUnavailable,
+    )
     @extend_schema(
         parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS],
         request=shapes.Save,
@@ -41,6 +74,14 @@ class AutomationDocumentApi(AutomationDocumentView):
         )
         return Response(shapes.Written(revision).data)
 
+    @extend_schema(summary="Delete a note")
+    @refuses(
+        NotFound,
+        InvalidDocumentPath,
+        MemoryNamespaceReserved,
+        *BASE_VERSION_REFUSALS,
+        KeySessionUnavailable,
+    )
     @extend_schema(
         parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS], responses={200: shapes.State}
     )
@@ -54,6 +95,22 @@ class AutomationDocumentApi(AutomationDocumentView):
 
 
 class AutomationDocumentMoveApi(AutomationDocumentView):
+    @extend_schema(
+        summary="Move a note to another path",
+        examples=[
+            OpenApiExample(
+                "Move", value={"from": "notes/a.md", "to": "archive/a.md"}, request_only=True
+            )
+        ],
+    )
+    @refuses(
+        NotFound,
+        InvalidDocumentPath,
+        MemoryNamespaceReserved,
+        *BASE_VERSION_REFUSALS,
+        DocumentExists,
+        KeySessionUnavailable,
+    )
     @extend_schema(parameters=BASE_VERSION_PARAMETERS, request=shapes.Move, responses=shapes.State)
     def post(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
@@ -68,6 +125,17 @@ class AutomationDocumentMoveApi(AutomationDocumentView):
 
 class AutomationDocumentRestoreApi(AutomationDocumentView):
     @extend_schema(
+        summary="Restore a deleted note",
+        examples=[OpenApiExample("Restore", value={"path": "notes/a.md"}, request_only=True)],
+    )
+    @refuses(
+        NotFound,
+        InvalidDocumentPath,
+        MemoryNamespaceReserved,
+        *BASE_VERSION_REFUSALS,
+        KeySessionUnavailable,
+    )
+    @extend_schema(
         parameters=BASE_VERSION_PARAMETERS, request=shapes.Restore, responses=shapes.State
     )
     def post(self, request: Request, workspace_id: int) -> Response:
@@ -81,6 +149,8 @@ class AutomationDocumentRestoreApi(AutomationDocumentView):
 
 
 class AutomationDocumentSearchApi(AutomationDocumentView):
+    @extend_schema(summary="Search notes")
+    @refuses(NotFound, QueryInvalid, KeySessionUnavailable, RateLimited)
     @extend_schema(
         parameters=[shapes.SearchQuery],
         responses=shapes.SearchResults,

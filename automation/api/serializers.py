@@ -11,6 +11,7 @@ from rest_framework import serializers
 from rest_framework.serializers import Serializer
 
 from memory.api import document_common as common
+from workspaces.models import AuthorKind
 
 
 def _published_as(component_name: str, shape: type[Serializer]) -> type[Serializer]:
@@ -38,7 +39,7 @@ Restore = _published_as(
 
 @extend_schema_serializer(component_name="AutomationDocumentApiAutomationDocumentWritten")
 class Written(common.RevisionSerializer):
-    authorKind = serializers.CharField(source="author_kind")
+    authorKind = serializers.ChoiceField(source="author_kind", choices=AuthorKind.choices)
 
 
 SearchQuery = common.SearchQuerySerializer

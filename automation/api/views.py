@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -12,22 +12,50 @@ from rest_framework.views import APIView
 
 from automation import capture, selectors, services
 from automation.authentication import DeliveryCredentialAuthentication, DeliveryGrant
-from automation.errors import IdempotencyKeyRequired
-from automation.models import Admission, Conversation
+from automation.errors import (
+    CaptureConflict,
+    CaptureRetired,
+    CredentialSuperseded,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    MemoryOversized,
+    WorkspaceAiDisabled,
+)
+from automation.models import (
+    Admission,
+    AdmissionStatus,
+    Conversation,
+    MessageRole,
+    RecallStatus,
+    TurnState,
+)
 from memory.edits import parse_changes
+from memory.errors import MemoryEditInvalid
+from memory.models import MemoryPolicy
 from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.schema import refuses
 from memory_project.api.serializers import QuerySerializer, StrictSerializer
-from workspaces.api.access import caller_membership
+from workspaces.api.access import MEMBER_REFUSALS, caller_membership
 from workspaces.api.headers import whole_number
 from workspaces.api.input import validated
 from workspaces.authentication import request_credential
-from workspaces.errors import InvalidHeader, KeySessionUnavailable, NotFound
+from workspaces.errors import (
+    CredentialExpired,
+    DocumentUnreadable,
+    InvalidHeader,
+    KeySessionStoreUnavailable,
+    KeySessionUnavailable,
+    NotFound,
+    QueryInvalid,
+    RateLimited,
+)
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key", str, OpenApiParameter.HEADER, required=True
 )
+# Declared as text: a header is text, and a generated client then sends it as given.
 KEY_SESSION_HEADER = OpenApiParameter(
-    "X-Key-Session", uuid.UUID, OpenApiParameter.HEADER, description="An open key session."
+    "X-Key-Session", str, OpenApiParameter.HEADER, description="An open key session's id."
 )
 
 
@@ -93,6 +121,11 @@ class ConversationListCreateApi(APIView):
         workspaceId = serializers.IntegerField(source="workspace_id")
         createdAt = serializers.DateTimeField(source="created_at")
 
+    @extend_schema(
+        summary="Start a conversation with the assistant",
+        examples=[OpenApiExample("A conversation", value={"workspaceId": 1}, request_only=True)],
+    )
+    @refuses(*MEMBER_REFUSALS)
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request: Request) -> Response:
         data = validated(self.InputSerializer(data=request.data))
@@ -102,6 +135,8 @@ class ConversationListCreateApi(APIView):
         )
         return Response(self.OutputSerializer(conversation).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(summary="List your conversations")
+    @refuses(QueryInvalid)
     @page_schema(OutputSerializer, name="Conversation")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -118,7 +153,7 @@ class ConversationListCreateApi(APIView):
 
 class TurnProgressSerializer(serializers.Serializer):
     id = serializers.UUIDField(source="turn_id")
-    state = serializers.CharField()
+    state = serializers.ChoiceField(choices=TurnState.choices)
     answer = serializers.CharField(allow_null=True)
     failureCode = serializers.CharField(source="failure_code", allow_null=True)
 
@@ -132,6 +167,24 @@ class MessageSendApi(APIView):
         replayed = serializers.BooleanField()
         turn = TurnProgressSerializer()
 
+    @extend_schema(
+        summary="Send a message: admit one assistant turn",
+        examples=[
+            OpenApiExample(
+                "A message", value={"text": "Remember that I prefer tabs."}, request_only=True
+            )
+        ],
+    )
+    @refuses(
+        NotFound,
+        IdempotencyKeyRequired,
+        IdempotencyKeyReused,
+        InvalidHeader,
+        KeySessionUnavailable,
+        KeySessionStoreUnavailable,
+        WorkspaceAiDisabled,
+        RateLimited,
+    )
     @extend_schema(
         parameters=[
             IDEMPOTENCY_HEADER,
@@ -168,11 +221,13 @@ class MessageSendApi(APIView):
 
     class TranscriptSerializer(serializers.Serializer):
         turnId = serializers.UUIDField(source="turn_id")
-        role = serializers.CharField()
+        role = serializers.ChoiceField(choices=MessageRole.choices)
         content = serializers.CharField(source="body.content", default="")
         toolCalls = serializers.ListField(source="body.toolCalls", default=list)
         createdAt = serializers.DateTimeField(source="created_at")
 
+    @extend_schema(summary="Read the conversation's transcript")
+    @refuses(NotFound, QueryInvalid, DocumentUnreadable)
     @page_schema(TranscriptSerializer, name="TranscriptEntry")
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
         conversation = _own_conversation(request, conversation_id)
@@ -195,20 +250,24 @@ class MemoryReceiptsApi(APIView):
     class OutputSerializer(serializers.Serializer):
         admissionId = serializers.UUIDField(source="id")
         turnId = serializers.UUIDField(source="turn.id")
-        turnState = serializers.CharField(source="turn.state")
+        turnState = serializers.ChoiceField(source="turn.state", choices=TurnState.choices)
         admittedAt = serializers.DateTimeField(source="admitted_at")
-        mode = serializers.CharField()
-        recallStatus = serializers.CharField(source="recall_status", allow_blank=True)
+        mode = serializers.ChoiceField(choices=MemoryPolicy.Mode.choices)
+        recallStatus = serializers.ChoiceField(
+            source="recall_status", choices=RecallStatus.choices, allow_blank=True
+        )
         recallVersion = serializers.IntegerField(source="recall_version", allow_null=True)
         recalledAt = serializers.DateTimeField(source="recalled_at", allow_null=True)
         recallCount = serializers.IntegerField(source="recall_count")
-        captureStatus = serializers.CharField(source="status")
+        captureStatus = serializers.ChoiceField(source="status", choices=AdmissionStatus.choices)
         # Why the turn's latest capture was refused (an error code), blank if none was.
         captureRefusalCode = serializers.CharField(source="capture_refusal_code")
         capturedVersion = serializers.IntegerField(
             source="committed_revision.version", allow_null=True, default=None
         )
 
+    @extend_schema(summary="List the conversation's memory receipts (no text)")
+    @refuses(NotFound, QueryInvalid)
     @page_schema(OutputSerializer, name="MemoryReceipt")
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
         conversation = _own_conversation(request, conversation_id)
@@ -245,6 +304,10 @@ class AutomationMemoryApi(APIView):
         version = serializers.IntegerField(allow_null=True)
         text = serializers.CharField(allow_null=True)
 
+    @extend_schema(summary="Recall the memory for the turn")
+    @refuses(
+        NotFound, QueryInvalid, CredentialExpired, KeySessionUnavailable, KeySessionStoreUnavailable
+    )
     @extend_schema(parameters=[RecallQuerySerializer], responses=RecallSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         admission = _granted_admission(request, workspace_id)
@@ -252,6 +315,32 @@ class AutomationMemoryApi(APIView):
         recall = services.memory_recall(admission=admission)
         return Response(self.RecallSerializer(recall).data)
 
+    @extend_schema(
+        summary="Capture memory changes for the turn",
+        examples=[
+            OpenApiExample(
+                "Add a line",
+                value={
+                    "expectedVersion": 1,
+                    "changes": [{"op": "add", "line": "- Likes green tea"}],
+                },
+                request_only=True,
+            )
+        ],
+    )
+    @refuses(
+        NotFound,
+        IdempotencyKeyRequired,
+        InvalidHeader,
+        CredentialExpired,
+        KeySessionUnavailable,
+        KeySessionStoreUnavailable,
+        CaptureConflict,
+        CaptureRetired,
+        CredentialSuperseded,
+        MemoryOversized,
+        MemoryEditInvalid,
+    )
     @extend_schema(
         parameters=[IDEMPOTENCY_HEADER, KEY_SESSION_HEADER],
         request=InputSerializer,

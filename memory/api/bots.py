@@ -15,19 +15,22 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.bots import KEEP, bot_create, bot_get, bot_list, bot_update, memory_spec_diagnostics
+from memory.errors import AutoloadPatternInvalid, BotSlugTaken, BotSpecInvalid
 from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.schema import refuses
 from memory_project.api.serializers import StrictSerializer
 from workspaces.api.generic import RevokeApi
 from workspaces.api.input import validated
 from workspaces.api.views import TokenOutputSerializer
 from workspaces.authentication import Credential, request_credential
+from workspaces.errors import NotFound, QueryInvalid, TeamOwnerRequired
 from workspaces.models import Bot
 from workspaces.selectors import bot_token_list
 from workspaces.services import bot_token_issue, bot_token_revoke
@@ -72,7 +75,7 @@ class DiagnosticSerializer(serializers.Serializer):
 class BotSerializer(serializers.Serializer):
     id = serializers.CharField(source="slug")
     name = serializers.CharField()
-    runtime = serializers.CharField()
+    runtime = serializers.ChoiceField(choices=Bot.Runtime.choices)
     memory = serializers.JSONField(source="memory_spec", allow_null=True)
     autoMemory = serializers.CharField(source="auto_memory", help_text="on, off, or blank.")
     createdAt = serializers.DateTimeField(source="created_at")
@@ -82,6 +85,14 @@ class BotSpecValidateApi(APIView):
     class OutputSerializer(serializers.Serializer):
         diagnostics = DiagnosticSerializer(many=True)
 
+    @extend_schema(
+        summary="Check a bot's memory spec",
+        examples=[
+            OpenApiExample(
+                "No memory spec", value={"runtime": "claw", "memory": None}, request_only=True
+            )
+        ],
+    )
     @extend_schema(
         request=SpecSerializer,
         responses=OutputSerializer,
@@ -103,6 +114,8 @@ class BotListCreateApi(APIView):
         id = serializers.CharField(max_length=64, help_text="A slug, unique in the team.")
         name = serializers.CharField(max_length=200)
 
+    @extend_schema(summary="List the team's bots")
+    @refuses(QueryInvalid)
     @page_schema(BotSerializer, name="Bot")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -113,6 +126,17 @@ class BotListCreateApi(APIView):
             render=lambda page: BotSerializer(page, many=True).data,
         )
 
+    @extend_schema(
+        summary="Create a bot",
+        examples=[
+            OpenApiExample(
+                "A bot",
+                value={"id": "helper", "name": "Helper", "runtime": "claw"},
+                request_only=True,
+            )
+        ],
+    )
+    @refuses(TeamOwnerRequired, BotSpecInvalid, AutoloadPatternInvalid, BotSlugTaken)
     @extend_schema(request=InputSerializer, responses={201: BotSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -134,12 +158,15 @@ class BotDetailApi(APIView):
         runtime = serializers.ChoiceField(choices=Bot.Runtime.choices, required=False)
         name = serializers.CharField(max_length=200, required=False)
 
-    @extend_schema(responses=BotSerializer)
+    @extend_schema(summary="Read a bot", responses=BotSerializer)
+    @refuses(NotFound)
     def get(self, request: Request, bot_id: str) -> Response:
         credential = request_credential(request)
         return Response(BotSerializer(bot_get(team=credential.team, slug=bot_id)).data)
 
+    @refuses(NotFound, TeamOwnerRequired, BotSpecInvalid, AutoloadPatternInvalid)
     @extend_schema(
+        summary="Change a bot",
         request=InputSerializer,
         responses=BotSerializer,
         description="Change the fields given; the resulting spec is judged against the "
@@ -174,12 +201,24 @@ class BotTokenIssueApi(APIView):
             source="last_used_at", allow_null=True, help_text="To the minute; null: never."
         )
 
-    @extend_schema(responses=ListedSerializer(many=True))
+    @extend_schema(summary="List a bot's tokens (never their secrets)")
+    @refuses(NotFound)
+    @page_schema(ListedSerializer, name="BotToken")
     def get(self, request: Request, bot_id: str) -> Response:
         credential = request_credential(request)
         bot = bot_get(team=credential.team, slug=bot_id)
-        return Response(self.ListedSerializer(bot_token_list(bot=bot), many=True).data)
+        return paginated(
+            request,
+            bot_token_list(bot=bot),
+            ordering=("-created_at", "-pk"),
+            render=lambda page: self.ListedSerializer(page, many=True).data,
+        )
 
+    @extend_schema(
+        summary="Issue a token for a bot (shown once)",
+        examples=[OpenApiExample("A token", value={"name": "ci"}, request_only=True)],
+    )
+    @refuses(NotFound, TeamOwnerRequired)
     @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request, bot_id: str) -> Response:
         credential = request_credential(request)
@@ -195,7 +234,10 @@ class BotTokenIssueApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
+@refuses(NotFound, TeamOwnerRequired)
 class BotTokenRevokeApi(RevokeApi):
+    summary = "Revoke a bot's token"
+
     def revoke(self, credential: Credential, **route: Any) -> None:
         bot = bot_get(team=credential.team, slug=route["bot_id"])
         bot_token_revoke(bot=bot, token_id=route["token_id"], actor=credential.user)

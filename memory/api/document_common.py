@@ -29,6 +29,7 @@ from memory_project.api.serializers import QuerySerializer, StrictSerializer
 from workspaces.api.access import caller_membership
 from workspaces.api.headers import entity_tag
 from workspaces.api.input import validated
+from workspaces.models import ChangeKind
 
 PATH_PARAMETER = OpenApiParameter(
     "path", str, OpenApiParameter.QUERY, description="The document's canonical path."
@@ -132,7 +133,7 @@ class RevisionSerializer(serializers.Serializer):
 
 @extend_schema_serializer(component_name="DocumentApiDocumentWritten")
 class DocumentWrittenSerializer(RevisionSerializer):
-    changeKind = serializers.CharField(source="change_kind")
+    changeKind = serializers.ChoiceField(source="change_kind", choices=ChangeKind.choices)
 
 
 class SearchQuerySerializer(QuerySerializer):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
@@ -12,7 +12,23 @@ from rest_framework.views import APIView
 
 from memory import documents
 from memory.api import document_common as common
-from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from, flag_from
+from memory_project.api.schema import refuses
+from workspaces.api.access import MEMBER_REFUSALS
+from workspaces.api.headers import (
+    BASE_VERSION_PARAMETERS,
+    BASE_VERSION_REFUSALS,
+    base_version_from,
+    flag_from,
+)
+from workspaces.errors import (
+    DocumentExists,
+    DocumentTooLarge,
+    DocumentUnreadable,
+    InvalidDocumentPath,
+    InvalidText,
+    QueryInvalid,
+    TenantQuotaExceeded,
+)
 from workspaces.models import File
 
 READ_OR_LIST = common.ReadOrList(
@@ -27,10 +43,26 @@ READ_OR_LIST = common.ReadOrList(
 
 
 class DocumentApi(APIView):
+    @extend_schema(summary="Read a document, or list documents")
+    @refuses(*MEMBER_REFUSALS, InvalidDocumentPath, QueryInvalid, DocumentUnreadable)
     @READ_OR_LIST.schema()
     def get(self, request: Request, workspace_id: int) -> Response:
         return READ_OR_LIST.respond(request, common.person_actor(request, workspace_id))
 
+    @extend_schema(
+        summary="Write a document",
+        examples=[
+            OpenApiExample("Save", value={"content": "# Meeting notes\n"}, request_only=True)
+        ],
+    )
+    @refuses(
+        *MEMBER_REFUSALS,
+        *BASE_VERSION_REFUSALS,
+        InvalidDocumentPath,
+        InvalidText,
+        DocumentTooLarge,
+        TenantQuotaExceeded,
+    )
     @extend_schema(
         parameters=[common.PATH_REQUIRED, *BASE_VERSION_PARAMETERS, common.CLEAR_HEADER],
         request=common.DocumentSaveSerializer,
@@ -52,6 +84,8 @@ class DocumentApi(APIView):
         )
         return Response(common.DocumentWrittenSerializer(revision).data)
 
+    @extend_schema(summary="Delete a document")
+    @refuses(*MEMBER_REFUSALS, *BASE_VERSION_REFUSALS, InvalidDocumentPath)
     @extend_schema(
         parameters=[common.PATH_REQUIRED, *BASE_VERSION_PARAMETERS],
         responses={200: common.DocumentStateSerializer},
@@ -81,12 +115,26 @@ class _DocumentStateChangeApi(APIView):
         return Response(common.DocumentStateSerializer(file).data)
 
 
+@extend_schema(
+    summary="Move a document to another path",
+    examples=[
+        OpenApiExample(
+            "Move", value={"from": "notes/a.md", "to": "archive/a.md"}, request_only=True
+        )
+    ],
+)
+@refuses(*MEMBER_REFUSALS, *BASE_VERSION_REFUSALS, InvalidDocumentPath, DocumentExists)
 class DocumentMoveApi(_DocumentStateChangeApi):
     serializer_class = common.DocumentMoveSerializer
     service = staticmethod(documents.document_move)
     path_arguments = {"raw_source": "from", "raw_destination": "to"}
 
 
+@extend_schema(
+    summary="Restore a deleted document",
+    examples=[OpenApiExample("Restore", value={"path": "notes/a.md"}, request_only=True)],
+)
+@refuses(*MEMBER_REFUSALS, *BASE_VERSION_REFUSALS, InvalidDocumentPath, TenantQuotaExceeded)
 class DocumentRestoreApi(_DocumentStateChangeApi):
     serializer_class = common.DocumentRestoreSerializer
     service = staticmethod(documents.document_restore)

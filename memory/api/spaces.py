@@ -24,6 +24,16 @@ from rest_framework.response import Response
 from rest_framework.utils.mediatypes import media_type_matches
 from rest_framework.views import APIView
 
+from memory.errors import (
+    ArchiveChecksumMismatch,
+    ArchiveInvalid,
+    GlobalSpaceWriteDenied,
+    SecretDetected,
+    SpaceInvalid,
+    SpaceQuotaExceeded,
+    StoreBusy,
+    StoreUnavailable,
+)
 from memory.spaces import archive
 from memory.spaces.handle import QUALIFIERS, SpaceHandle, Visibility, space_handle_parse
 from memory.spaces.selectors import (
@@ -40,9 +50,22 @@ from memory.spaces.services import (
     space_document_write_admit,
 )
 from memory_project.api.parsers import ArchiveParser, MarkdownParser
-from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from, entity_tag
+from memory_project.api.schema import refuses
+from workspaces.api.headers import (
+    BASE_VERSION_PARAMETERS,
+    BASE_VERSION_REFUSALS,
+    base_version_from,
+    entity_tag,
+)
 from workspaces.authentication import request_credential
-from workspaces.errors import QueryInvalid
+from workspaces.errors import (
+    DocumentTooLarge,
+    InvalidDocumentPath,
+    InvalidText,
+    NotFound,
+    QueryInvalid,
+    TenantQuotaExceeded,
+)
 
 MARKDOWN = "text/markdown; charset=utf-8"
 
@@ -131,6 +154,8 @@ class SpaceUsageApi(APIView):
         tenantUsedBytes = serializers.IntegerField(source="tenant_used_bytes")
         tenantQuotaBytes = serializers.IntegerField(source="tenant_quota_bytes")
 
+    @extend_schema(summary="Read a memory space's usage and quotas")
+    @refuses(SpaceInvalid)
     @extend_schema(parameters=SPACE_PARAMETERS, responses=OutputSerializer)
     def get(self, request: Request) -> Response:
         return Response(self.OutputSerializer(space_usage(handle=_space(request))).data)
@@ -140,6 +165,8 @@ class SpaceDocumentListApi(APIView):
     class OutputSerializer(serializers.Serializer):
         documents = SpaceDocumentSerializer(many=True)
 
+    @extend_schema(summary="List a memory space's documents")
+    @refuses(SpaceInvalid, InvalidDocumentPath)
     @extend_schema(
         parameters=[
             *SPACE_PARAMETERS,
@@ -172,6 +199,8 @@ class RawBodyApi(APIView):
 class SpaceDocumentApi(RawBodyApi):
     parser_classes = [MarkdownParser]
 
+    @extend_schema(summary="Read a memory space document (raw Markdown)")
+    @refuses(SpaceInvalid, InvalidDocumentPath, NotFound, StoreUnavailable)
     @extend_schema(
         parameters=[*SPACE_PARAMETERS, PATH_PARAMETER],
         responses={
@@ -191,6 +220,20 @@ class SpaceDocumentApi(RawBodyApi):
             headers={"ETag": entity_tag(revision), "X-Revision": str(revision)},
         )
 
+    @extend_schema(summary="Write a memory space document (raw Markdown)")
+    @refuses(
+        SpaceInvalid,
+        InvalidDocumentPath,
+        InvalidText,
+        GlobalSpaceWriteDenied,
+        *BASE_VERSION_REFUSALS,
+        DocumentTooLarge,
+        SpaceQuotaExceeded,
+        TenantQuotaExceeded,
+        SecretDetected,
+        StoreUnavailable,
+        StoreBusy,
+    )
     @extend_schema(
         parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
         request={"text/markdown": OpenApiTypes.STR},
@@ -210,6 +253,16 @@ class SpaceDocumentApi(RawBodyApi):
         )
         return Response(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
 
+    @extend_schema(summary="Delete a memory space document")
+    @refuses(
+        SpaceInvalid,
+        InvalidDocumentPath,
+        NotFound,
+        GlobalSpaceWriteDenied,
+        *BASE_VERSION_REFUSALS,
+        StoreUnavailable,
+        StoreBusy,
+    )
     @extend_schema(
         parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
         responses={204: None},
@@ -226,6 +279,8 @@ class SpaceDocumentApi(RawBodyApi):
 
 
 class SpaceExportApi(RawBodyApi):
+    @extend_schema(summary="Export a memory space as an archive")
+    @refuses(SpaceInvalid, SecretDetected, StoreUnavailable)
     @extend_schema(
         parameters=SPACE_PARAMETERS,
         responses={
@@ -277,6 +332,20 @@ class SpaceImportApi(APIView):
         dryRun = serializers.BooleanField(source="dry_run")
         documents = PlannedSerializer(many=True)
 
+    @extend_schema(summary="Import an archive into a memory space")
+    @refuses(
+        SpaceInvalid,
+        QueryInvalid,
+        ArchiveInvalid,
+        ArchiveChecksumMismatch,
+        GlobalSpaceWriteDenied,
+        DocumentTooLarge,
+        SpaceQuotaExceeded,
+        TenantQuotaExceeded,
+        SecretDetected,
+        StoreUnavailable,
+        StoreBusy,
+    )
     @extend_schema(
         parameters=[
             *SPACE_PARAMETERS,

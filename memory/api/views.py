@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,14 +16,29 @@ from rest_framework.views import APIView
 from memory import selectors, services
 from memory.api.export import attachment_name
 from memory.api.spaces import RawBodyApi
+from memory.errors import PolicyRevisionConflict, ProposalRetired
 from memory.models import MemoryPolicy, Proposal
 from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.schema import refuses
 from memory_project.api.serializers import StrictSerializer
-from workspaces.api.access import caller_membership
+from workspaces.api.access import MEMBER_REFUSALS, caller_membership
 from workspaces.api.generic import WorkspaceSettingApi
-from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from, entity_tag, flag_from
+from workspaces.api.headers import (
+    BASE_VERSION_PARAMETERS,
+    BASE_VERSION_REFUSALS,
+    base_version_from,
+    entity_tag,
+    flag_from,
+)
 from workspaces.api.input import validated
-from workspaces.models import User, Workspace
+from workspaces.errors import (
+    DocumentTooLarge,
+    DocumentUnreadable,
+    InvalidText,
+    QueryInvalid,
+    TenantQuotaExceeded,
+)
+from workspaces.models import AuthorKind, ChangeKind, User, Workspace
 
 CLEAR_HEADER = OpenApiParameter(
     "X-Memory-Clear",
@@ -37,8 +52,8 @@ class RevisionSerializer(serializers.Serializer):
     version = serializers.IntegerField()
     bytes = serializers.IntegerField(source="size_bytes")
     createdAt = serializers.DateTimeField(source="created_at")
-    authorKind = serializers.CharField(source="author_kind")
-    changeKind = serializers.CharField(source="change_kind")
+    authorKind = serializers.ChoiceField(source="author_kind", choices=AuthorKind.choices)
+    changeKind = serializers.ChoiceField(source="change_kind", choices=ChangeKind.choices)
     author = serializers.CharField(source="author.username", allow_null=True, default=None)
     ciphertextSha256 = serializers.CharField(source="ciphertext_sha256")
 
@@ -65,8 +80,10 @@ class MemoryDocumentApi(APIView):
     class WrittenSerializer(serializers.Serializer):
         version = serializers.IntegerField()
         bytes = serializers.IntegerField(source="size_bytes")
-        changeKind = serializers.CharField(source="change_kind")
+        changeKind = serializers.ChoiceField(source="change_kind", choices=ChangeKind.choices)
 
+    @extend_schema(summary="Read the memory document")
+    @refuses(*MEMBER_REFUSALS, DocumentUnreadable)
     @extend_schema(responses=OutputSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace
@@ -75,6 +92,23 @@ class MemoryDocumentApi(APIView):
             self.OutputSerializer(memory).data, headers={"ETag": entity_tag(memory.version)}
         )
 
+    @extend_schema(
+        summary="Save, Clear or restore the memory document",
+        examples=[
+            OpenApiExample(
+                "Save", value={"content": "- Prefers tabs over spaces\n"}, request_only=True
+            ),
+            OpenApiExample("Restore a version", value={"restoreVersion": 1}, request_only=True),
+        ],
+    )
+    @refuses(
+        *MEMBER_REFUSALS,
+        *BASE_VERSION_REFUSALS,
+        InvalidText,
+        DocumentTooLarge,
+        TenantQuotaExceeded,
+        DocumentUnreadable,
+    )
     @extend_schema(
         parameters=[*BASE_VERSION_PARAMETERS, CLEAR_HEADER],
         request=InputSerializer,
@@ -118,6 +152,8 @@ class MemoryExportApi(RawBodyApi):
 
 
 class MemoryVersionListApi(APIView):
+    @extend_schema(summary="List the memory document's versions")
+    @refuses(*MEMBER_REFUSALS, QueryInvalid)
     @page_schema(RevisionSerializer, name="MemoryVersion")
     def get(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace
@@ -133,6 +169,8 @@ class MemoryVersionDetailApi(APIView):
     class OutputSerializer(RevisionSerializer):
         content = serializers.CharField()
 
+    @extend_schema(summary="Read one version of the memory document")
+    @refuses(*MEMBER_REFUSALS, DocumentUnreadable)
     @extend_schema(responses=OutputSerializer)
     def get(self, request: Request, workspace_id: int, version: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace
@@ -148,9 +186,13 @@ class MemoryPolicyApi(WorkspaceSettingApi):
         expectedRevision = serializers.IntegerField(min_value=0)
 
     class OutputSerializer(serializers.Serializer):
-        mode = serializers.CharField()
+        mode = serializers.ChoiceField(choices=MemoryPolicy.Mode.choices)
         policyRevision = serializers.IntegerField(source="policy_revision")
         clearGeneration = serializers.IntegerField(source="clear_generation")
+
+    summaries = {"get": "Read the memory mode", "put": "Change the memory mode"}
+    example = {"mode": "auto", "expectedRevision": 0}
+    put_refusals = (PolicyRevisionConflict,)
 
     def setting_get(self, workspace: Workspace) -> selectors.PolicyState:
         return selectors.memory_policy_get(workspace=workspace)
@@ -172,10 +214,12 @@ class ProposalListApi(APIView):
         admissionId = serializers.UUIDField(source="proposal.admission_id")
         baseVersion = serializers.IntegerField(source="proposal.base_version")
         clearGeneration = serializers.IntegerField(source="proposal.clear_generation")
-        reason = serializers.CharField(source="proposal.reason")
+        reason = serializers.ChoiceField(source="proposal.reason", choices=Proposal.Reason.choices)
         createdAt = serializers.DateTimeField(source="proposal.created_at")
         changes = serializers.ListField(child=serializers.DictField())
 
+    @extend_schema(summary="List open proposals with their changes")
+    @refuses(*MEMBER_REFUSALS, QueryInvalid, DocumentUnreadable)
     @page_schema(OutputSerializer, name="Proposal")
     def get(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace
@@ -198,6 +242,8 @@ class ProposalListApi(APIView):
 
 
 class ProposalApplyApi(APIView):
+    @extend_schema(summary="Apply a proposal to the memory document")
+    @refuses(*MEMBER_REFUSALS, *BASE_VERSION_REFUSALS, ProposalRetired, DocumentTooLarge)
     @extend_schema(
         parameters=BASE_VERSION_PARAMETERS,
         request=None,
@@ -215,6 +261,8 @@ class ProposalApplyApi(APIView):
 
 
 class ProposalDismissApi(APIView):
+    @extend_schema(summary="Dismiss a proposal")
+    @refuses(*MEMBER_REFUSALS, ProposalRetired)
     @extend_schema(request=None, responses={204: None})
     def post(self, request: Request, workspace_id: int, proposal_id: uuid.UUID) -> Response:
         membership = caller_membership(request, workspace_id)

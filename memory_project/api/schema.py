@@ -8,9 +8,46 @@ view and method, so no component or operation ever collides.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
+from rest_framework import exceptions as drf
+
+from memory_project.api.exceptions import code_and_status
+from workspaces.errors import CredentialExpired
+
+Refusal = type[Exception]
+
+# The area each route belongs to, by the start of its path: the first match names its tag.
+TAGS: list[tuple[str, str]] = [
+    ("/api/v1/automation/key-sessions/", "key sessions"),
+    ("/api/v1/workspaces/{workspace_id}/key-sessions", "key sessions"),
+    ("/api/v1/automation/", "automation"),
+    ("/api/v1/agents/", "assistant"),
+    ("/api/v1/bots", "bots"),
+    ("/api/v1/memory/", "memory spaces"),
+    ("/api/v1/workspaces/{workspace_id}/memory", "memory"),
+    ("/api/v1/workspaces/{workspace_id}/documents", "documents"),
+    ("/api/v1/tokens", "tokens"),
+    ("/api/v1/auth/", "tokens"),
+    ("/api/v1/", "workspaces"),
+]
+
+
+def refuses(*errors: Refusal) -> Callable[[Any], Any]:
+    """Declare the refusals a view method (or every method of a view class) answers with,
+    beside those every route of its kind can give (see `QualifiedAutoSchema.refusals`).
+
+    The schema derives each response's status and code from the error itself, through
+    `code_and_status`, the exception handler's own mapping, so the two cannot disagree.
+    """
+
+    def mark(target: Any) -> Any:
+        target.refusals = (*getattr(target, "refusals", ()), *errors)
+        return target
+
+    return mark
 
 
 class QualifiedAutoSchema(AutoSchema):
@@ -23,6 +60,59 @@ class QualifiedAutoSchema(AutoSchema):
 
     def get_operation_id(self) -> str:
         return f"{type(self.view).__name__}_{self.method.lower()}"
+
+    def get_tags(self) -> list[str]:
+        return [next(tag for start, tag in TAGS if self.path.startswith(start))]
+
+    def refusals(self) -> list[Refusal]:
+        """What this operation can refuse with: what its view declares (`refuses`), and what
+        follows from the route's kind (a credential, a body, a throttle)."""
+        method = getattr(self.view, self.method.lower())
+        found: list[Refusal] = [
+            *getattr(type(self.view), "refusals", ()),
+            *getattr(method, "refusals", ()),
+        ]
+        if self.view.get_permissions():
+            found += [drf.NotAuthenticated, drf.AuthenticationFailed, CredentialExpired]
+        if self.method in {"PUT", "POST", "PATCH"} and self.get_request_serializer() is not None:
+            found += [drf.ParseError, drf.ValidationError, drf.UnsupportedMediaType]
+        if self.view.get_throttles():
+            found.append(drf.Throttled)
+        return found
+
+    def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
+        responses: dict[str, Any] = super()._get_response_bodies(direction)
+        by_status: dict[int, dict[str, str]] = {}
+        for refusal in self.refusals():
+            code, status = code_and_status(refusal)
+            by_status.setdefault(status, {})[code] = _message_of(refusal)
+        for status, messages in sorted(by_status.items()):
+            responses.setdefault(str(status), _error_response(messages))
+        return responses
+
+
+def _message_of(refusal: Refusal) -> str:
+    message = getattr(refusal, "default_message", None) or getattr(refusal, "default_detail", "")
+    return str(message)
+
+
+def _error_response(messages: dict[str, str]) -> dict[str, Any]:
+    """One status's response: the shared Error component, an example for each code."""
+    return {
+        "description": ", ".join(sorted(messages)),
+        "content": {
+            "application/json": {
+                "schema": {"$ref": "#/components/schemas/Error"},
+                "examples": {
+                    code: {
+                        "summary": code,
+                        "value": {"error": {"code": code, "message": message, "detail": {}}},
+                    }
+                    for code, message in sorted(messages.items())
+                },
+            }
+        },
+    }
 
 
 ERROR_SCHEMA: dict[str, Any] = {

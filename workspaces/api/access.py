@@ -5,8 +5,12 @@ from __future__ import annotations
 from rest_framework.request import Request
 
 from workspaces.authentication import request_credential
+from workspaces.errors import NotFound, OrgPendingDeletion
 from workspaces.models import WorkspaceMembership
 from workspaces.selectors import workspace_membership_get
+
+# What `caller_membership` refuses with, for the schema of every route that calls it.
+MEMBER_REFUSALS = (NotFound, OrgPendingDeletion)
 
 
 def caller_membership(request: Request, workspace_id: int) -> WorkspaceMembership:

@@ -8,7 +8,12 @@ from typing import Any
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
-from workspaces.errors import BaseVersionRequired, InvalidHeader
+from workspaces.errors import (
+    BaseVersionRequired,
+    InvalidHeader,
+    PreconditionFailed,
+    VersionConflict,
+)
 
 # Every whole number a header carries ends up in a signed 64-bit column or comparison:
 # 18 digits always fit, and the bound also keeps int() away from its digit limit.
@@ -28,6 +33,9 @@ ENTITY_TAG = re.compile(r'"([0-9]+)"')
 # answered as HTTP answers a failed precondition (412), not with 409.
 IF_MATCH_ATTRIBUTE = "base_version_from_if_match"
 
+
+# What a write that names its base version can be refused with, for the schema.
+BASE_VERSION_REFUSALS = (BaseVersionRequired, InvalidHeader, VersionConflict, PreconditionFailed)
 
 BASE_VERSION_PARAMETERS = [
     OpenApiParameter(

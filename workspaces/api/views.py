@@ -5,19 +5,32 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.schema import refuses
 from memory_project.api.serializers import StrictSerializer
 from workspaces import selectors, services
-from workspaces.api.access import caller_membership
+from workspaces.api.access import MEMBER_REFUSALS, caller_membership
 from workspaces.api.generic import RevokeApi, WorkspaceSettingApi
 from workspaces.api.input import validated
 from workspaces.authentication import Credential, request_credential
+from workspaces.errors import (
+    AlreadyMember,
+    ConsentRevisionConflict,
+    CredentialKindRefused,
+    KeySessionStoreUnavailable,
+    LastWorkspaceAdmin,
+    NameTaken,
+    NotFound,
+    NotTeamMember,
+    QueryInvalid,
+    WorkspaceAdminRequired,
+)
 from workspaces.models import ApiToken, KeySession, User, Workspace, WorkspaceMembership
 
 
@@ -33,6 +46,8 @@ class WorkspaceListApi(APIView):
         name = serializers.CharField()
         aiEnabled = serializers.BooleanField(source="ai_enabled")
 
+    @extend_schema(summary="List your workspaces")
+    @refuses(QueryInvalid)
     @page_schema(OutputSerializer, name="Workspace")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -44,6 +59,8 @@ class WorkspaceListApi(APIView):
             render=lambda page: self.OutputSerializer(page, many=True).data,
         )
 
+    @extend_schema(summary="Create a workspace (you are its admin)")
+    @refuses(NameTaken)
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -79,6 +96,8 @@ class WorkspaceMemberListApi(APIView):
                 )
             return data
 
+    @extend_schema(summary="List a workspace's members")
+    @refuses(*MEMBER_REFUSALS, QueryInvalid)
     @page_schema(WorkspaceMemberOutputSerializer, name="WorkspaceMember")
     def get(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
@@ -89,6 +108,8 @@ class WorkspaceMemberListApi(APIView):
             render=lambda page: WorkspaceMemberOutputSerializer(page, many=True).data,
         )
 
+    @extend_schema(summary="Add a member of the team to the workspace")
+    @refuses(*MEMBER_REFUSALS, WorkspaceAdminRequired, NotTeamMember, AlreadyMember)
     @extend_schema(request=InputSerializer, responses={201: WorkspaceMemberOutputSerializer})
     def post(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
@@ -105,7 +126,9 @@ class WorkspaceMemberListApi(APIView):
 
 
 class WorkspaceMemberApi(APIView):
+    @refuses(*MEMBER_REFUSALS, WorkspaceAdminRequired, LastWorkspaceAdmin)
     @extend_schema(
+        summary="Remove a member, or leave",
         responses={204: None},
         description="Remove a member (admins only), or leave: your own user id.",
     )
@@ -126,6 +149,13 @@ class WorkspaceAiConsentApi(WorkspaceSettingApi):
         enabled = serializers.BooleanField(source="ai_enabled")
         consentRevision = serializers.IntegerField(source="ai_consent_revision")
 
+    summaries = {
+        "get": "Read the workspace's AI setting",
+        "put": "Switch the workspace's AI on or off",
+    }
+    example = {"enabled": True, "expectedRevision": 0}
+    put_refusals = (WorkspaceAdminRequired, ConsentRevisionConflict)
+
     def setting_get(self, workspace: Workspace) -> Workspace:
         return workspace
 
@@ -141,7 +171,7 @@ class WorkspaceAiConsentApi(WorkspaceSettingApi):
 class TokenOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
-    scope = serializers.CharField()
+    scope = serializers.ChoiceField(choices=ApiToken.Scope.choices)
     createdAt = serializers.DateTimeField(source="created_at")
     expiresAt = serializers.DateTimeField(source="expires_at")
     revokedAt = serializers.DateTimeField(source="revoked_at", allow_null=True)
@@ -169,6 +199,8 @@ class TokenListCreateApi(APIView):
     class CreatedSerializer(TokenOutputSerializer):
         token = serializers.CharField(help_text="Shown once; only its hash is kept.")
 
+    @extend_schema(summary="List your personal access tokens")
+    @refuses(QueryInvalid)
     @page_schema(TokenOutputSerializer, name="Token")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -180,6 +212,17 @@ class TokenListCreateApi(APIView):
             render=lambda page: TokenOutputSerializer(page, many=True).data,
         )
 
+    @extend_schema(
+        summary="Create a personal access token (shown once)",
+        examples=[
+            OpenApiExample(
+                "A token for the API",
+                value={"name": "laptop", "scope": "api", "expiresInDays": 30},
+                request_only=True,
+            )
+        ],
+    )
+    @refuses(CredentialKindRefused)
     @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -196,7 +239,10 @@ class TokenListCreateApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
+@refuses(NotFound)
 class TokenRevokeApi(RevokeApi):
+    summary = "Revoke one of your tokens"
+
     def revoke(self, credential: Credential, **route: Any) -> None:
         token = selectors.api_token_get_for_user(
             user=credential.user, team=credential.team, token_id=route["token_id"]
@@ -210,6 +256,8 @@ class JwtIssueApi(APIView):
         expiresAt = serializers.DateTimeField()
         expiresInSeconds = serializers.IntegerField()
 
+    @extend_schema(summary="Exchange your credential for a short-lived JWT")
+    @refuses(CredentialKindRefused)
     @extend_schema(request=None, responses={201: OutputSerializer})
     def post(self, request: Request) -> Response:
         token, expires_at = services.jwt_issue(credential=request_credential(request))
@@ -235,12 +283,16 @@ class KeySessionListCreateApi(APIView):
     class ListedSerializer(OutputSerializer):
         live = serializers.BooleanField()
 
+    @extend_schema(summary="Open a key session on the workspace")
+    @refuses(*MEMBER_REFUSALS, KeySessionStoreUnavailable)
     @extend_schema(request=None, responses={201: OutputSerializer})
     def post(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
         session = services.key_session_open(workspace=membership.workspace, user=membership.user)
         return Response(self.OutputSerializer(session).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(summary="List your key sessions on the workspace")
+    @refuses(*MEMBER_REFUSALS, QueryInvalid)
     @page_schema(ListedSerializer, name="KeySession")
     def get(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
@@ -257,7 +309,10 @@ class KeySessionListCreateApi(APIView):
         return paginated(request, sessions, ordering=("-created_at", "-pk"), render=render)
 
 
+@refuses(NotFound)
 class KeySessionRevokeApi(RevokeApi):
+    summary = "Revoke one of your key sessions"
+
     def revoke(self, credential: Credential, **route: Any) -> None:
         session = selectors.key_session_get_for_owner(
             user=credential.user, team=credential.team, session_id=route["session_id"]
@@ -272,6 +327,7 @@ class PingApi(APIView):
         ok = serializers.BooleanField()
         teamId = serializers.IntegerField()
 
+    @extend_schema(summary="Check a credential")
     @extend_schema(responses=OutputSerializer)
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
