@@ -34,6 +34,7 @@ from workspaces.admin import (
     id_link_column,
     one_to_one_link_column,
     workspace_column,
+    workspace_search_fields,
 )
 from workspaces.models import FileVersion
 
@@ -45,7 +46,7 @@ class ConversationAdmin(ViewOnlyAdmin):
     list_display = ("id", "workspace", "owner", "created_at")
     list_select_related = ("workspace", "owner")
     list_filter = ("created_at",)
-    search_fields = ("=id", "workspace__name", "workspace__id__exact", "owner__username")
+    search_fields = ("=id", *workspace_search_fields(), "owner__username")
 
     credential_link = one_to_one_link_column(
         "Delivery credential", "credential", missing="None", text=lambda _: "Credential slot"
@@ -72,8 +73,7 @@ class DeliveryCredentialAdmin(ViewOnlyAdmin):
     list_filter = ("expires_at", "updated_at")
     search_fields = (
         "=conversation__id",
-        "conversation__workspace__name",
-        "conversation__workspace__id__exact",
+        *workspace_search_fields("conversation"),
     )
 
     workspace = workspace_column("conversation")
@@ -178,8 +178,7 @@ class AdmissionAdmin(RevisionJoinedAdmin):
         "=id",
         "=conversation__id",
         "=turn__id",
-        "workspace__name",
-        "workspace__id__exact",
+        *workspace_search_fields(),
         "owner__username",
     )
 
@@ -217,8 +216,7 @@ class CommitFenceAdmin(RevisionJoinedAdmin):
     search_fields = (
         "=admission__id",
         "=admission__conversation__id",
-        "admission__workspace__name",
-        "admission__workspace__id__exact",
+        *workspace_search_fields("admission"),
     )
 
     @admin.display(description="Revision", ordering="revision__version")
@@ -250,8 +248,7 @@ class TurnAdmin(ViewOnlyAdmin):
         "=id",
         "=admission__id",
         "=admission__conversation__id",
-        "admission__workspace__name",
-        "admission__workspace__id__exact",
+        *workspace_search_fields("admission"),
     )
 
     workspace = workspace_column("admission")
@@ -284,8 +281,7 @@ class MessageAdmin(ViewOnlyAdmin):
         "=conversation__id",
         "=turn__id",
         "=turn__admission__id",
-        "conversation__workspace__name",
-        "conversation__workspace__id__exact",
+        *workspace_search_fields("conversation"),
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Message]:

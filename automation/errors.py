@@ -55,3 +55,44 @@ class IdempotencyKeyReused(DomainError):
     code = "IDEMPOTENCY_KEY_REUSED"
     status = 409
     default_message = "This Idempotency-Key was already used with a different body."
+
+
+class BotMemoryDisabled(DomainError):
+    """The bot has no memory spec, or its spec is not enabled: it has no memory tools."""
+
+    code = "BOT_MEMORY_DISABLED"
+    status = 403
+    default_message = "This bot's memory is not enabled; nothing was read or written."
+
+
+class BotMemoryToolDenied(DomainError):
+    """The bot's spec turns this memory tool off (`read: false` or `write: false`);
+    `detail.tool` names it."""
+
+    code = "BOT_MEMORY_TOOL_DENIED"
+    status = 403
+    default_message = "This bot's memory spec does not allow this tool; nothing was done."
+
+
+class BotMemoryUserUnavailable(DomainError):
+    """The `user` or `private` space of the spec belongs to someone who is no longer an
+    active member of the bot's team."""
+
+    code = "BOT_MEMORY_USER_UNAVAILABLE"
+    status = 403
+    default_message = (
+        "The person whose memory space this bot's spec names is no longer available to "
+        "it; nothing was read or written."
+    )
+
+
+class MemoryWriteStale(DomainError):
+    """The document changed (or appeared) since the bot last read or listed it; the bot
+    must read it again and write over what it reads. `detail.currentRevision`."""
+
+    code = "MEMORY_WRITE_STALE"
+    status = 409
+    default_message = (
+        "This document changed since you last read it; nothing was written. Call "
+        "memory_read on it again and write your change over the text it returns."
+    )

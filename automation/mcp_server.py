@@ -1,7 +1,10 @@
-"""The MCP server for external clients: notes and the assistant, never memory.
+"""The MCP server: notes and the assistant for people, memory tools for bots.
 
 An MCP client (streamable HTTP at `/mcp`) acts as the person whose MCP-scoped personal access
-token it presents, in that token's team:
+token it presents, in that token's team, or as the bot whose token it presents. A bot sees
+only the memory tools its spec gives it and the `memory_context` prompt
+(`automation.bot_memory`, `automation.bot_context`); a person sees only the notes tools
+below. For a person:
 
 - every HTTP request carries `Authorization: Bearer <token>`, verified by the API's own
   bearer authenticator in its MCP form (a PAT is looked up on every request, so a
@@ -51,8 +54,17 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connections, transaction
 from django.http import HttpRequest
+from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    CallToolResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field, TypeAdapter
 from rest_framework.exceptions import AuthenticationFailed, Throttled, ValidationError
 from rest_framework.request import Request
@@ -62,7 +74,15 @@ from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from automation import bot_memory
 from automation.api import serializers as shapes
+from automation.bot_context import bot_context, bot_pre_compact_message
+from automation.bot_memory import (
+    BotMemoryAccess,
+    BotMemoryTool,
+    bot_memory_access,
+    bot_memory_tools,
+)
 from automation.models import Admission, Turn
 from automation.selectors import TurnProgress, conversation_get_for_owner, turn_progress_get
 from automation.services import conversation_create, message_admit_from_mcp, turn_key_session_end
@@ -183,12 +203,23 @@ class _AuthenticationRequired(DomainError):
     default_message = "This request carries no verified credential."
 
 
-def _caller(ctx: Context) -> Credential:
-    """The credential of the HTTP request that carries this tool call."""
-    scope = getattr(ctx.request_context.request, "scope", None)
+def _request_credential(request: object) -> Credential:
+    scope = getattr(request, "scope", None)
     credential = scope.get(CREDENTIAL_SCOPE_KEY) if isinstance(scope, dict) else None
     if not isinstance(credential, Credential):
         raise _AuthenticationRequired()
+    return credential
+
+
+def _caller(ctx: Context, *, bot: bool = False) -> Credential:
+    """The credential of the HTTP request that carries this tool call: a person's for the
+    notes tools, a bot's for the memory tools (a bot token's `user` is the owner who issued
+    it, never someone the bot may act as)."""
+    credential = _request_credential(ctx.request_context.request)
+    if (credential.bot is not None) != bot:
+        raise CredentialKindRefused(
+            "This tool is a bot's." if bot else "A bot's token cannot act as a person."
+        )
     return credential
 
 
@@ -231,11 +262,13 @@ def _refusal(error: DomainError) -> CallToolResult:
 
 
 async def _answer(
-    ctx: Context, work: Callable[..., BaseModel], *args: Any, **kwargs: Any
+    ctx: Context, work: Callable[..., BaseModel | str], *args: Any, **kwargs: Any
 ) -> CallToolResult:
-    """Run one tool's work for the calling credential; a domain refusal becomes a tool error."""
+    """Run one tool's work for the calling credential; a domain refusal becomes a tool error.
+    A bot's memory tool answers plain text, a notes tool structured content."""
+    is_bot_tool = work in _BOT_WORK
     try:
-        credential = _caller(ctx)
+        credential = _caller(ctx, bot=is_bot_tool)
         result = await _in_db_thread(work)(credential, *args, **kwargs)
     except DomainError as error:
         return _refusal(error)
@@ -244,6 +277,8 @@ async def _answer(
         detail = _json_safe({"fields": invalid.detail})
         body = _error_body("VALIDATION_FAILED", "The arguments are not valid.", detail)
         return _result(body, is_error=True)
+    if isinstance(result, str):
+        return CallToolResult(content=[TextContent(type="text", text=result)])
     return _result(result.model_dump(mode="json"))
 
 
@@ -471,18 +506,175 @@ async def ask_zudo_agent(
     return _result(_TURN_PROGRESS.dump_python(turn, mode="json"))
 
 
+# --- A bot's memory tools and context prompt ----------------------------------------------
+# A bot token selects the bot, and with it the one space its spec names; a `private` space
+# takes its run from this header, set by the runtime, never by the model.
+RUN_HEADER = "x-memory-run"
+
+
+def _bot_access(credential: Credential, run: str) -> BotMemoryAccess:
+    assert credential.bot is not None  # `_caller(..., bot=True)` let only a bot through
+    return bot_memory_access(bot=credential.bot, run=run)
+
+
+def _bot_read(credential: Credential, run: str, path: str) -> str:
+    return bot_memory.memory_read(access=_bot_access(credential, run), path=path)
+
+
+def _bot_list(credential: Credential, run: str, path: str) -> str:
+    return bot_memory.memory_list(access=_bot_access(credential, run), path=path)
+
+
+def _bot_write(credential: Credential, run: str, path: str, content: str) -> str:
+    return bot_memory.memory_write(access=_bot_access(credential, run), path=path, content=content)
+
+
+_BOT_WORK: frozenset[Callable[..., str]] = frozenset({_bot_read, _bot_list, _bot_write})
+
+
+def _run(ctx: Context) -> str:
+    headers = getattr(ctx.request_context.request, "headers", None) or {}
+    return str(headers.get(RUN_HEADER, ""))
+
+
+SpacePath = Annotated[
+    str, Field(description="A document's path in your memory space, e.g. `notes/plan.md`.")
+]
+
+
+async def memory_read(path: SpacePath, ctx: Context) -> CallToolResult:
+    """Read one document of your memory space: its text. Read a document before you
+    change it: memory_write writes over the revision you last read."""
+    return await _answer(ctx, _bot_read, _run(ctx), path)
+
+
+async def memory_list(
+    ctx: Context,
+    path: Annotated[
+        str, Field(description="A directory of your memory space; omit for all of it.")
+    ] = "",
+) -> CallToolResult:
+    """List the documents of your memory space (under a directory): one path a line, or
+    `(empty)`."""
+    return await _answer(ctx, _bot_list, _run(ctx), path)
+
+
+async def memory_write(
+    path: SpacePath,
+    content: Annotated[str, Field(description="The document's whole new Markdown text.")],
+    ctx: Context,
+) -> CallToolResult:
+    """Create or replace one document of your memory space with `content`. If it changed
+    since you last read or listed it, nothing is written: read it again, then write."""
+    return await _answer(ctx, _bot_write, _run(ctx), path, content)
+
+
+def _bot_context(credential: Credential, run: str, purpose: str) -> list[str]:
+    access = _bot_access(credential, run)
+    if purpose == "pre_compact":
+        message = bot_pre_compact_message(access=access)
+        return [message] if message else []
+    context = bot_context(access=access)
+    return [block for block in (context.index, context.autoload) if block]
+
+
+async def memory_context(
+    ctx: Context,
+    purpose: Annotated[
+        str,
+        Field(
+            description="`start` (the default): the index and autoload blocks; "
+            "`pre_compact`: the one message to prepend before a compaction."
+        ),
+    ] = "start",
+) -> list[UserMessage]:
+    """Your memory space as context: its index block, then its autoload block."""
+    if purpose not in ("start", "pre_compact"):
+        raise MCPError(INVALID_PARAMS, "purpose is `start` or `pre_compact`.")
+    try:
+        credential = _caller(ctx, bot=True)
+        blocks = await _in_db_thread(_bot_context)(credential, _run(ctx), purpose)
+    except DomainError as error:
+        raise MCPError(
+            INVALID_PARAMS if error.status == 400 else INVALID_REQUEST,
+            error.message,
+            _error_body(error.code, error.message, _json_safe(error.detail)),
+        ) from None
+    return [UserMessage(content=block) for block in blocks]
+
+
+BOT_TOOLS = frozenset(tool.value for tool in BotMemoryTool)
+BOT_PROMPTS = frozenset({"memory_context"})
+
+
+class CredentialToolsMiddleware:
+    """What a credential sees: a person's MCP token the notes tools, a bot's token only the
+    memory tools its spec gives it (a read-only spec lists no write tool) and the context
+    prompt. A tool or prompt of the other kind is unknown to the caller."""
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+        try:
+            credential = _request_credential(ctx.request)
+        except _AuthenticationRequired:
+            return await call_next(ctx)
+        bot = credential.bot
+        name = (ctx.params or {}).get("name")
+        is_call = ctx.method in ("tools/call", "prompts/get") and isinstance(name, str)
+        if is_call and (bot is not None) != (name in BOT_TOOLS | BOT_PROMPTS):
+            if ctx.method == "prompts/get":
+                raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}")
+            # As the SDK answers a tool it does not have.
+            unknown = TextContent(type="text", text=f"Unknown tool: {name}")
+            return CallToolResult(content=[unknown], is_error=True)
+        # The chain answers the wire form: a mapping with the list under its key.
+        result = await call_next(ctx)
+        if ctx.method == "tools/list" and isinstance(result, dict):
+            if bot is None:
+                shown = {tool["name"] for tool in result["tools"]} - BOT_TOOLS
+            else:
+                shown = {tool.value for tool in bot_memory_tools(bot)}
+            result["tools"] = [tool for tool in result["tools"] if tool["name"] in shown]
+        if ctx.method == "prompts/list" and isinstance(result, dict):
+            result["prompts"] = [
+                prompt
+                for prompt in result["prompts"]
+                if (prompt["name"] in BOT_PROMPTS) == (bot is not None)
+                and (bot is None or bot_memory_tools(bot))
+            ]
+        return result
+
+
 INSTRUCTIONS = (
-    "Workspace Memory: read, search and create notes in your workspaces, and ask the "
-    "workspace assistant, which uses the workspace's saved memory as its policy allows. "
-    "Every tool takes the workspace id. There is no memory tool; paths under "
-    ".zudotext/memory/ are refused."
+    "Workspace Memory. With a person's MCP token: read, search and create notes in your "
+    "workspaces, and ask the workspace assistant, which uses the workspace's saved memory "
+    "as its policy allows; every tool takes the workspace id, and paths under "
+    ".zudotext/memory/ are refused. With a bot's token: the memory tools of the bot's "
+    "memory space (memory_read, memory_list, and memory_write unless the bot's spec is "
+    "read-only) and the memory_context prompt."
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 def build_mcp_server() -> MCPServer:
-    """The MCP server with its five tools. There is no memory tool."""
-    server: MCPServer = MCPServer(name="workspace-memory", instructions=INSTRUCTIONS)
+    """The MCP server: five notes tools for people, three memory tools and a context
+    prompt for bots; each credential is shown only its own (`CredentialToolsMiddleware`)."""
+    server: MCPServer = MCPServer(
+        name="workspace-memory",
+        instructions=INSTRUCTIONS,
+        middleware=[CredentialToolsMiddleware()],
+    )
+    server.add_tool(memory_read, annotations=READ_ONLY)
+    server.add_tool(memory_list, annotations=READ_ONLY)
+    server.add_tool(
+        memory_write,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+    server.prompt(name="memory_context")(memory_context)
     server.add_tool(list_documents, annotations=READ_ONLY)
     server.add_tool(search_documents, annotations=READ_ONLY)
     server.add_tool(read_document, annotations=READ_ONLY)

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from memory.models import MemoryPolicy
 from workspaces.constraints import choices_check, length_check
-from workspaces.models import FileVersion, KeySession, User, Workspace
+from workspaces.models import Bot, FileVersion, KeySession, User, Workspace
 
 
 class RecallStatus(models.TextChoices):
@@ -283,3 +283,37 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} message {self.id}"
+
+
+class BotDocumentSeen(models.Model):
+    """The revision of a space document that a bot last read, listed or wrote: what its
+    next `memory_write` of that path is based on, so that a change someone made since is
+    refused instead of overwritten. Names only (a digest of the space, a path), never text.
+    """
+
+    bot = models.ForeignKey(Bot, on_delete=models.CASCADE, related_name="documents_seen")
+    # SHA-256 of the space handle's id: the id can be longer than an index entry allows.
+    space_digest = models.CharField(max_length=64)
+    path = models.CharField(max_length=1024)
+    revision = models.PositiveBigIntegerField()
+    seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["bot", "space_digest", "path"],
+                name="automation_botdocumentseen_unique",
+                violation_error_code="SEEN_TAKEN",
+            ),
+            models.CheckConstraint(
+                condition=Q(revision__gte=1),
+                name="automation_botdocumentseen_revision_positive",
+                violation_error_code="VERSION_INVALID",
+            ),
+            length_check(
+                "space_digest", 64, "automation_botdocumentseen_digest_length", "DIGEST_INVALID"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.bot_id} saw {self.path}@{self.revision}"

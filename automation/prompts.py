@@ -48,59 +48,71 @@ WITHHELD_REASONS = {
     RecallStatus.SUPERSEDED: "a newer message in this conversation took over",
 }
 
-# Any spelling of our own markers: `<`, then spaces and at most one `/` in any order that
-# keeps the slash once, then the name; matched on what the text may read as.
-_MARKER_NAME = "workspace-memory"
-_ALPHABET = alphabet("</ ", _MARKER_NAME)
-_NAME = fold(_MARKER_NAME, _ALPHABET)
-_OPENED, _SLASHED = -2, -1  # after `<`; after `<` and `/`; 0..len(_NAME): name read so far
+# Any spelling of a marker: `<`, then spaces and at most one `/` in any order that keeps
+# the slash once, then the name; matched on what the text may read as.
+_OPENED, _SLASHED = -2, -1  # after `<`; after `<` and `/`; 0..len(name): name read so far
 # A combining mark on a letter of the marker leaves it readable as the marker.
 _MARK_CATEGORIES = frozenset({"Mn", "Me"})
 
 
-def _advance(state: int, char: str) -> int | None:
+class MarkerDefence:
+    """Defuses every spelling of the markers `names` (and of any longer name they begin,
+    so `workspace_memory` covers `workspace_memory_index`) in text put inside a block."""
+
+    def __init__(self, *names: str) -> None:
+        self._alphabet = alphabet("</ ", *names)
+        self._names = tuple(fold(name, self._alphabet) for name in names)
+
+    def neutralize(self, text: str) -> str:
+        """Defuse anything in `text` that could read as the start or end of a block: the
+        character that reads as its `<` becomes `&lt;`."""
+        openings = set().union(*(self._openings(text, name) for name in self._names))
+        return "".join("&lt;" if index in openings else char for index, char in enumerate(text))
+
+    def _openings(self, text: str, name: str) -> set[int]:
+        """The index of each character of `text` that may read as the `<` of `name`."""
+        openings: set[int] = set()
+        # (state, index of the `<` the partial marker started at)
+        active: set[tuple[int, int]] = set()
+        for index, char in enumerate(text):
+            if unicodedata.category(char) in _MARK_CATEGORIES:
+                continue
+            reached: set[tuple[int, int]] = set()
+            for reading in alternatives(char, self._alphabet):
+                states = set(active)
+                for piece in reading:
+                    if unicodedata.category(piece) in _MARK_CATEGORIES:
+                        continue
+                    states = {
+                        (after, origin)
+                        for state, origin in states
+                        if (after := _advance(name, state, piece)) is not None
+                    }
+                    if piece == "<":
+                        states.add((_OPENED, index))
+                reached |= states
+            openings |= {origin for state, origin in reached if state == len(name)}
+            active = {(state, origin) for state, origin in reached if state != len(name)}
+        return openings
+
+
+def _advance(name: str, state: int, char: str) -> int | None:
     if state in (_OPENED, _SLASHED) and char.isspace():
         return state
     if state == _OPENED and char == "/":
         return _SLASHED
     position = 0 if state in (_OPENED, _SLASHED) else state
-    if position < len(_NAME) and char == _NAME[position]:
+    if position < len(name) and char == name[position]:
         return position + 1
     return None
 
 
-def _marker_openings(text: str) -> set[int]:
-    """The index of each character of `text` that may read as the `<` of a marker."""
-    openings: set[int] = set()
-    # (state, index of the `<` the partial marker started at)
-    active: set[tuple[int, int]] = set()
-    for index, char in enumerate(text):
-        if unicodedata.category(char) in _MARK_CATEGORIES:
-            continue
-        reached: set[tuple[int, int]] = set()
-        for reading in alternatives(char, _ALPHABET):
-            states = set(active)
-            for piece in reading:
-                if unicodedata.category(piece) in _MARK_CATEGORIES:
-                    continue
-                states = {
-                    (after, origin)
-                    for state, origin in states
-                    if (after := _advance(state, piece)) is not None
-                }
-                if piece == "<":
-                    states.add((_OPENED, index))
-            reached |= states
-        openings |= {origin for state, origin in reached if state == len(_NAME)}
-        active = {(state, origin) for state, origin in reached if state != len(_NAME)}
-    return openings
+_MEMORY_MARKERS = MarkerDefence("workspace-memory")
 
 
 def neutralize_markers(text: str) -> str:
-    """Defuse anything in memory text that could read as the start or end of the block:
-    the character that reads as its `<` becomes `&lt;`."""
-    openings = _marker_openings(text)
-    return "".join("&lt;" if index in openings else char for index, char in enumerate(text))
+    """Defuse anything in memory text that could read as the start or end of the block."""
+    return _MEMORY_MARKERS.neutralize(text)
 
 
 def memory_block(*, status: str, version: int | None, text: str | None) -> str:

@@ -53,6 +53,7 @@ PURGE_PLAN: tuple[PurgeStep, ...] = (
     PurgeStep("automation.Admission", "workspace__team__org"),
     PurgeStep("automation.DeliveryCredential", "conversation__workspace__team__org"),
     PurgeStep("automation.Conversation", "workspace__team__org"),
+    PurgeStep("automation.BotDocumentSeen", "bot__team__org"),
     PurgeStep("memory.Proposal", "workspace__team__org"),
     PurgeStep("memory.MemoryPolicy", "workspace__team__org"),
     PurgeStep("memory.SpaceDocument", "space__tenant__org"),

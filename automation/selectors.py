@@ -195,25 +195,36 @@ def transcript_for_conversation(
     *, conversation: Conversation, limit: int = 200
 ) -> list[TranscriptEntry]:
     """The conversation's sealed transcript, opened, oldest first (the latest `limit`)."""
-    workspace = conversation.workspace
-    data_key = workspace_data_key(workspace=workspace)
     messages = list(
         Message.objects.filter(conversation=conversation).order_by("-created_at", "-sequence")[
             :limit
         ]
     )
+    return transcript_entries_opened(conversation=conversation, messages=messages[::-1])
+
+
+def transcript_messages(*, conversation: Conversation) -> QuerySet[Message]:
+    """The conversation's sealed messages, oldest first."""
+    return Message.objects.filter(conversation=conversation).order_by("created_at", "sequence")
+
+
+def transcript_entries_opened(
+    *, conversation: Conversation, messages: list[Message]
+) -> list[TranscriptEntry]:
+    """`messages` of the conversation, opened, in the order given."""
     if not messages:
         return []
-    entries = [
+    workspace = conversation.workspace
+    data_key = workspace_data_key(workspace=workspace)
+    return [
         TranscriptEntry(
             turn_id=message.turn_id,
             role=message.role,
             body=_message_open(message, workspace, data_key),
             created_at=message.created_at,
         )
-        for message in reversed(messages)
+        for message in messages
     ]
-    return entries
 
 
 def _message_open(message: Message, workspace: Workspace, data_key: bytes | None) -> dict[str, Any]:
@@ -231,7 +242,7 @@ def memory_receipts_for_conversation(*, conversation: Conversation) -> QuerySet[
     return (
         Admission.objects.filter(conversation=conversation)
         .select_related("turn", "committed_revision")
-        .order_by("-admitted_at")[:200]
+        .order_by("-admitted_at", "-id")
     )
 
 

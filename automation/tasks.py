@@ -10,9 +10,11 @@ from celery.signals import worker_ready
 
 from automation import purge, reaper, runtime
 from automation.services import TURN_TASK
+from memory.spaces.services import space_private_expire
 
 PURGE_TASK = "automation.org_purge_sweep"
 REAP_TASK = "automation.turn_reap"
+PRIVATE_EXPIRY_TASK = "automation.space_private_expire"
 
 
 # Acknowledged only once run, and redelivered if the worker process dies holding it, so a
@@ -36,6 +38,13 @@ def turn_reap() -> dict[str, int]:
 def org_purge_sweep() -> list[int]:
     """The nightly org purge (scheduled by Celery beat; also run when a worker starts)."""
     return purge.org_purge_due()
+
+
+@shared_task(name=PRIVATE_EXPIRY_TASK, acks_late=True)
+def space_private_expire_sweep() -> int:
+    """The nightly expiry of private memory spaces (Celery beat, 02:00 UTC); answers how
+    many were removed."""
+    return len(space_private_expire())
 
 
 @worker_ready.connect

@@ -25,7 +25,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT_DIR = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "results.json"
-BENCH_DATABASE = "memory_bench"
+# BENCH_DATABASE names another, for two runs at once on one server.
+BENCH_DATABASE = os.environ.get("BENCH_DATABASE", "").strip() or "memory_bench"
 DEFAULT_DATABASE_URL = f"postgres://postgres@127.0.0.1:5432/{BENCH_DATABASE}"
 # The database the drop and create are issued from (never the one being recreated).
 ADMIN_DATABASE = "test"
@@ -70,8 +71,11 @@ def database_recreate(url: str) -> str:
     return str(name)
 
 
-def modules_discover() -> list[str]:
-    return sorted(path.stem for path in BENCH_DIR.glob("bench_*.py"))
+def modules_discover(only: list[str]) -> list[str]:
+    """Every bench_*.py module, in name order; with `only`, those whose name holds one of
+    its words (`run.py archive`)."""
+    names = sorted(path.stem for path in BENCH_DIR.glob("bench_*.py"))
+    return [name for name in names if not only or any(word in name for word in only)]
 
 
 def result_check(module: str, result: dict[str, Any]) -> dict[str, Any]:
@@ -118,7 +122,7 @@ def main() -> int:
     try:
         call_command("migrate", verbosity=0)
         print(f"bench: migrated in {time.perf_counter() - started:.1f} s", flush=True)
-        for module_name in modules_discover():
+        for module_name in modules_discover(sys.argv[1:]):
             module = importlib.import_module(module_name)
             for result in module.run():
                 checked = result_check(module_name, result)

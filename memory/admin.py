@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 
-from memory.bots import bot_create, bot_spec_require_valid, bot_spec_set
+from memory.bots import bot_create, bot_spec_require_valid, bot_update
 from memory.errors import BotSpecInvalid
 from memory.models import (
     MemoryPolicy,
@@ -26,7 +26,13 @@ from memory.models import (
     TenantSpaceUsage,
 )
 from memory.spaces.quotas import space_tenant_quota_override_set, tenant_quota_in_force
-from workspaces.admin import ViewOnlyAdmin, WrappedDataKeyAdmin, acting_user, changelist_link
+from workspaces.admin import (
+    ViewOnlyAdmin,
+    WrappedDataKeyAdmin,
+    acting_user,
+    changelist_link,
+    workspace_search_fields,
+)
 from workspaces.models import Bot
 
 
@@ -43,7 +49,7 @@ class MemoryPolicyAdmin(ViewOnlyAdmin):
     list_display = fields
     list_select_related = ("workspace", "updated_by")
     list_filter = ("mode", "updated_at")
-    search_fields = ("workspace__name", "workspace__id__exact")
+    search_fields = workspace_search_fields()
 
 
 @admin.register(Proposal)
@@ -63,7 +69,7 @@ class ProposalAdmin(ViewOnlyAdmin):
     list_display = ("id", "workspace", "reason", "status", "base_version", "created_at")
     list_select_related = ("workspace",)
     list_filter = ("status", "reason", "created_at")
-    search_fields = ("=id", "=admission_id", "workspace__name", "workspace__id__exact")
+    search_fields = ("=id", "=admission_id", *workspace_search_fields())
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Proposal]:
         return super().get_queryset(request).defer("changes_ciphertext")
@@ -207,6 +213,7 @@ class BotAdmin(admin.ModelAdmin):
             created = bot_create(
                 team=obj.team,
                 actor=None,
+                staff=acting_user(request),
                 slug=obj.slug,
                 name=obj.name,
                 runtime=obj.runtime,
@@ -217,7 +224,11 @@ class BotAdmin(admin.ModelAdmin):
             obj.pk = created.pk
             obj.refresh_from_db()
             return
-        obj.save(update_fields=["name"])
-        bot_spec_set(
-            bot=obj, actor=None, memory=data.get("memory_spec"), auto_memory=data["auto_memory"]
+        bot_update(
+            bot=obj,
+            actor=None,
+            staff=acting_user(request),
+            name=obj.name,
+            memory=data.get("memory_spec"),
+            auto_memory=data["auto_memory"],
         )

@@ -34,8 +34,8 @@ from memory.errors import AutoloadPatternInvalid, BotSlugTaken, BotSpecInvalid, 
 from memory.spaces.handle import USER_BOUND, SpaceHandle, Visibility, space_handle_parse
 from memory.spaces.index import autoload_select
 from workspaces.errors import NotFound
-from workspaces.models import AutoMemorySetting, Bot, BotRuntime, Team, User
-from workspaces.services import team_owner_require
+from workspaces.models import AuditAction, AutoMemorySetting, Bot, BotRuntime, Team, User
+from workspaces.services import audit_record, team_owner_require
 from workspaces.violations import violation_code
 
 
@@ -248,6 +248,11 @@ def bot_spec_require_valid(
     return auto_memory_parse(auto_memory)
 
 
+# Words the bot routes use where a bot id would stand (`bots/validate`, `bots/me/...`): a
+# bot of that id could never be reached.
+ROUTE_WORDS = frozenset({"validate", "me"})
+
+
 def bot_list(*, team: Team) -> QuerySet[Bot]:
     return Bot.objects.filter(team=team).order_by("slug")
 
@@ -260,6 +265,17 @@ def bot_get(*, team: Team, slug: str) -> Bot:
     return bot
 
 
+class _Keep(enum.Enum):
+    """What `bot_update` is given for a field it leaves as it is."""
+
+    KEEP = enum.auto()
+
+
+KEEP = _Keep.KEEP
+# What `bot_update` changes: a bot's team, id and creation time are fixed.
+_EDITABLE = ("name", "runtime", "memory_spec", "auto_memory")
+
+
 def bot_create(
     *,
     team: Team,
@@ -269,11 +285,13 @@ def bot_create(
     runtime: str,
     memory: Mapping[str, Any] | None = None,
     auto_memory: object = None,
+    staff: User | None = None,
 ) -> Bot:
     """Create a bot of `team`. Only a team owner may (`TeamOwnerRequired`; `actor` None is
-    staff in the admin, who manage every bot). A spec with an error diagnostic is refused
-    (`BotSpecInvalid`, its diagnostics in `detail`); the slug is unique in the team
-    (`BotSlugTaken`). Nothing is written on a refusal."""
+    staff in the admin, who manage every bot: `staff` is that person, for the audit). A
+    spec with an error diagnostic is refused (`BotSpecInvalid`, its diagnostics in
+    `detail`); the slug is unique in the team (`BotSlugTaken`). Nothing is written on a
+    refusal; a creation is audited (`bot_created`) with it."""
     if actor is not None:
         team_owner_require(team=team, user=actor)
     try:
@@ -284,10 +302,16 @@ def bot_create(
             diagnostics=[],
             field="slug",
         ) from None
+    if slug in ROUTE_WORDS:
+        raise BotSpecInvalid(
+            f"`{slug}` names a route under /api/v1/bots/, not a bot; choose another id.",
+            diagnostics=[],
+            field="slug",
+        )
     setting = bot_spec_require_valid(runtime=runtime, memory=memory, auto_memory=auto_memory)
     try:
         with transaction.atomic():
-            return Bot.objects.create(
+            bot = Bot.objects.create(
                 team=team,
                 slug=slug,
                 name=name,
@@ -295,6 +319,8 @@ def bot_create(
                 memory_spec=None if memory is None else dict(memory),
                 auto_memory=setting,
             )
+            _bot_audit(bot, actor=actor or staff, action=AuditAction.BOT_CREATED)
+            return bot
     except IntegrityError as error:
         if violation_code(error) != BotSlugTaken.code:
             raise
@@ -302,16 +328,69 @@ def bot_create(
 
 
 def bot_spec_set(
-    *, bot: Bot, actor: User | None, memory: Mapping[str, Any] | None, auto_memory: object
+    *,
+    bot: Bot,
+    actor: User | None,
+    memory: Mapping[str, Any] | None,
+    auto_memory: object,
+    staff: User | None = None,
 ) -> Bot:
-    """Replace a bot's memory spec and auto-memory setting, judged against its runtime.
-    `actor` None is staff in the admin, who manage every bot; a person must own the bot's
-    team (`TeamOwnerRequired`). A spec with an error diagnostic is refused (`BotSpecInvalid`)."""
+    """Replace a bot's memory spec and auto-memory setting, judged against its runtime
+    (`bot_update` with those two fields)."""
+    return bot_update(bot=bot, actor=actor, staff=staff, memory=memory, auto_memory=auto_memory)
+
+
+def bot_update(
+    *,
+    bot: Bot,
+    actor: User | None,
+    staff: User | None = None,
+    name: str | _Keep = KEEP,
+    runtime: str | _Keep = KEEP,
+    memory: Mapping[str, Any] | _Keep | None = KEEP,
+    auto_memory: object = KEEP,
+) -> Bot:
+    """Change the given fields of a bot (`KEEP`: leave it). The spec that results, changed
+    or not, is judged against the runtime that results, so a new runtime cannot slip past
+    a spec it makes invalid (`BotSpecInvalid`, nothing saved). `actor` None is staff in the
+    admin (`staff` that person, for the audit); a person must own the bot's team
+    (`TeamOwnerRequired`). A change is audited (`bot_spec_changed`, naming the fields that
+    changed); one that changes nothing records nothing."""
     if actor is not None:
         team_owner_require(team=bot.team, user=actor)
-    bot.auto_memory = bot_spec_require_valid(
-        runtime=bot.runtime, memory=memory, auto_memory=auto_memory
-    )
-    bot.memory_spec = None if memory is None else dict(memory)
-    bot.save(update_fields=["memory_spec", "auto_memory"])
+    with transaction.atomic():
+        # The row as stored, locked: `bot` may carry unsaved values (the admin's form sets
+        # them), and two edits of one bot must each judge the spec the other left.
+        current = Bot.objects.select_related("team").select_for_update(of=("self",)).get(pk=bot.pk)
+        before = {field: getattr(current, field) for field in _EDITABLE}
+        if not isinstance(name, _Keep):
+            current.name = name
+        if not isinstance(runtime, _Keep):
+            current.runtime = runtime
+        if not isinstance(memory, _Keep):
+            current.memory_spec = None if memory is None else dict(memory)
+        current.auto_memory = bot_spec_require_valid(
+            runtime=current.runtime,
+            memory=current.memory_spec,
+            auto_memory=current.auto_memory if auto_memory is KEEP else auto_memory,
+        )
+        changed = [field for field in _EDITABLE if getattr(current, field) != before[field]]
+        if changed:
+            current.save(update_fields=changed)
+            _bot_audit(
+                current, actor=actor or staff, action=AuditAction.BOT_SPEC_CHANGED, fields=changed
+            )
+    bot.refresh_from_db()
     return bot
+
+
+def _bot_audit(bot: Bot, *, actor: User | None, action: str, **detail: object) -> None:
+    """Audit a change of `bot` by `actor`: ids and field names, never the spec's values."""
+    audit_record(
+        actor=actor,
+        action=action,
+        org_id=bot.team.org_id,
+        target_type="bot",
+        target_id=bot.pk,
+        detail={"botId": bot.slug, "teamId": bot.team_id, "runtime": bot.runtime, **detail},
+    )

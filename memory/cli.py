@@ -168,18 +168,18 @@ class RemoteSpaceClient:
         self.session.headers["Authorization"] = f"Bearer {token}"
 
     def usage(self) -> dict[str, Any]:
-        return dict(self._request("GET", "usage").json())
+        return dict(self.request("GET", "usage").json())
 
     def documents(self, *, directory: str) -> dict[str, Any]:
         query = {"dir": directory} if directory else {}
-        return dict(self._request("GET", "docs", query=query).json())
+        return dict(self.request("GET", "docs", query=query).json())
 
     def read(self, *, path: str) -> dict[str, Any]:
-        response = self._request("GET", "doc", query={"path": path})
+        response = self.request("GET", "doc", query={"path": path})
         return _document_data(path, response.content, int(response.headers["X-Revision"]))
 
     def write(self, *, path: str, body: bytes, base_version: int | None) -> dict[str, Any]:
-        response = self._request(
+        response = self.request(
             "PUT",
             "doc",
             query={"path": path},
@@ -192,12 +192,12 @@ class RemoteSpaceClient:
         return dict(response.json())
 
     def delete(self, *, path: str, base_version: int | None) -> None:
-        self._request(
+        self.request(
             "DELETE", "doc", query={"path": path}, headers=_base_version_header(base_version)
         )
 
     def export(self, *, out: BinaryIO, progress: Progress) -> dict[str, Any]:
-        response = self._request("GET", "export", stream=True)
+        response = self.request("GET", "export", stream=True)
         with response:
             total = int(response.headers.get("Content-Length") or 0)
             done = 0
@@ -210,7 +210,7 @@ class RemoteSpaceClient:
 
     def import_archive(self, upload: ArchiveUpload, *, progress: Progress) -> dict[str, Any]:
         query = {"strategy": upload.strategy.value, **({"dryRun": "1"} if upload.dry_run else {})}
-        response = self._request(
+        response = self.request(
             "POST",
             "import",
             query=query,
@@ -219,7 +219,7 @@ class RemoteSpaceClient:
         )
         return dict(response.json())
 
-    def _request(
+    def request(
         self,
         method: str,
         route: str,
@@ -229,6 +229,8 @@ class RemoteSpaceClient:
         data: bytes | IO[bytes] | None = None,
         stream: bool = False,
     ) -> requests.Response:
+        """One request to `route` under the base URL, with the space's query; a refusal
+        raises RemoteRefusal, no answer RemoteUnreachable."""
         try:
             response = self.session.request(
                 method,

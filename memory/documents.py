@@ -22,9 +22,14 @@ from dataclasses import dataclass
 from typing import IO
 
 from django.conf import settings
+from django.db.models import QuerySet
 
 from memory.models import MEMORY_PATH
-from memory.namespace import is_memory_namespace, memory_namespace_refuse
+from memory.namespace import (
+    MEMORY_NAMESPACE_PREFIX,
+    is_memory_namespace,
+    memory_namespace_refuse,
+)
 from memory.services import memory_write
 from memory.spaces.archive import ExportReport, archive_export
 from memory.spaces.store import DocumentMeta, StoredDocument
@@ -35,6 +40,7 @@ from workspaces.ratelimit import TooManyInProgress, in_progress_slot
 from workspaces.selectors import (
     file_current_revisions,
     file_list,
+    file_list_query,
     file_read_text,
     file_search,
     file_version_plaintext,
@@ -182,6 +188,26 @@ def document_list(
     literally. Reads no text, but the assistant still needs its live key session."""
     _authority_check(actor)
     files = file_list(workspace=actor.workspace, prefix=prefix, include_deleted=include_deleted)
+    return document_visible(actor=actor, files=files)
+
+
+def document_list_query(
+    *, actor: DocumentActor, prefix: str | None, include_deleted: bool = False
+) -> QuerySet[File]:
+    """`document_list` unbounded, by path, for a route that pages through it. The memory
+    namespace is left out in the query where it is hidden; `document_visible` drops any
+    other spelling of it from a page."""
+    _authority_check(actor)
+    files = file_list_query(
+        workspace=actor.workspace, prefix=prefix, include_deleted=include_deleted
+    )
+    if actor.is_namespace_hidden:
+        files = files.exclude(path__istartswith=MEMORY_NAMESPACE_PREFIX)
+    return files
+
+
+def document_visible(*, actor: DocumentActor, files: list[File]) -> list[File]:
+    """The files of `files` that `actor` may see listed."""
     if not actor.is_namespace_hidden:
         return files
     return [file for file in files if not is_memory_namespace(file.path)]

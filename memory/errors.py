@@ -131,3 +131,49 @@ class BotSlugTaken(DomainError):
     code = "BOT_SLUG_TAKEN"
     status = 409
     default_message = "The team already has a bot with this id; nothing was saved."
+
+
+class AutoMemorySpaceReserved(DomainError):
+    """A write, delete or import into a space named `auto-memory`: that name is the
+    auto-memory mirror's, and only the mirror writes it (people may read it)."""
+
+    code = "AUTO_MEMORY_SPACE_RESERVED"
+    status = 403
+    default_message = (
+        "Spaces named auto-memory are written only by the auto-memory mirror; nothing was written."
+    )
+
+
+class AutoMemoryValueInvalid(DomainError):
+    """An auto-memory switch value (a flag, the AUTO_MEMORY environment) other than
+    on/off/true/false/1/0/blank: diagnostic C131. `detail.level` names where it came from."""
+
+    code = "AUTO_MEMORY_VALUE_INVALID"
+    status = 400
+    default_message = "Auto-memory is on, off, true, false, 1, 0 or blank (diagnostic C131)."
+
+
+class MirrorNotHydrated(DomainError):
+    """Sync-back of a mirror node that was never hydrated (or was released): there is no
+    manifest to diff against, so nothing can be told apart from a deletion."""
+
+    code = "MIRROR_NOT_HYDRATED"
+    status = 409
+    default_message = "This mirror node was never hydrated; hydrate it first. Nothing was synced."
+
+
+class MirrorNodeBusy(DomainError):
+    """Another process holds the mirror node's lock (a hydrate, sync-back or release)."""
+
+    code = "MIRROR_NODE_BUSY"
+    status = 409
+    default_message = "Another process is using this mirror node; nothing was done. Retry."
+
+
+class MirrorStateUnsafe(DomainError):
+    """The mirror's state directory, a space's directory or a node's lock is a symlink or
+    not a directory: the mirror never follows one. `detail.path` names it."""
+
+    code = "MIRROR_STATE_UNSAFE"
+    status = 409
+    default_message = "The mirror's state directory is not safe to use; nothing was done."

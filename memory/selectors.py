@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db.models import QuerySet
 
 from memory.edits import MemoryChange, parse_changes
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
@@ -92,15 +93,26 @@ def memory_proposal_changes(
     return parse_changes(json.loads(raw))
 
 
-def memory_proposal_list_open_with_changes(
-    *, workspace: Workspace
-) -> list[tuple[Proposal, list[MemoryChange]]]:
-    """Open proposals, newest first, each with its changes opened for the member to review."""
-    proposals = list(
-        Proposal.objects.filter(workspace=workspace, status=Proposal.Status.OPEN).order_by(
-            "-created_at"
-        )[:100]
+def memory_version_list(*, workspace: Workspace) -> QuerySet[FileVersion]:
+    """The memory document's revisions, newest first."""
+    return (
+        FileVersion.objects.select_related("author")
+        .filter(file__workspace=workspace, file__path=MEMORY_PATH)
+        .order_by("-version")
     )
+
+
+def memory_proposal_list_open(*, workspace: Workspace) -> QuerySet[Proposal]:
+    """Open proposals, newest first."""
+    return Proposal.objects.filter(workspace=workspace, status=Proposal.Status.OPEN).order_by(
+        "-created_at", "-id"
+    )
+
+
+def memory_proposal_changes_opened(
+    *, workspace: Workspace, proposals: list[Proposal]
+) -> list[tuple[Proposal, list[MemoryChange]]]:
+    """Each proposal with its changes opened for the member to review."""
     if not proposals:
         return []
     data_key = workspace_data_key(workspace=workspace)

@@ -1,5 +1,6 @@
 """The web frame's memory pages: the Memory frame (with the panels higher apps register in
-`memory.panels`, the assistant's among them), Changes, Notes, and the team's memory spaces.
+`memory.panels`, the assistant's among them), Changes, Notes, the team's memory spaces and
+its bots.
 
 Thin: resolve the page through `workspace_page` (membership, 404 for another team, the
 browser's key session), read through the same selectors the API uses, render. Saves,
@@ -37,9 +38,15 @@ from memory.selectors import (
 )
 from memory.spaces.handle import QUALIFIERS, REQUIRED_QUALIFIERS, Visibility
 from workspaces.errors import DocumentUnreadable, InvalidDocumentPath, NotFound
-from workspaces.models import FileVersion
+from workspaces.models import Bot, FileVersion, User
 from workspaces.paths import document_path_require_canonical
-from workspaces.selectors import file_get, file_list, file_read_text, workspace_data_key
+from workspaces.selectors import (
+    file_get,
+    file_list,
+    file_read_text,
+    team_owner_is,
+    workspace_data_key,
+)
 from workspaces.views import WorkspacePage, request_team, workspace_page
 
 CHANGES_PAGE_SIZE = 50
@@ -364,3 +371,26 @@ def _notes_url(workspace_id: int) -> str:
 def _note_url(workspace_id: int, path: str | None = None) -> str:
     url = reverse("memory:note", kwargs={"workspace_id": workspace_id})
     return url if path is None else f"{url}?{urlencode({'path': path})}"
+
+
+@login_required
+@require_GET
+def team_bots(request: HttpRequest) -> HttpResponse:
+    """The active team's bots. The page script lists, creates and edits them and issues and
+    revokes their tokens through the bot routes, as the session's team; the routes decide
+    who may change what (owners), the page only leaves out the controls others cannot use."""
+    team = request_team(request)
+    if team is None:
+        raise PermissionDenied("You are not a member of any team.")
+    is_owner = isinstance(request.user, User) and team_owner_is(team=team, user=request.user)
+    config = {
+        "isOwner": is_owner,
+        "urls": {"bots": reverse("bot-list"), "validate": reverse("bot-spec-validate")},
+    }
+    context = {
+        "team": team,
+        "is_owner": is_owner,
+        "runtimes": Bot.Runtime.choices,
+        "frame_config": config,
+    }
+    return render(request, "memory/bots.html", context)

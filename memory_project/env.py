@@ -158,17 +158,29 @@ def _long_enough(name: str, value: str) -> str:
 
 
 def _create_secret_file(path: Path) -> None:
-    # Written to a private temporary name and hard-linked into place, so two processes
-    # starting at once (test workers, gunicorn) agree on one secret and neither can read
-    # a half-written file.
+    # An existing file wins, so two processes starting at once (test workers, gunicorn)
+    # agree on one secret.
+    private_file_write(path, secrets.token_urlsafe(48), replace=False)
+
+
+def private_file_write(path: Path, text: str, *, replace: bool = True) -> None:
+    """Write `text` to `path`, readable only by its owner (mode 0600 from the start).
+
+    It is written to a private temporary name first and then moved (or, with `replace`
+    False, hard-linked) into place, so no reader ever sees half a file. Without `replace`
+    a file already at `path` is kept.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w") as handle:
-        handle.write(secrets.token_urlsafe(48))
+        handle.write(text)
     try:
-        os.link(temporary, path)
+        if replace:
+            os.replace(temporary, path)
+        else:
+            os.link(temporary, path)
     except FileExistsError:
         pass
     finally:
-        temporary.unlink()
+        temporary.unlink(missing_ok=True)

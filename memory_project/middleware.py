@@ -132,7 +132,7 @@ class QueryEncodingMiddleware:
     a view as U+FFFD U+FFFD: another text than the one sent, which every rule after it
     would judge instead. So the raw query string is judged here, once, for every route: a
     path parameter gets the path's own refusal (`invalid_encoding`), any other parameter
-    the validation refusal its serializer would give, with the same reason.
+    QUERY_INVALID, the refusal its query serializer would give, with the same reason.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -147,7 +147,7 @@ class QueryEncodingMiddleware:
                 return error_response(error.code, error.message, error.status, error.detail)
             if name is not None:
                 return error_response(
-                    "VALIDATION_FAILED",
+                    "QUERY_INVALID",
                     "The query string is not valid.",
                     400,
                     {

@@ -237,16 +237,30 @@ MEMORY_QUOTA_SPACE_BYTES = {
 }
 # How long a space write or delete waits for the space's locks before answering STORE_BUSY.
 MEMORY_STORE_WAIT_SECONDS = env_int("MEMORY_STORE_WAIT_SECONDS", 5, minimum=1, maximum=300)
+# A `private` space (one run's) is removed by the nightly expiry this many days after its
+# last write (or its creation, if nothing was written since).
+MEMORY_PRIVATE_TTL_DAYS = env_int("MEMORY_PRIVATE_TTL_DAYS", 7, minimum=1, maximum=3650)
 # Bounds on one archive import, counted as the archive is read (so a gzip bomb stops at
 # the bound instead of being inflated first): its entries, and its decompressed bytes.
 MEMORY_IMPORT_MAX_ENTRIES = env_int("MEMORY_IMPORT_MAX_ENTRIES", 10_000, minimum=1)
 MEMORY_IMPORT_MAX_BYTES = env_int(
     "MEMORY_IMPORT_MAX_BYTES", 64 * _MIB, minimum=MEMORY_MAX_DOCUMENT_BYTES + 64 * 1024
 )
+# The bodies a bot's autoload block holds at most; the documents past it are listed, not cut.
+MEMORY_AUTOLOAD_MAX_BYTES = env_int("MEMORY_AUTOLOAD_MAX_BYTES", 64 * 1024, minimum=1)
 # `manage.py memory --remote`'s defaults: the server it talks to and the personal access
 # token it sends (never printed). Both optional; the flags override them.
 MEMORY_REMOTE_URL = env_base_url("MEMORY_REMOTE_URL")
 MEMORY_REMOTE_TOKEN = env_str("MEMORY_REMOTE_TOKEN", "")
+# The auto-memory mirror (memory/mirror.py): the environment's level of the switch (on, off,
+# true, false, 1, 0 or blank; checked at start-up by memory.apps, C131 otherwise), and where
+# mirror nodes live (an absolute path; each node's files are the runtime's to edit).
+AUTO_MEMORY = env_str("AUTO_MEMORY", "")
+AUTO_MEMORY_STATE_DIR = Path(env_str("AUTO_MEMORY_STATE_DIR", str(DATA_DIR / "state")))
+if not AUTO_MEMORY_STATE_DIR.is_absolute():
+    raise ImproperlyConfigured("AUTO_MEMORY_STATE_DIR must be an absolute path")
+if AUTO_MEMORY_STATE_DIR.exists() and not AUTO_MEMORY_STATE_DIR.is_dir():
+    raise ImproperlyConfigured("AUTO_MEMORY_STATE_DIR names something that is not a directory")
 # One document search decrypts at most this many bytes before it answers with a cursor to
 # continue from, and one person runs at most this many searches at once.
 SEARCH_MAX_DECRYPTED_BYTES = env_int(

@@ -51,6 +51,13 @@ def changelist_link(model_label: str, text: object, **filters: object) -> str:
     return format_html('<a href="{}?{}">{}</a>', url, query, text)
 
 
+def workspace_search_fields(via: str = "") -> tuple[str, str]:
+    """The search fields finding a row by its workspace's name or exact id; `via` names the
+    relation through which a row with no workspace of its own reaches one."""
+    prefix = f"{via}__" if via else ""
+    return (f"{prefix}workspace__name", f"{prefix}workspace__id__exact")
+
+
 def workspace_column(via: str) -> Callable[[Any, Any], str]:
     """An admin column (assign it as `workspace`) linking the workspace of a row that has
     none of its own but reaches one through its `via` relation (a turn, its admission)."""
@@ -285,7 +292,17 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_filter = ("revoked_at", "expires_at")
     search_fields = ("name", "user__username", "team__name")
     # The hash is never shown; staff can only inspect and revoke.
-    fields = ("name", "user", "team", "scope", "bot", "created_at", "expires_at", "revoked_at")
+    fields = (
+        "name",
+        "user",
+        "team",
+        "scope",
+        "bot",
+        "created_at",
+        "expires_at",
+        "revoked_at",
+        "last_used_at",
+    )
     readonly_fields = fields
     actions = ("revoke",)
 
@@ -338,7 +355,7 @@ class FileAdmin(ViewOnlyAdmin):
     list_display = ("path", "workspace", "current_version", "deleted_at", "updated_at")
     list_select_related = ("workspace",)
     list_filter = ("deleted_at", "updated_at")
-    search_fields = ("path", "workspace__name", "workspace__id__exact")
+    search_fields = ("path", *workspace_search_fields())
 
     @admin.display(description="Revisions")
     def revisions(self, file: models.File) -> str:
@@ -364,8 +381,7 @@ class FileVersionAdmin(ViewOnlyAdmin):
     list_filter = ("change_kind", "author_kind", "created_at")
     search_fields: ClassVar[tuple[str, ...]] = (
         "file__path",
-        "file__workspace__name",
-        "file__workspace__id__exact",
+        *workspace_search_fields("file"),
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[models.FileVersion]:
@@ -389,7 +405,7 @@ class KeySessionAdmin(ViewOnlyAdmin):
     list_display = ("id", "workspace", "user", "created_at", "revoked_at")
     list_select_related = ("workspace", "user")
     list_filter = ("revoked_at", "created_at")
-    search_fields = ("=id", "workspace__name", "workspace__id__exact", "user__username")
+    search_fields = ("=id", *workspace_search_fields(), "user__username")
     actions = ("revoke",)
 
     def has_revoke_permission(self, request: HttpRequest) -> bool:
@@ -414,8 +430,7 @@ class KeySessionRevocationAdmin(ViewOnlyAdmin):
     list_filter = ("revoked_at",)
     search_fields = (
         "=key_session__id",
-        "key_session__workspace__name",
-        "key_session__workspace__id__exact",
+        *workspace_search_fields("key_session"),
         "revoked_by__username",
     )
 

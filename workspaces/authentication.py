@@ -22,6 +22,7 @@ from workspaces.errors import CredentialKindRefused, NoActiveTeam, TokenScopeRef
 from workspaces.models import ApiToken, Bot, Team, TeamMembership, User
 from workspaces.ratelimit import client_address, window_count, window_hit
 from workspaces.selectors import org_require_active
+from workspaces.services import api_token_use_record
 from workspaces.tokens import PAT_PREFIX, JwtClaims, bearer_secret_digest, jwt_decode
 
 ACTIVE_TEAM_SESSION_KEY = "active_team_id"
@@ -107,7 +108,8 @@ class BearerAuthentication(BaseAuthentication):
             raise _refuse("TOKEN_INVALID", "Token invalid.")
         if token.revoked_at is not None:
             raise _refuse("TOKEN_REVOKED", "Token revoked.")
-        if token.expires_at <= timezone.now():
+        now = timezone.now()
+        if token.expires_at <= now:
             raise _refuse("TOKEN_EXPIRED", "Token expired.")
         if not token.user.is_active or not token.owner_in_team:
             raise _refuse("TOKEN_INVALID", "Token owner unavailable.")
@@ -115,6 +117,7 @@ class BearerAuthentication(BaseAuthentication):
             raise CredentialKindRefused("A bot's token cannot act as a person.")
         self._scope_require(token.scope)
         org_require_active(org=token.team.org)
+        api_token_use_record(token=token, now=now)
         return token.user, Credential(
             kind="pat" if token.bot is None else "bot",
             user=token.user,
@@ -150,9 +153,16 @@ class BearerAuthentication(BaseAuthentication):
 
 
 class McpBearerAuthentication(BearerAuthentication):
-    """The MCP server's authenticator: MCP-scoped personal access tokens only."""
+    """The MCP server's authenticator: MCP-scoped personal access tokens, and bot tokens
+    (a bot's credential, for its memory tools; the server gives it no tool of a person's)."""
 
     scope = ApiToken.Scope.MCP
+    takes_bots = True
+
+    def _scope_require(self, scope: str) -> None:
+        # A bot token's scope is `bot` exactly when it names a bot (a CHECK holds it).
+        if scope != ApiToken.Scope.BOT:
+            super()._scope_require(scope)
 
 
 class BotBearerAuthentication(BearerAuthentication):

@@ -76,6 +76,42 @@ class ConsentRevisionConflict(DomainError):
     default_message = "The workspace AI setting changed since the revision you sent."
 
 
+class NameTaken(DomainError):
+    """A workspace of this name already exists in the team (names are unique per team)."""
+
+    code = "NAME_TAKEN"
+    status = 409
+    default_message = "Your team already has a workspace of this name; choose another name."
+
+
+class AlreadyMember(DomainError):
+    code = "ALREADY_MEMBER"
+    status = 409
+    default_message = "This person is already a member of the workspace."
+
+
+class LastWorkspaceAdmin(DomainError):
+    """Removing (or leaving as) the workspace's only admin would leave nobody able to manage
+    its members or its AI consent."""
+
+    code = "LAST_WORKSPACE_ADMIN"
+    status = 409
+    default_message = (
+        "This is the workspace's only admin; add another admin before this one leaves."
+    )
+
+
+class NotTeamMember(DomainError):
+    """The person named is not an active member of the workspace's team (or does not exist:
+    the two are not told apart). A workspace admits only its team's members."""
+
+    code = "NOT_TEAM_MEMBER"
+    status = 422
+    default_message = (
+        "Only members of your team can be added to its workspaces, and this person is not one."
+    )
+
+
 class VersionConflict(DomainError):
     """The base version a write named is no longer the current one; nothing was written."""
 
@@ -90,6 +126,24 @@ class BaseVersionRequired(DomainError):
     default_message = (
         "X-Base-Version is required: name the version this write is based on (0 to create)."
     )
+
+
+class PreconditionFailed(DomainError):
+    """An `If-Match` write whose entity tag is no longer the document's: HTTP's own answer
+    to a failed precondition, with the detail a VERSION_CONFLICT would carry."""
+
+    code = "PRECONDITION_FAILED"
+    status = 412
+    default_message = "The document changed since the entity tag you sent in If-Match."
+
+
+class QueryInvalid(DomainError):
+    """A query parameter the route cannot use; `detail.fields` maps each to its problems, as
+    VALIDATION_FAILED does for a body's fields."""
+
+    code = "QUERY_INVALID"
+    status = 400
+    default_message = "A query parameter is not valid."
 
 
 class InvalidHeader(DomainError):

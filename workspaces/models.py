@@ -328,6 +328,8 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Kept to the minute (`api_token_use_record`), so that using a token seldom writes.
+    last_used_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

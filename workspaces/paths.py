@@ -52,6 +52,22 @@ def path_segments(text: str) -> list[str]:
     return [part for part in text.replace("\\", "/").split("/") if part not in {"", "."}]
 
 
+def _unfolded(raw: str) -> str:
+    """`raw` unfolded (`unfold`) until it no longer changes, or InvalidDocumentPath."""
+    text = raw
+    try:
+        for _ in range(DECODE_ROUNDS):
+            unfolded = unfold(text, strict=True)
+            if unfolded == text:
+                return text
+            text = unfolded
+        if unfold(text, strict=True) != text:
+            raise InvalidDocumentPath(reason="too_deeply_encoded")
+    except UnicodeDecodeError:
+        raise InvalidDocumentPath(reason="invalid_encoding") from None
+    return text
+
+
 def _canonical_segments(raw: str) -> list[str]:
     """Steps 1 to 5 short of the Markdown rule: the canonical segments of `raw` (none for
     an empty path), or InvalidDocumentPath."""
@@ -59,18 +75,9 @@ def _canonical_segments(raw: str) -> list[str]:
         raise InvalidDocumentPath(reason="not_text")
     if len(raw) > MAX_RAW_CHARS:
         raise InvalidDocumentPath(reason="too_long")
-    text = raw
-    try:
-        for _ in range(DECODE_ROUNDS):
-            unfolded = unfold(text, strict=True)
-            if unfolded == text:
-                break
-            text = unfolded
-        else:
-            if unfold(text, strict=True) != text:
-                raise InvalidDocumentPath(reason="too_deeply_encoded")
-    except UnicodeDecodeError:
-        raise InvalidDocumentPath(reason="invalid_encoding") from None
+    # ASCII without `%` unfolds to itself (nothing to decode, and NFKC leaves ASCII as it
+    # is): most paths skip the rounds.
+    text = raw if raw.isascii() and "%" not in raw else _unfolded(raw)
     # Printable ASCII (most paths) holds no invisible and no default-ignorable code point:
     # the per-character look-ups are for the rest.
     if not (text.isascii() and text.isprintable()):

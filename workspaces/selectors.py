@@ -15,11 +15,13 @@ from workspaces.crypto import revision_open
 from workspaces.errors import CACHE_ERRORS, NotFound, OrgPendingDeletion
 from workspaces.models import (
     ApiToken,
+    Bot,
     File,
     FileVersion,
     KeySession,
     Org,
     Team,
+    TeamMembership,
     User,
     Workspace,
     WorkspaceKey,
@@ -61,11 +63,42 @@ def workspace_membership_get(*, user: User, team: Team, workspace_id: int) -> Wo
     return membership
 
 
+def workspace_member_list(*, workspace: Workspace) -> QuerySet[WorkspaceMembership]:
+    """Who is in the workspace, in the order they joined. Call with a workspace the caller
+    reached through `workspace_membership_get`: any member may see the others."""
+    return (
+        WorkspaceMembership.objects.select_related("user")
+        .filter(workspace=workspace)
+        .order_by("created_at", "pk")
+    )
+
+
+def team_members_outside_workspace(*, workspace: Workspace) -> QuerySet[User]:
+    """The active members of the workspace's team who are not in it: whom its admins may add."""
+    return (
+        User.objects.filter(team_memberships__team_id=workspace.team_id, is_active=True)
+        .exclude(workspace_memberships__workspace=workspace)
+        .order_by("username")
+    )
+
+
 def api_token_list_for_user(*, user: User, team: Team) -> QuerySet[ApiToken]:
     """The person's own tokens: not the bot tokens they issued, which belong to the bots."""
     return ApiToken.objects.filter(user=user, team=team, bot__isnull=True).order_by(
         "-created_at", "-pk"
     )
+
+
+def team_owner_is(*, team: Team, user: User) -> bool:
+    """Whether `user` owns `team`: what managing its bots takes."""
+    return TeamMembership.objects.filter(
+        team=team, user=user, role=TeamMembership.Role.OWNER
+    ).exists()
+
+
+def bot_token_list(*, bot: Bot) -> QuerySet[ApiToken]:
+    """Every token issued to `bot`, revoked and expired ones too, newest first."""
+    return ApiToken.objects.filter(bot=bot).order_by("-created_at", "-pk")
 
 
 def api_token_get_for_user(*, user: User, team: Team, token_id: int) -> ApiToken:
@@ -125,12 +158,14 @@ def file_version_plaintext(
     return plaintext.decode()
 
 
-def key_session_list_for_user(*, user: User, workspace: Workspace) -> list[tuple[KeySession, bool]]:
-    """The caller's key sessions on a workspace, each with whether its key is still cached
-    (none is while the cache cannot be reached: no key can be used then)."""
-    sessions = list(
-        KeySession.objects.filter(user=user, workspace=workspace).order_by("-created_at")[:100]
-    )
+def key_session_list_for_user(*, user: User, workspace: Workspace) -> QuerySet[KeySession]:
+    """The caller's key sessions on a workspace, newest first."""
+    return KeySession.objects.filter(user=user, workspace=workspace).order_by("-created_at", "-pk")
+
+
+def key_session_liveness(*, sessions: list[KeySession]) -> list[tuple[KeySession, bool]]:
+    """Each session with whether its key is still cached (none is while the cache cannot be
+    reached: no key can be used then)."""
     try:
         cached = cache.get_many([session.cache_key for session in sessions])
     except CACHE_ERRORS:
@@ -180,6 +215,17 @@ def file_list(*, workspace: Workspace, prefix: str | None, include_deleted: bool
     `prefix` matches the start of the stored (canonical) path literally. Each file carries
     `current_bytes`, the size of its current revision, read in the same query.
     """
+    return list(
+        file_list_query(workspace=workspace, prefix=prefix, include_deleted=include_deleted)[
+            :FILE_LIST_LIMIT
+        ]
+    )
+
+
+def file_list_query(
+    *, workspace: Workspace, prefix: str | None, include_deleted: bool
+) -> QuerySet[File]:
+    """`file_list` unbounded, for a caller that pages through it."""
     files = File.objects.filter(workspace=workspace)
     if prefix:
         files = files.filter(path__startswith=prefix)
@@ -188,9 +234,7 @@ def file_list(*, workspace: Workspace, prefix: str | None, include_deleted: bool
     current_bytes = FileVersion.objects.filter(
         file=OuterRef("pk"), version=OuterRef("current_version")
     ).values("size_bytes")[:1]
-    return list(
-        files.annotate(current_bytes=Subquery(current_bytes)).order_by("path")[:FILE_LIST_LIMIT]
-    )
+    return files.annotate(current_bytes=Subquery(current_bytes)).order_by("path")
 
 
 def file_read_text(*, workspace: Workspace, path: str, data_key: bytes) -> tuple[FileVersion, str]:

@@ -7,17 +7,16 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Model
+from django.db.models import F, Model, Q
 from django.http import HttpRequest
 from django.utils import timezone
 
-from workspaces.authentication import Credential, CredentialKind
 from workspaces.counters import tenant_counter_charge
 from workspaces.crypto import (
     WrappedKeyField,
@@ -29,6 +28,7 @@ from workspaces.crypto import (
 )
 from workspaces.errors import (
     CACHE_ERRORS,
+    AlreadyMember,
     ConsentRevisionConflict,
     CredentialKindRefused,
     DocumentExists,
@@ -36,7 +36,10 @@ from workspaces.errors import (
     InvalidText,
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
+    LastWorkspaceAdmin,
+    NameTaken,
     NotFound,
+    NotTeamMember,
     OrgStateConflict,
     TeamOwnerRequired,
     VersionConflict,
@@ -61,23 +64,149 @@ from workspaces.models import (
     key_session_cache_key,
 )
 from workspaces.ratelimit import client_address
-from workspaces.selectors import workspace_data_key
+from workspaces.selectors import team_owner_is, workspace_data_key
 from workspaces.sql import datetime_param, table
-from workspaces.tokens import jwt_encode, pat_generate
+from workspaces.tokens import bearer_secret_digest, jwt_encode, pat_generate
 from workspaces.violations import violation_code
+
+if TYPE_CHECKING:
+    from workspaces.authentication import Credential, CredentialKind
 
 logger = logging.getLogger(__name__)
 
+# How fresh a token's `last_used_at` is kept: a use within this of the last stamp writes
+# nothing, so a busy token costs one UPDATE a minute, not one per request.
+TOKEN_USE_RESOLUTION = timedelta(minutes=1)
+
 
 def workspace_create(*, team: Team, name: str, admin: User, ai_enabled: bool = False) -> Workspace:
-    """Create a workspace in a team, with `admin` as its first admin."""
+    """Create a workspace in a team, with `admin`, its creator, as its first admin. A name
+    the team already has is NameTaken, and nothing is created."""
     with transaction.atomic():
-        workspace = Workspace.objects.create(team=team, name=name, ai_enabled=ai_enabled)
+        try:
+            with transaction.atomic():
+                workspace = Workspace.objects.create(team=team, name=name, ai_enabled=ai_enabled)
+        except IntegrityError as error:
+            if violation_code(error) != NameTaken.code:
+                raise
+            raise NameTaken(name=name) from None
         team_membership_ensure(team=team, user=admin)
         WorkspaceMembership.objects.create(
             workspace=workspace, user=admin, role=WorkspaceMembership.Role.ADMIN
         )
+        audit_record(
+            actor=admin,
+            action=AuditEvent.Action.WORKSPACE_CREATED,
+            org_id=team.org_id,
+            workspace_id=workspace.pk,
+            target_type="workspace",
+            target_id=workspace.pk,
+            detail={"teamId": team.pk, "aiEnabled": ai_enabled},
+        )
     return workspace
+
+
+def workspace_member_add(
+    *,
+    workspace: Workspace,
+    actor: User,
+    user_id: int | None = None,
+    username: str | None = None,
+    role: str = WorkspaceMembership.Role.MEMBER,
+) -> WorkspaceMembership:
+    """Add a member of the workspace's team, named by id or by username, to the workspace.
+
+    Only an admin of the workspace may (`WorkspaceAdminRequired`). A workspace never pulls
+    anyone into its team: a person who is not an active member of it is `NotTeamMember`,
+    the same answer as for no such person. One already a member is `AlreadyMember`.
+    """
+    _workspace_admin_require(workspace=workspace, user=actor)
+    named: dict[str, Any]
+    lookup: dict[str, object]
+    if user_id is not None:
+        named, lookup = {"userId": user_id}, {"user_id": user_id}
+    else:
+        named, lookup = {"username": username}, {"user__username": username}
+    team_membership = (
+        TeamMembership.objects.select_related("user")
+        .filter(team_id=workspace.team_id, user__is_active=True, **lookup)
+        .first()
+    )
+    if team_membership is None:
+        raise NotTeamMember(**named)
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                membership = WorkspaceMembership.objects.create(
+                    workspace=workspace, user=team_membership.user, role=role
+                )
+        except IntegrityError as error:
+            if violation_code(error) != AlreadyMember.code:
+                raise
+            raise AlreadyMember(userId=team_membership.user_id) from None
+        audit_record(
+            actor=actor,
+            action=AuditEvent.Action.MEMBER_ADDED,
+            org_id=_audit_org_id(pk=workspace.team_id),
+            workspace_id=workspace.pk,
+            target_type="user",
+            target_id=team_membership.user_id,
+            detail={"role": role},
+        )
+    return membership
+
+
+def workspace_member_remove(*, workspace: Workspace, actor: User, user_id: int) -> None:
+    """Remove a member from the workspace: an admin may remove anyone, and anyone may
+    remove themselves (leave). Another's removal by a non-admin is `WorkspaceAdminRequired`;
+    a person who is not a member is `NotFound`.
+
+    The workspace keeps at least one admin (`LastWorkspaceAdmin`). The workspace's
+    memberships are locked in primary-key order first, so two admins removing each other at
+    once are serialized and the second sees that the other is the last. The removed
+    person's key sessions on the workspace are revoked in the same transaction: the
+    assistant loses their authority there at once. What they wrote, their conversations
+    included, stays with the workspace, out of their reach, since every read is a member's.
+    """
+    with transaction.atomic():
+        memberships = list(
+            WorkspaceMembership.objects.select_for_update()
+            .filter(workspace=workspace)
+            .order_by("pk")
+        )
+        by_user = {membership.user_id: membership for membership in memberships}
+        acting = by_user.get(actor.pk)
+        if acting is None:
+            raise NotFound("No such workspace.")
+        if user_id != actor.pk and not acting.is_admin:
+            raise WorkspaceAdminRequired()
+        removed = by_user.get(user_id)
+        if removed is None:
+            raise NotFound("No such member.", userId=user_id)
+        if removed.is_admin and sum(membership.is_admin for membership in memberships) == 1:
+            raise LastWorkspaceAdmin()
+        removed.delete()
+        sessions = KeySession.objects.filter(
+            workspace=workspace, user_id=user_id, revoked_at__isnull=True
+        ).order_by("pk")
+        for session in sessions:
+            key_session_revoke(session=session, revoked_by=actor)
+        audit_record(
+            actor=actor,
+            action=AuditEvent.Action.MEMBER_REMOVED,
+            org_id=_audit_org_id(pk=workspace.team_id),
+            workspace_id=workspace.pk,
+            target_type="user",
+            target_id=user_id,
+            detail={"role": removed.role, "left": user_id == actor.pk},
+        )
+
+
+def _workspace_admin_require(*, workspace: Workspace, user: User) -> None:
+    if not WorkspaceMembership.objects.filter(
+        workspace=workspace, user=user, role=WorkspaceMembership.Role.ADMIN
+    ).exists():
+        raise WorkspaceAdminRequired()
 
 
 def team_membership_ensure(
@@ -113,8 +242,9 @@ def api_token_create(
 ) -> tuple[ApiToken, str]:
     """Mint a personal access token of `scope` for `user`, who is also the audited actor:
     a token is only ever minted by its own owner. Returns the row and the token, which is
-    never stored. With `bot` it is that bot's token (scope `bot`), issued by `user`: call
-    `bot_token_issue`, which checks that `user` may.
+    never stored. With `bot` it is that bot's token (scope `bot`, audited as
+    `bot_token_issued`), issued by `user`: call `bot_token_issue`, which checks that `user`
+    may.
 
     `minted_with` is the kind of credential the asking request carries; None is the system
     itself (seed_demo). A token may not mint a longer-lived token: only a person signed in
@@ -140,7 +270,9 @@ def api_token_create(
         )
         audit_record(
             actor=user,
-            action=AuditEvent.Action.TOKEN_CREATED,
+            action=AuditEvent.Action.TOKEN_CREATED
+            if bot is None
+            else AuditEvent.Action.BOT_TOKEN_ISSUED,
             org_id=team.org_id,
             target_type="api_token",
             target_id=token.pk,
@@ -154,11 +286,21 @@ def api_token_create(
     return token, raw
 
 
+def api_token_use_record(*, token: ApiToken, now: datetime) -> None:
+    """Stamp `token` as used at `now`, unless it was stamped less than TOKEN_USE_RESOLUTION
+    ago. One conditional UPDATE: of concurrent requests past the resolution, one writes and
+    the others match nothing."""
+    stale_before = now - TOKEN_USE_RESOLUTION
+    if token.last_used_at is not None and token.last_used_at > stale_before:
+        return
+    ApiToken.objects.filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lte=stale_before), pk=token.pk
+    ).update(last_used_at=now)
+
+
 def team_owner_require(*, team: Team, user: User) -> None:
     """`user` owns `team` (`TeamOwnerRequired` otherwise): what managing its bots takes."""
-    if not TeamMembership.objects.filter(
-        team=team, user=user, role=TeamMembership.Role.OWNER
-    ).exists():
+    if not team_owner_is(team=team, user=user):
         raise TeamOwnerRequired()
 
 
@@ -181,19 +323,25 @@ def bot_token_issue(
 
 def api_token_revoke(*, token: ApiToken, actor: User) -> ApiToken:
     """Revoke a token, and with it every JWT minted from it. Revoking a revoked token keeps
-    its first revocation time and records nothing more."""
+    its first revocation time and records nothing more. A bot's token is audited as
+    `bot_token_revoked`, a person's as `token_revoked`."""
     with transaction.atomic():
         revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
         )
         if revoked:
+            detail: dict[str, object] = {"ownerId": token.user_id, "teamId": token.team_id}
+            if token.bot_id is not None:
+                detail["botId"] = Bot.objects.values_list("slug", flat=True).get(pk=token.bot_id)
             audit_record(
                 actor=actor,
-                action=AuditEvent.Action.TOKEN_REVOKED,
+                action=AuditEvent.Action.TOKEN_REVOKED
+                if token.bot_id is None
+                else AuditEvent.Action.BOT_TOKEN_REVOKED,
                 org_id=_audit_org_id(pk=token.team_id),
                 target_type="api_token",
                 target_id=token.pk,
-                detail={"ownerId": token.user_id, "teamId": token.team_id},
+                detail=detail,
             )
     token.refresh_from_db(fields=["revoked_at"])
     return token
@@ -235,11 +383,7 @@ def workspace_ai_consent_set(
     accepted change bumps the revision, even one that re-states the current value: an
     admission frozen under the old revision is retired either way.
     """
-    is_admin = WorkspaceMembership.objects.filter(
-        workspace=workspace, user=actor, role=WorkspaceMembership.Role.ADMIN
-    ).exists()
-    if not is_admin:
-        raise WorkspaceAdminRequired()
+    _workspace_admin_require(workspace=workspace, user=actor)
     with transaction.atomic():
         updated = Workspace.objects.filter(
             pk=workspace.pk, ai_consent_revision=expected_revision
@@ -370,22 +514,28 @@ class DemoCredentials:
     workspace_id: int
 
 
-def demo_tenant_seed(*, name: str = "demo") -> DemoCredentials:
-    """Create (or find) a demo org, team, AI-enabled workspace and admin user.
+def demo_tenant_seed(*, name: str = "demo", kept: DemoCredentials | None = None) -> DemoCredentials:
+    """Create (or find) a demo org, team, AI-enabled workspace and admin user, and return
+    working credentials for them.
 
-    Idempotent: a second run creates no new org, team, workspace or user. It sets a
-    fresh password and mints fresh tokens (one for the person API, one for the MCP
-    server), because none can be read back from what is stored, and the credentials it
-    prints must work.
+    Idempotent: a second run creates no new org, team, workspace or user. `kept` is what
+    an earlier run returned (neither the password nor a token can be read back from what
+    is stored): each of its credentials that still works is returned as it is, so a
+    restart neither resets the password (which would sign every browser out) nor mints
+    another token. Only one that no longer works (a password changed since, a token
+    revoked or expired) is replaced: a fresh password, a freshly minted token.
     """
-    password = secrets.token_urlsafe(12)
     with transaction.atomic():
         org, _ = Org.objects.get_or_create(name=f"{name} org")
         team, _ = Team.objects.get_or_create(org=org, name=f"{name} team")
         user, _ = User.objects.get_or_create(username=name)
-        user.set_password(password)
         # The demo shows the staff side too: the same person may inspect receipts in admin.
         user.is_staff = user.is_superuser = True
+        previous = kept if kept is not None and kept.username == user.username else None
+        password = previous.password if previous else ""
+        if not (password and user.check_password(password)):
+            password = secrets.token_urlsafe(12)
+            user.set_password(password)
         user.save(update_fields=["password", "is_staff", "is_superuser"])
         team_membership_ensure(team=team, user=user, role=TeamMembership.Role.OWNER)
         workspace, _ = Workspace.objects.get_or_create(
@@ -394,11 +544,14 @@ def demo_tenant_seed(*, name: str = "demo") -> DemoCredentials:
         workspace_membership_ensure(
             workspace=workspace, user=user, role=WorkspaceMembership.Role.ADMIN
         )
-        _, token = api_token_create(
-            user=user, team=team, name=f"{name} (seed_demo)", scope=ApiToken.Scope.API
+        token = _demo_token_ensure(
+            user=user, team=team, kept=previous.token if previous else "", scope=ApiToken.Scope.API
         )
-        _, mcp_token = api_token_create(
-            user=user, team=team, name=f"{name} MCP (seed_demo)", scope=ApiToken.Scope.MCP
+        mcp_token = _demo_token_ensure(
+            user=user,
+            team=team,
+            kept=previous.mcp_token if previous else "",
+            scope=ApiToken.Scope.MCP,
         )
     return DemoCredentials(
         username=user.username,
@@ -409,6 +562,25 @@ def demo_tenant_seed(*, name: str = "demo") -> DemoCredentials:
         team_id=team.pk,
         workspace_id=workspace.pk,
     )
+
+
+def _demo_token_ensure(*, user: User, team: Team, kept: str, scope: str) -> str:
+    """`kept` if it is still a live token of `scope` for `user` in `team`, else a new one."""
+    name = f"{user.username}{' MCP' if scope == ApiToken.Scope.MCP else ''} (seed_demo)"
+    is_live = (
+        bool(kept)
+        and ApiToken.objects.filter(
+            token_hash=bearer_secret_digest(kept),
+            user=user,
+            team=team,
+            scope=scope,
+            revoked_at__isnull=True,
+            expires_at__gt=timezone.now(),
+        ).exists()
+    )
+    if is_live:
+        return kept
+    return api_token_create(user=user, team=team, name=name, scope=scope)[1]
 
 
 def workspace_key_ensure(*, workspace: Workspace) -> bytes:

@@ -23,6 +23,7 @@ from django.contrib.auth.views import LoginView
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from workspaces import selectors, services
@@ -68,7 +69,18 @@ def workspace_list(request: HttpRequest) -> HttpResponse:
         if team is None
         else list(selectors.workspace_list_for_member(user=_user(request), team=team))
     )
-    return render(request, "workspaces/list.html", {"team": team, "workspaces": workspaces})
+    context = {
+        "team": team,
+        "workspaces": workspaces,
+        "frame_config": {
+            "urls": {
+                "workspaces": reverse("workspace-list"),
+                # The new workspace's id replaces the 0.
+                "frame": reverse("memory:frame", kwargs={"workspace_id": 0}),
+            }
+        },
+    }
+    return render(request, "workspaces/list.html", context)
 
 
 @dataclass(frozen=True)
@@ -105,8 +117,12 @@ def workspace_page(request: HttpRequest, workspace_id: int) -> WorkspacePage:
 @require_GET
 def workspace_settings(request: HttpRequest, workspace_id: int) -> HttpResponse:
     page = workspace_page(request, workspace_id)
-    sessions = selectors.key_session_list_for_user(
-        user=page.membership.user, workspace=page.workspace
+    sessions = selectors.key_session_liveness(
+        sessions=list(
+            selectors.key_session_list_for_user(
+                user=page.membership.user, workspace=page.workspace
+            )[:100]
+        )
     )
     context = {
         "workspace": page.workspace,
@@ -127,6 +143,24 @@ def workspace_settings(request: HttpRequest, workspace_id: int) -> HttpResponse:
                 "expected_revision": page.workspace.ai_consent_revision,
             }
         ),
+        "addable_people": (
+            selectors.team_members_outside_workspace(workspace=page.workspace)
+            if page.membership.is_admin
+            else []
+        ),
+        # Members and tokens are read and changed in the page, through the JSON API.
+        "frame_config": {
+            "workspaceId": page.workspace.pk,
+            "userId": page.membership.user.pk,
+            "isAdmin": page.membership.is_admin,
+            "urls": {
+                "members": reverse(
+                    "workspace-member-list", kwargs={"workspace_id": page.workspace.pk}
+                ),
+                "tokens": reverse("token-list"),
+                "workspaces": reverse("workspaces:list"),
+            },
+        },
     }
     return render(request, "workspaces/settings.html", context)
 

@@ -12,9 +12,9 @@ from automation.api import serializers as shapes
 from automation.api.access import AutomationDocumentView, caller_document_actor
 from memory import documents
 from memory.api import document_common as common
-from memory.api.document_common import BASE_VERSION_HEADER, PATH_REQUIRED, validated
+from memory.api.document_common import PATH_REQUIRED, validated
 from memory.documents import DocumentActor, Operation
-from workspaces.api.headers import base_version_from
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from
 
 
 def _paths(actor: DocumentActor, operation: Operation, *raw_paths: str) -> list[str]:
@@ -27,7 +27,7 @@ class AutomationDocumentApi(AutomationDocumentView):
         return shapes.READ_OR_LIST.respond(request, caller_document_actor(request, workspace_id))
 
     @extend_schema(
-        parameters=[PATH_REQUIRED, BASE_VERSION_HEADER],
+        parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS],
         request=shapes.Save,
         responses=shapes.Written,
     )
@@ -41,7 +41,9 @@ class AutomationDocumentApi(AutomationDocumentView):
         )
         return Response(shapes.Written(revision).data)
 
-    @extend_schema(parameters=[PATH_REQUIRED, BASE_VERSION_HEADER], responses={200: shapes.State})
+    @extend_schema(
+        parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS], responses={200: shapes.State}
+    )
     def delete(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
         (path,) = _paths(actor, Operation.DELETE, request.query_params.get("path", ""))
@@ -52,7 +54,7 @@ class AutomationDocumentApi(AutomationDocumentView):
 
 
 class AutomationDocumentMoveApi(AutomationDocumentView):
-    @extend_schema(parameters=[BASE_VERSION_HEADER], request=shapes.Move, responses=shapes.State)
+    @extend_schema(parameters=BASE_VERSION_PARAMETERS, request=shapes.Move, responses=shapes.State)
     def post(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
         data = validated(shapes.Move(data=request.data))
@@ -65,7 +67,9 @@ class AutomationDocumentMoveApi(AutomationDocumentView):
 
 
 class AutomationDocumentRestoreApi(AutomationDocumentView):
-    @extend_schema(parameters=[BASE_VERSION_HEADER], request=shapes.Restore, responses=shapes.State)
+    @extend_schema(
+        parameters=BASE_VERSION_PARAMETERS, request=shapes.Restore, responses=shapes.State
+    )
     def post(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
         data = validated(shapes.Restore(data=request.data))

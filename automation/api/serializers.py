@@ -62,6 +62,7 @@ READ_OR_LIST = common.ReadOrList(
     item=ListItem,
     description=(
         "With `path`: read that document (one object). Without: list documents by path "
-        "(`prefix`, `includeDeleted`) as an array, never any under the memory namespace."
+        "(`prefix`, `includeDeleted`) a cursor page at a time, never any under the memory "
+        "namespace."
     ),
 )

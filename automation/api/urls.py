@@ -1,6 +1,6 @@
 from django.urls import path
 
-from automation.api import documents, views
+from automation.api import bot_memory, documents, views
 
 urlpatterns = [
     path(
@@ -42,5 +42,13 @@ urlpatterns = [
         "automation/workspaces/<int:workspace_id>/documents/search",
         documents.AutomationDocumentSearchApi.as_view(),
         name="automation-document-search",
+    ),
+    path("bots/me/memory/read", bot_memory.BotMemoryReadApi.as_view(), name="bot-memory-read"),
+    path("bots/me/memory/list", bot_memory.BotMemoryListApi.as_view(), name="bot-memory-list"),
+    path("bots/me/memory/write", bot_memory.BotMemoryWriteApi.as_view(), name="bot-memory-write"),
+    path(
+        "bots/<slug:bot_id>/memory/context",
+        bot_memory.BotMemoryContextApi.as_view(),
+        name="bot-memory-context",
     ),
 ]

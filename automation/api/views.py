@@ -15,8 +15,11 @@ from automation.authentication import DeliveryCredentialAuthentication, Delivery
 from automation.errors import IdempotencyKeyRequired
 from automation.models import Admission, Conversation
 from memory.edits import parse_changes
+from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.serializers import QuerySerializer, StrictSerializer
 from workspaces.api.access import caller_membership
 from workspaces.api.headers import whole_number
+from workspaces.api.input import validated
 from workspaces.authentication import request_credential
 from workspaces.errors import InvalidHeader, KeySessionUnavailable, NotFound
 
@@ -82,7 +85,7 @@ def _memory_state_from(request: Request) -> services.MemoryState | None:
 
 
 class ConversationListCreateApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         workspaceId = serializers.IntegerField()
 
     class OutputSerializer(serializers.Serializer):
@@ -92,21 +95,25 @@ class ConversationListCreateApi(APIView):
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request: Request) -> Response:
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        membership = caller_membership(request, data.validated_data["workspaceId"])
+        data = validated(self.InputSerializer(data=request.data))
+        membership = caller_membership(request, data["workspaceId"])
         conversation = services.conversation_create(
             workspace=membership.workspace, owner=membership.user
         )
         return Response(self.OutputSerializer(conversation).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses=OutputSerializer(many=True))
+    @page_schema(OutputSerializer, name="Conversation")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
         conversations = selectors.conversation_list_for_user(
             user=credential.user, team=credential.team
-        )[:100]
-        return Response(self.OutputSerializer(conversations, many=True).data)
+        )
+        return paginated(
+            request,
+            conversations,
+            ordering=("-created_at", "-id"),
+            render=lambda page: self.OutputSerializer(page, many=True).data,
+        )
 
 
 class TurnProgressSerializer(serializers.Serializer):
@@ -117,7 +124,7 @@ class TurnProgressSerializer(serializers.Serializer):
 
 
 class MessageSendApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         text = serializers.CharField(max_length=20_000, trim_whitespace=False)
 
     class OutputSerializer(serializers.Serializer):
@@ -143,12 +150,11 @@ class MessageSendApi(APIView):
         credential = request_credential(request)
         conversation = _own_conversation(request, conversation_id)
         idempotency_key = _idempotency_key_from(request)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         admitted = services.message_admit(
             conversation=conversation,
             sender=credential.user,
-            text=data.validated_data["text"],
+            text=data["text"],
             idempotency_key=idempotency_key,
             key_session_id=_key_session_from(request),
             memory_state=_memory_state_from(request),
@@ -167,11 +173,20 @@ class MessageSendApi(APIView):
         toolCalls = serializers.ListField(source="body.toolCalls", default=list)
         createdAt = serializers.DateTimeField(source="created_at")
 
-    @extend_schema(responses=TranscriptSerializer(many=True))
+    @page_schema(TranscriptSerializer, name="TranscriptEntry")
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
         conversation = _own_conversation(request, conversation_id)
-        entries = selectors.transcript_for_conversation(conversation=conversation)
-        return Response(self.TranscriptSerializer(entries, many=True).data)
+        return paginated(
+            request,
+            selectors.transcript_messages(conversation=conversation),
+            ordering=("created_at", "sequence"),
+            render=lambda page: (
+                self.TranscriptSerializer(
+                    selectors.transcript_entries_opened(conversation=conversation, messages=page),
+                    many=True,
+                ).data
+            ),
+        )
 
 
 class MemoryReceiptsApi(APIView):
@@ -194,11 +209,15 @@ class MemoryReceiptsApi(APIView):
             source="committed_revision.version", allow_null=True, default=None
         )
 
-    @extend_schema(responses=OutputSerializer(many=True))
+    @page_schema(OutputSerializer, name="MemoryReceipt")
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
         conversation = _own_conversation(request, conversation_id)
-        receipts = selectors.memory_receipts_for_conversation(conversation=conversation)
-        return Response(self.OutputSerializer(receipts, many=True).data)
+        return paginated(
+            request,
+            selectors.memory_receipts_for_conversation(conversation=conversation),
+            ordering=("-admitted_at", "-id"),
+            render=lambda page: self.OutputSerializer(page, many=True).data,
+        )
 
 
 class AutomationMemoryApi(APIView):
@@ -206,7 +225,7 @@ class AutomationMemoryApi(APIView):
 
     authentication_classes = [DeliveryCredentialAuthentication]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         expectedVersion = serializers.IntegerField(min_value=0)
         changes = serializers.JSONField()
 
@@ -218,7 +237,7 @@ class AutomationMemoryApi(APIView):
         replayed = serializers.BooleanField(source="is_replay")
         unchanged = serializers.BooleanField(source="is_unchanged")
 
-    class RecallQuerySerializer(serializers.Serializer):
+    class RecallQuerySerializer(QuerySerializer):
         purpose = serializers.ChoiceField(choices=["recall"])
 
     class RecallSerializer(serializers.Serializer):
@@ -229,8 +248,7 @@ class AutomationMemoryApi(APIView):
     @extend_schema(parameters=[RecallQuerySerializer], responses=RecallSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         admission = _granted_admission(request, workspace_id)
-        query = self.RecallQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        validated(self.RecallQuerySerializer(data=request.query_params))  # purpose=recall only
         recall = services.memory_recall(admission=admission)
         return Response(self.RecallSerializer(recall).data)
 
@@ -249,15 +267,14 @@ class AutomationMemoryApi(APIView):
         key_session_id = _key_session_from(request)
         if key_session_id is None:
             raise KeySessionUnavailable(reason="missing")
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         capture_receipt = capture.capture_commit(
             admission=admission,
             owner=admission.owner,
             workspace=admission.workspace,
             key_session_id=key_session_id,
-            expected_version=data.validated_data["expectedVersion"],
-            changes=parse_changes(data.validated_data["changes"]),
+            expected_version=data["expectedVersion"],
+            changes=parse_changes(data["changes"]),
         )
         return Response(self.ReceiptSerializer(capture_receipt).data)
 

@@ -16,6 +16,9 @@ from automation.providers import ChatMessage, ModelReply, ScriptedProvider, Tool
 from automation.services import MemoryState, conversation_create, message_admit
 from memory.edits import parse_changes
 from memory.services import memory_policy_set, memory_save
+
+# Both memory space stores, as the memory app's tests run them (a fixture, imported to be found).
+from memory.tests.conftest import every_store  # noqa: F401
 from workspaces.models import FileVersion, KeySession
 from workspaces.services import key_session_open
 

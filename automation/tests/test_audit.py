@@ -35,6 +35,7 @@ def test_each_security_relevant_action_is_audited_without_content(assistant):
     org_quota_set(org=tenant.org, memory_quota_bytes=1_000_000, actor=tenant.admin)
 
     assert events(tenant) == [
+        ("workspace_created", tenant.admin.username),  # the fixture's workspace
         ("policy_changed", tenant.member.username),  # the fixture's switch to Auto
         ("token_created", tenant.admin.username),  # the admin client's token
         ("ai_consent_changed", tenant.admin.username),

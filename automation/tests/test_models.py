@@ -8,7 +8,14 @@ from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from automation.errors import CaptureRetired, IdempotencyKeyReused
-from automation.models import Admission, CommitFence, DeliveryCredential, Message, Turn
+from automation.models import (
+    Admission,
+    BotDocumentSeen,
+    CommitFence,
+    DeliveryCredential,
+    Message,
+    Turn,
+)
 from conftest import violates
 from workspaces.tests.test_violations import caught
 from workspaces.violations import violated_constraint, violation_code
@@ -152,6 +159,23 @@ def test_every_check_constraint_of_this_app_is_tested_above():
         "automation_turn_state_valid",
         "automation_commitfence_ok",
         "automation_message_role_valid",
+        "automation_botdocumentseen_revision_positive",
+        "automation_botdocumentseen_digest_length",
     }
 
     assert declared == tested
+
+
+@pytest.mark.parametrize(
+    ("constraint", "change"),
+    [
+        ("automation_botdocumentseen_unique", {}),
+        ("automation_botdocumentseen_revision_positive", {"path": "b.md", "revision": 0}),
+        ("automation_botdocumentseen_digest_length", {"path": "c.md", "space_digest": "ab"}),
+    ],
+)
+def test_what_a_bot_saw_is_one_positive_revision_per_space_and_path(tenant, constraint, change):
+    row = {"bot": tenant.bot_create("helper"), "space_digest": "a" * 64, "path": "a.md"}
+    BotDocumentSeen.objects.create(**row, revision=1)
+
+    violates(constraint, lambda: BotDocumentSeen.objects.create(**{**row, "revision": 1, **change}))

@@ -9,6 +9,7 @@ from django.apps import apps
 from django.core.cache import cache
 from django.utils import timezone
 
+from automation.bot_memory import bot_memory_access, memory_read
 from automation.purge import PURGE_PLAN, PURGE_RECLAIM_AFTER, RETAINED, org_purge, org_purge_due
 from automation.tools import TurnContext, create_note, remember_in_memory
 from conftest import postgres_only, run_concurrently
@@ -57,6 +58,8 @@ def populate(assistant) -> None:
     api_token_create(user=tenant.member, team=tenant.team, name="cli")
     bot_token_issue(bot=tenant.bot_create("helper"), actor=tenant.admin, name="ci")
     space_write(DatabaseStore(), org_space(tenant.team), b"a space document")
+    reader = tenant.bot_create("reader", memory={"visibility": "org", "name": "notes"})
+    memory_read(access=bot_memory_access(bot=reader), path="a.md")
 
 
 def org_space(team) -> SpaceHandle:

@@ -2,31 +2,43 @@
 `memory.bots` and the token services, render.
 
 The team is the credential's: a bot of another team is the same 404 as none. Every member
-lists the team's bots and validates a spec; only team owners create bots and issue or revoke
-their tokens (`TEAM_OWNER_REQUIRED`).
+lists and reads the team's bots and their tokens (never a token's secret) and validates a
+spec; only team owners create and change bots and issue or revoke their tokens
+(`TEAM_OWNER_REQUIRED`).
+
+A spec travels as a JSON object, or as YAML or JSON text (what a person pastes from a
+runtime's config file); either way the route judges the object it denotes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import yaml
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.bots import bot_create, bot_get, bot_list, memory_spec_diagnostics
+from memory.bots import KEEP, bot_create, bot_get, bot_list, bot_update, memory_spec_diagnostics
+from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.serializers import StrictSerializer
+from workspaces.api.generic import RevokeApi
+from workspaces.api.input import validated
 from workspaces.api.views import TokenOutputSerializer
-from workspaces.authentication import request_credential
+from workspaces.authentication import Credential, request_credential
 from workspaces.models import Bot
+from workspaces.selectors import bot_token_list
 from workspaces.services import bot_token_issue, bot_token_revoke
 
 
-class SpecSerializer(serializers.Serializer):
+class SpecSerializer(StrictSerializer):
     runtime = serializers.ChoiceField(choices=Bot.Runtime.choices)
     memory = serializers.JSONField(
-        required=False, allow_null=True, help_text="The memory spec: an object, or null."
+        required=False,
+        allow_null=True,
+        help_text="The memory spec: an object, YAML or JSON text of one, or null (blank text).",
     )
     autoMemory = serializers.JSONField(
         required=False,
@@ -35,6 +47,16 @@ class SpecSerializer(serializers.Serializer):
     )
 
     def validate_memory(self, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                # YAML 1.1 reads JSON too; safe_load builds plain data, never objects.
+                value = yaml.safe_load(value)
+            except yaml.YAMLError as error:
+                mark = getattr(error, "problem_mark", None)
+                where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+                raise serializers.ValidationError(
+                    f"The memory spec is not YAML or JSON{where}."
+                ) from None
         if value is not None and not isinstance(value, dict):
             raise serializers.ValidationError("The memory spec is an object or null.")
         return value
@@ -67,12 +89,11 @@ class BotSpecValidateApi(APIView):
     )
     def post(self, request: Request) -> Response:
         request_credential(request)
-        data = SpecSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(SpecSerializer(data=request.data))
         diagnostics = memory_spec_diagnostics(
-            runtime=data.validated_data["runtime"],
-            memory=data.validated_data.get("memory"),
-            auto_memory=data.validated_data.get("autoMemory"),
+            runtime=data["runtime"],
+            memory=data.get("memory"),
+            auto_memory=data.get("autoMemory"),
         )
         return Response({"diagnostics": [each.as_json() for each in diagnostics]})
 
@@ -82,55 +103,99 @@ class BotListCreateApi(APIView):
         id = serializers.CharField(max_length=64, help_text="A slug, unique in the team.")
         name = serializers.CharField(max_length=200)
 
-    @extend_schema(responses=BotSerializer(many=True))
+    @page_schema(BotSerializer, name="Bot")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
-        return Response(BotSerializer(bot_list(team=credential.team), many=True).data)
+        return paginated(
+            request,
+            bot_list(team=credential.team),
+            ordering=("slug",),
+            render=lambda page: BotSerializer(page, many=True).data,
+        )
 
     @extend_schema(request=InputSerializer, responses={201: BotSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         bot = bot_create(
             team=credential.team,
             actor=credential.user,
-            slug=data.validated_data["id"],
-            name=data.validated_data["name"],
-            runtime=data.validated_data["runtime"],
-            memory=data.validated_data.get("memory"),
-            auto_memory=data.validated_data.get("autoMemory"),
+            slug=data["id"],
+            name=data["name"],
+            runtime=data["runtime"],
+            memory=data.get("memory"),
+            auto_memory=data.get("autoMemory"),
         )
         return Response(BotSerializer(bot).data, status=status.HTTP_201_CREATED)
 
 
+class BotDetailApi(APIView):
+    class InputSerializer(SpecSerializer):
+        runtime = serializers.ChoiceField(choices=Bot.Runtime.choices, required=False)
+        name = serializers.CharField(max_length=200, required=False)
+
+    @extend_schema(responses=BotSerializer)
+    def get(self, request: Request, bot_id: str) -> Response:
+        credential = request_credential(request)
+        return Response(BotSerializer(bot_get(team=credential.team, slug=bot_id)).data)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses=BotSerializer,
+        description="Change the fields given; the resulting spec is judged against the "
+        "resulting runtime, and one with an error diagnostic is refused whole.",
+    )
+    def patch(self, request: Request, bot_id: str) -> Response:
+        credential = request_credential(request)
+        bot = bot_get(team=credential.team, slug=bot_id)
+        given = validated(self.InputSerializer(data=request.data))
+        bot = bot_update(
+            bot=bot,
+            actor=credential.user,
+            name=given.get("name", KEEP),
+            runtime=given.get("runtime", KEEP),
+            memory=given.get("memory", KEEP),
+            auto_memory=given.get("autoMemory", KEEP),
+        )
+        return Response(BotSerializer(bot).data)
+
+
 class BotTokenIssueApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    """A bot's tokens: listed to every member of its team, issued by an owner."""
+
+    class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=100)
 
     class CreatedSerializer(TokenOutputSerializer):
         token = serializers.CharField(help_text="Shown once; only its hash is kept.")
 
+    class ListedSerializer(TokenOutputSerializer):
+        lastUsedAt = serializers.DateTimeField(
+            source="last_used_at", allow_null=True, help_text="To the minute; null: never."
+        )
+
+    @extend_schema(responses=ListedSerializer(many=True))
+    def get(self, request: Request, bot_id: str) -> Response:
+        credential = request_credential(request)
+        bot = bot_get(team=credential.team, slug=bot_id)
+        return Response(self.ListedSerializer(bot_token_list(bot=bot), many=True).data)
+
     @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request, bot_id: str) -> Response:
         credential = request_credential(request)
         bot = bot_get(team=credential.team, slug=bot_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         token, raw = bot_token_issue(
             bot=bot,
             actor=credential.user,
-            name=data.validated_data["name"],
+            name=data["name"],
             minted_with=credential.kind,
         )
         body = dict(TokenOutputSerializer(token).data, token=raw)
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-class BotTokenRevokeApi(APIView):
-    @extend_schema(responses={204: None})
-    def delete(self, request: Request, bot_id: str, token_id: int) -> Response:
-        credential = request_credential(request)
-        bot = bot_get(team=credential.team, slug=bot_id)
-        bot_token_revoke(bot=bot, token_id=token_id, actor=credential.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+class BotTokenRevokeApi(RevokeApi):
+    def revoke(self, credential: Credential, **route: Any) -> None:
+        bot = bot_get(team=credential.team, slug=route["bot_id"])
+        bot_token_revoke(bot=bot, token_id=route["token_id"], actor=credential.user)

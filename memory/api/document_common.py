@@ -16,6 +16,7 @@ from drf_spectacular.utils import (
     PolymorphicProxySerializer,
     extend_schema,
     extend_schema_serializer,
+    inline_serializer,
 )
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -23,14 +24,12 @@ from rest_framework.response import Response
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from memory import documents
+from memory_project.api.pagination import PAGE_PARAMETERS, paginated
+from memory_project.api.serializers import QuerySerializer, StrictSerializer
+from workspaces.api.access import caller_membership
+from workspaces.api.headers import entity_tag
+from workspaces.api.input import validated
 
-BASE_VERSION_HEADER = OpenApiParameter(
-    "X-Base-Version",
-    int,
-    OpenApiParameter.HEADER,
-    required=True,
-    description="The version this change is based on; 0 creates the document.",
-)
 PATH_PARAMETER = OpenApiParameter(
     "path", str, OpenApiParameter.QUERY, description="The document's canonical path."
 )
@@ -62,12 +61,12 @@ class PathField(serializers.CharField):
         ]
 
 
-class DocumentListQuerySerializer(serializers.Serializer):
+class DocumentListQuerySerializer(QuerySerializer):
     prefix = serializers.CharField(required=False, trim_whitespace=False, max_length=1024)
     includeDeleted = serializers.BooleanField(default=False)
 
 
-class DocumentContentSerializer(serializers.Serializer):
+class DocumentContentSerializer(StrictSerializer):
     # Never trimmed or normalised: the saved text is exactly the text sent.
     content = serializers.CharField(allow_blank=True, trim_whitespace=False)
 
@@ -94,7 +93,7 @@ class DocumentListItemSerializer(DocumentStateSerializer):
 
 
 @extend_schema_serializer(component_name="DocumentMoveApiDocumentMove")
-class DocumentMoveSerializer(serializers.Serializer):
+class DocumentMoveSerializer(StrictSerializer):
     to = PathField()
 
     def get_fields(self) -> dict[str, serializers.Field]:
@@ -103,7 +102,7 @@ class DocumentMoveSerializer(serializers.Serializer):
 
 
 @extend_schema_serializer(component_name="DocumentRestoreApiDocumentRestore")
-class DocumentRestoreSerializer(serializers.Serializer):
+class DocumentRestoreSerializer(StrictSerializer):
     path = PathField()
 
 
@@ -136,7 +135,7 @@ class DocumentWrittenSerializer(RevisionSerializer):
     changeKind = serializers.CharField(source="change_kind")
 
 
-class SearchQuerySerializer(serializers.Serializer):
+class SearchQuerySerializer(QuerySerializer):
     q = serializers.CharField(min_length=1, max_length=200)
     limit = serializers.IntegerField(
         min_value=1,
@@ -171,12 +170,6 @@ def search(request: Request, actor: documents.DocumentActor) -> documents.Search
     )
 
 
-def validated(serializer: serializers.Serializer) -> dict[str, Any]:
-    """The serializer's validated data, or its VALIDATION_FAILED refusal."""
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 @dataclass(frozen=True)
 class ReadOrList:
     """GET on a documents route: with `path`, read that document (one object); without,
@@ -188,11 +181,19 @@ class ReadOrList:
     description: str
 
     def schema(self) -> Callable[..., Any]:
+        page = inline_serializer(
+            name=f"{self.component_name}Page",
+            fields={
+                "results": self.item(many=True),
+                "next": serializers.URLField(allow_null=True),
+                "previous": serializers.URLField(allow_null=True),
+            },
+        )
         return extend_schema(
-            parameters=[PATH_PARAMETER, DocumentListQuerySerializer],
+            parameters=[PATH_PARAMETER, DocumentListQuerySerializer, *PAGE_PARAMETERS],
             responses=PolymorphicProxySerializer(
                 component_name=self.component_name,
-                serializers=[self.document, self.item(many=True)],
+                serializers=[self.document, page],
                 resource_type_field_name=None,
                 many=False,
             ),
@@ -203,9 +204,24 @@ class ReadOrList:
         raw_path = request.query_params.get("path")
         if raw_path is not None:
             document = documents.document_read(actor=actor, raw_path=raw_path)
-            return Response(self.document(document).data)
+            return Response(
+                self.document(document).data, headers={"ETag": entity_tag(document.version)}
+            )
         query = validated(DocumentListQuerySerializer(data=request.query_params))
-        files = documents.document_list(
+        files = documents.document_list_query(
             actor=actor, prefix=query.get("prefix"), include_deleted=query["includeDeleted"]
         )
-        return Response(self.item(files, many=True).data)
+        return paginated(
+            request,
+            files,
+            ordering=("path",),
+            render=lambda page: (
+                self.item(documents.document_visible(actor=actor, files=page), many=True).data
+            ),
+        )
+
+
+def person_actor(request: Request, workspace_id: int) -> documents.DocumentActor:
+    """The caller as a person acting in the workspace (404 for a non-member)."""
+    membership = caller_membership(request, workspace_id)
+    return documents.DocumentActor.of_member(membership, documents.ActorKind.PERSON)

@@ -17,7 +17,7 @@ from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import UnsupportedMediaType, ValidationError
+from rest_framework.exceptions import UnsupportedMediaType
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -40,8 +40,9 @@ from memory.spaces.services import (
     space_document_write_admit,
 )
 from memory_project.api.parsers import ArchiveParser, MarkdownParser
-from workspaces.api.headers import base_version_from
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from, entity_tag
 from workspaces.authentication import request_credential
+from workspaces.errors import QueryInvalid
 
 MARKDOWN = "text/markdown; charset=utf-8"
 
@@ -70,13 +71,6 @@ SPACE_PARAMETERS = [
 PATH_PARAMETER = OpenApiParameter(
     "path", str, OpenApiParameter.QUERY, required=True, description="The canonical path."
 )
-BASE_VERSION_HEADER = OpenApiParameter(
-    "X-Base-Version",
-    int,
-    OpenApiParameter.HEADER,
-    required=True,
-    description="The revision this change is based on; 0 creates the document.",
-)
 
 
 def _space(request: Request) -> SpaceHandle:
@@ -91,13 +85,13 @@ def _writer(request: Request) -> SpaceWriter:
     return SpaceWriter.of_user(credential.user, tenant_id=credential.team.pk)
 
 
-def _declared_length(request: Request) -> int:
+def declared_length(request: Request) -> int:
     # The transport gate (memory_project/middleware.py) has refused any Content-Length that
     # is not a number, so this one is.
     return int(request.META.get("CONTENT_LENGTH") or 0)
 
 
-def _markdown_body(request: Request) -> bytes:
+def markdown_body(request: Request) -> bytes:
     data = request.data
     if isinstance(data, bytes):
         return data
@@ -194,11 +188,11 @@ class SpaceDocumentApi(RawBodyApi):
         return HttpResponse(
             document.body,
             content_type=MARKDOWN,
-            headers={"ETag": f'"{revision}"', "X-Revision": str(revision)},
+            headers={"ETag": entity_tag(revision), "X-Revision": str(revision)},
         )
 
     @extend_schema(
-        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, BASE_VERSION_HEADER],
+        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
         request={"text/markdown": OpenApiTypes.STR},
         responses=SpaceDocumentSerializer,
     )
@@ -208,16 +202,16 @@ class SpaceDocumentApi(RawBodyApi):
         base_version = base_version_from(request)
         # Refuse an over-size body from its declared length, before reading a byte of it.
         space_document_write_admit(
-            handle=handle, path=path, size=_declared_length(request), writer=writer
+            handle=handle, path=path, size=declared_length(request), writer=writer
         )
-        body = _markdown_body(request)
+        body = markdown_body(request)
         meta = space_document_write(
             handle=handle, path=path, body=body, expected_revision=base_version, writer=writer
         )
         return Response(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
 
     @extend_schema(
-        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, BASE_VERSION_HEADER],
+        parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
         responses={204: None},
     )
     def delete(self, request: Request) -> Response:
@@ -323,8 +317,8 @@ class SpaceImportApi(APIView):
 
 
 def _query_flag(request: Request, name: str) -> bool:
-    """A 0/1 query flag; absent is 0, anything else is VALIDATION_FAILED."""
+    """A 0/1 query flag; absent is 0, anything else is QUERY_INVALID."""
     value = request.query_params.get(name, "0")
     if value not in {"0", "1"}:
-        raise ValidationError({name: ["Must be 0 or 1."]})
+        raise QueryInvalid(fields={name: ["Must be 0 or 1."]})
     return value == "1"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.api import bots, documents, spaces, views
+from memory.api import bots, documents, export, mirror, search, spaces, views
 
 urlpatterns = [
     path(
@@ -60,12 +60,12 @@ urlpatterns = [
     ),
     path(
         "workspaces/<int:workspace_id>/documents/export",
-        documents.NotesExportApi.as_view(),
+        export.NotesExportApi.as_view(),
         name="document-export",
     ),
     path(
         "workspaces/<int:workspace_id>/search",
-        documents.WorkspaceSearchApi.as_view(),
+        search.WorkspaceSearchApi.as_view(),
         name="workspace-search",
     ),
     path("memory/usage", spaces.SpaceUsageApi.as_view(), name="space-usage"),
@@ -73,8 +73,12 @@ urlpatterns = [
     path("memory/doc", spaces.SpaceDocumentApi.as_view(), name="space-document"),
     path("memory/export", spaces.SpaceExportApi.as_view(), name="space-export"),
     path("memory/import", spaces.SpaceImportApi.as_view(), name="space-import"),
+    path("mirror/space", mirror.MirrorBotApi.as_view(), name="mirror-space"),
+    path("mirror/docs", mirror.MirrorDocumentListApi.as_view(), name="mirror-document-list"),
+    path("mirror/doc", mirror.MirrorDocumentApi.as_view(), name="mirror-document"),
     path("bots", bots.BotListCreateApi.as_view(), name="bot-list"),
     path("bots/validate", bots.BotSpecValidateApi.as_view(), name="bot-spec-validate"),
+    path("bots/<slug:bot_id>", bots.BotDetailApi.as_view(), name="bot-detail"),
     path("bots/<slug:bot_id>/tokens", bots.BotTokenIssueApi.as_view(), name="bot-token-issue"),
     path(
         "bots/<slug:bot_id>/tokens/<int:token_id>",

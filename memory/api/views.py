@@ -14,19 +14,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory import selectors, services
-from memory.api.documents import attachment_name
+from memory.api.export import attachment_name
 from memory.api.spaces import RawBodyApi
-from memory.models import MemoryPolicy
+from memory.models import MemoryPolicy, Proposal
+from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.serializers import StrictSerializer
 from workspaces.api.access import caller_membership
-from workspaces.api.headers import base_version_from, flag_from
+from workspaces.api.generic import WorkspaceSettingApi
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from, entity_tag, flag_from
+from workspaces.api.input import validated
+from workspaces.models import User, Workspace
 
-BASE_VERSION_HEADER = OpenApiParameter(
-    "X-Base-Version",
-    int,
-    OpenApiParameter.HEADER,
-    required=True,
-    description="The version this write is based on; 0 creates the document.",
-)
 CLEAR_HEADER = OpenApiParameter(
     "X-Memory-Clear",
     int,
@@ -46,7 +44,7 @@ class RevisionSerializer(serializers.Serializer):
 
 
 class MemoryDocumentApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         # Never trimmed or normalised: the saved text is exactly the text sent.
         content = serializers.CharField(allow_blank=True, trim_whitespace=False, required=False)
         restoreVersion = serializers.IntegerField(min_value=1, required=False)
@@ -72,12 +70,13 @@ class MemoryDocumentApi(APIView):
     @extend_schema(responses=OutputSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace
+        memory = selectors.memory_current_get(workspace=workspace)
         return Response(
-            self.OutputSerializer(selectors.memory_current_get(workspace=workspace)).data
+            self.OutputSerializer(memory).data, headers={"ETag": entity_tag(memory.version)}
         )
 
     @extend_schema(
-        parameters=[BASE_VERSION_HEADER, CLEAR_HEADER],
+        parameters=[*BASE_VERSION_PARAMETERS, CLEAR_HEADER],
         request=InputSerializer,
         responses=WrittenSerializer,
     )
@@ -85,15 +84,14 @@ class MemoryDocumentApi(APIView):
         membership = caller_membership(request, workspace_id)
         base_version = base_version_from(request)
         is_clear = flag_from(request, "X-Memory-Clear")
-        data = self.InputSerializer(data=request.data, context={"is_clear": is_clear})
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data, context={"is_clear": is_clear}))
         revision = services.memory_write(
             workspace=membership.workspace,
             author=membership.user,
             base_version=base_version,
-            content=data.validated_data.get("content", ""),
+            content=data.get("content", ""),
             is_clear=is_clear,
-            restore_version=data.validated_data.get("restoreVersion"),
+            restore_version=data.get("restoreVersion"),
         )
         return Response(self.WrittenSerializer(revision).data)
 
@@ -120,25 +118,15 @@ class MemoryExportApi(RawBodyApi):
 
 
 class MemoryVersionListApi(APIView):
-    class QuerySerializer(serializers.Serializer):
-        before = serializers.IntegerField(min_value=1, required=False)
-        limit = serializers.IntegerField(min_value=1, max_value=100, default=50)
-
-    class PageSerializer(serializers.Serializer):
-        results = RevisionSerializer(many=True, source="revisions")
-        nextBefore = serializers.IntegerField(source="next_before", allow_null=True)
-
-    @extend_schema(parameters=[QuerySerializer], responses=PageSerializer)
+    @page_schema(RevisionSerializer, name="MemoryVersion")
     def get(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace
-        query = self.QuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        page = selectors.memory_version_page(
-            workspace=workspace,
-            before=query.validated_data.get("before"),
-            limit=query.validated_data["limit"],
+        return paginated(
+            request,
+            selectors.memory_version_list(workspace=workspace),
+            ordering=("-version",),
+            render=lambda page: RevisionSerializer(page, many=True).data,
         )
-        return Response(self.PageSerializer(page).data)
 
 
 class MemoryVersionDetailApi(APIView):
@@ -154,8 +142,8 @@ class MemoryVersionDetailApi(APIView):
         return Response(body)
 
 
-class MemoryPolicyApi(APIView):
-    class InputSerializer(serializers.Serializer):
+class MemoryPolicyApi(WorkspaceSettingApi):
+    class InputSerializer(StrictSerializer):
         mode = serializers.ChoiceField(choices=MemoryPolicy.Mode.choices)
         expectedRevision = serializers.IntegerField(min_value=0)
 
@@ -164,25 +152,18 @@ class MemoryPolicyApi(APIView):
         policyRevision = serializers.IntegerField(source="policy_revision")
         clearGeneration = serializers.IntegerField(source="clear_generation")
 
-    @extend_schema(responses=OutputSerializer)
-    def get(self, request: Request, workspace_id: int) -> Response:
-        workspace = caller_membership(request, workspace_id).workspace
-        return Response(
-            self.OutputSerializer(selectors.memory_policy_get(workspace=workspace)).data
-        )
+    def setting_get(self, workspace: Workspace) -> selectors.PolicyState:
+        return selectors.memory_policy_get(workspace=workspace)
 
-    @extend_schema(request=InputSerializer, responses=OutputSerializer)
-    def put(self, request: Request, workspace_id: int) -> Response:
-        membership = caller_membership(request, workspace_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        state = services.memory_policy_set(
-            workspace=membership.workspace,
-            mode=data.validated_data["mode"],
-            expected_revision=data.validated_data["expectedRevision"],
-            actor=membership.user,
+    def setting_set(
+        self, *, workspace: Workspace, actor: User, data: dict[str, Any]
+    ) -> selectors.PolicyState:
+        return services.memory_policy_set(
+            workspace=workspace,
+            mode=data["mode"],
+            expected_revision=data["expectedRevision"],
+            actor=actor,
         )
-        return Response(self.OutputSerializer(state).data)
 
 
 class ProposalListApi(APIView):
@@ -195,21 +176,30 @@ class ProposalListApi(APIView):
         createdAt = serializers.DateTimeField(source="proposal.created_at")
         changes = serializers.ListField(child=serializers.DictField())
 
-    @extend_schema(responses=OutputSerializer(many=True))
+    @page_schema(OutputSerializer, name="Proposal")
     def get(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace
-        rows = [
-            {"proposal": proposal, "changes": [change.as_dict() for change in changes]}
-            for proposal, changes in selectors.memory_proposal_list_open_with_changes(
-                workspace=workspace
-            )
-        ]
-        return Response(self.OutputSerializer(rows, many=True).data)
+
+        def render(page: list[Proposal]) -> Any:
+            rows = [
+                {"proposal": proposal, "changes": [change.as_dict() for change in changes]}
+                for proposal, changes in selectors.memory_proposal_changes_opened(
+                    workspace=workspace, proposals=page
+                )
+            ]
+            return self.OutputSerializer(rows, many=True).data
+
+        return paginated(
+            request,
+            selectors.memory_proposal_list_open(workspace=workspace),
+            ordering=("-created_at", "-id"),
+            render=render,
+        )
 
 
 class ProposalApplyApi(APIView):
     @extend_schema(
-        parameters=[BASE_VERSION_HEADER],
+        parameters=BASE_VERSION_PARAMETERS,
         request=None,
         responses=MemoryDocumentApi.WrittenSerializer,
     )

@@ -34,33 +34,30 @@ from django.db import (
     connection,
     transaction,
 )
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from django.utils import timezone
+from psycopg import sql as psycopg_sql
 
 from memory.errors import SpaceQuotaExceeded, StoreBusy, StoreUnavailable
 from memory.models import MemorySpace, SpaceDocument, SpaceKey, TenantSpaceUsage
+from memory.spaces import store
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.store import (
     CounterDrift,
     CurrentDocument,
     DocumentMeta,
     DocumentWrite,
+    ExpiredSpace,
     SpaceUsage,
     StoredDocument,
     WriteBatch,
-    batch_conflict_check,
-    batch_judge,
-    body_checksum,
-    path_conflict_check,
-    quotas_require,
 )
 from workspaces.counters import counter_move, tenant_counter_charge
 from workspaces.crypto import (
     CiphertextRejected,
+    Sealer,
     data_key_generate,
     deployment_key_id,
-    seal,
-    unseal,
 )
 from workspaces.errors import DocumentUnreadable, NotFound, VersionConflict
 from workspaces.violations import violation_code
@@ -121,18 +118,18 @@ class DatabaseStore:
             rows = rows.filter(path__startswith=prefix.rstrip("/") + "/")
         with _store_errors():
             documents = list(rows)
-            data_key = space_data_key(tenant_id=handle.tenant_id) if documents else None
+            sealer = _sealer(handle) if documents else None
         # Sorted here, by code point, not by the database's collation: both stores list in
         # the same order whatever the deployment's locale.
         space_id = handle.id
         return sorted(
-            (_meta(space_id, document, data_key) for document in documents),
+            (_meta(space_id, document, sealer) for document in documents),
             key=lambda meta: meta.path,
         )
 
     def read_all(self, handle: SpaceHandle) -> Iterator[StoredDocument]:
         with _store_errors():
-            data_key = space_data_key(tenant_id=handle.tenant_id)
+            sealer = _sealer(handle)
             # Named rows, not model instances: building a model was most of the per-row cost
             # of an export, and the reader needs only these columns.
             rows = SpaceDocument.objects.filter(space__handle_id=handle.id).values_list(
@@ -140,28 +137,28 @@ class DatabaseStore:
             )
             space_id = handle.id
             for document in rows.iterator(chunk_size=_BATCH_ROWS):
-                yield _stored(space_id, document, data_key)
+                yield _stored(space_id, document, sealer)
 
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         with _store_errors():
             document = SpaceDocument.objects.filter(space__handle_id=handle.id, path=path).first()
             if document is None:
                 return None
-            data_key = space_data_key(tenant_id=handle.tenant_id)
-        return _stored(handle.id, document, data_key)
+            sealer = _sealer(handle)
+        return _stored(handle.id, document, sealer)
 
     def write(self, handle: SpaceHandle, request: DocumentWrite) -> DocumentMeta:
         path, body, expected_revision = request.path, request.body, request.expected_revision
-        checksum = body_checksum(body)
+        checksum = store.body_checksum(body)
         now = timezone.now()
         with _store_errors():
-            data_key = space_data_key_ensure(tenant_id=handle.tenant_id)
+            sealer = Sealer(space_data_key_ensure(tenant_id=handle.tenant_id))
             with _locking_transaction(request.deadline):
                 space = _space_lock(handle, create=True)
                 assert space is not None
                 current = _document_lock(space, path)
                 if current is None:
-                    path_conflict_check(path, _paths_near(space, path))
+                    store.path_conflict_check(path, _paths_near(space, path))
                 delta = len(body) - (current.size if current else 0)
                 if handle.tenant_id is not None:
                     _tenant_charge(handle.tenant_id, delta, request.quotas.tenant_bytes)
@@ -176,7 +173,7 @@ class DatabaseStore:
                     updated_by=request.updated_by,
                     updated_at=now,
                 )
-                fields = _sealed_fields(handle, data_key, meta, body)
+                fields = _sealed_fields(handle.id, sealer, meta, body)
                 if base == 0:
                     _document_create(space, path, fields, current_revision)
                 else:
@@ -195,17 +192,19 @@ class DatabaseStore:
         written; then the new documents go in as one INSERT, each replaced one by its own
         UPDATE, and each counter moves once."""
         paths = [write.path for write in batch.writes]
-        batch_conflict_check(paths)
+        store.batch_conflict_check(paths)
         now = timezone.now()
         with _store_errors():
-            data_key = (
-                None if batch.check_only else space_data_key_ensure(tenant_id=handle.tenant_id)
+            sealer = (
+                None
+                if batch.check_only
+                else Sealer(space_data_key_ensure(tenant_id=handle.tenant_id))
             )
             with _locking_transaction(batch.deadline):
                 space = _space_lock(handle, create=not batch.check_only)
                 current = {} if space is None else _documents_lock(space, paths)
                 near = {} if space is None else _tree_index(space)
-                metas, delta = batch_judge(
+                metas, delta = store.batch_judge(
                     batch,
                     current=current.get,
                     near=lambda path: _near_in(near, path),
@@ -219,7 +218,7 @@ class DatabaseStore:
                         .values_list("used_bytes", flat=True)
                         .first()
                     ) or 0
-                quotas_require(
+                store.quotas_require(
                     handle=handle,
                     delta=delta,
                     space_used=0 if space is None else space.used_bytes,
@@ -229,15 +228,16 @@ class DatabaseStore:
                 if batch.check_only:
                     return metas
                 assert space is not None
-                assert data_key is not None
+                assert sealer is not None
                 created = []
+                space_id = handle.id
                 for write, meta in zip(batch.writes, metas, strict=True):
-                    fields = _sealed_fields(handle, data_key, meta, write.body)
+                    fields = _sealed_fields(space_id, sealer, meta, write.body)
                     if (found := current.get(write.path)) is None:
-                        created.append(SpaceDocument(space=space, path=meta.path, **fields))
+                        created.append({"path": meta.path, **fields})
                     else:
                         SpaceDocument.objects.filter(pk=found.pk).update(**fields)
-                SpaceDocument.objects.bulk_create(created, batch_size=_BATCH_ROWS)
+                _documents_insert(space, created)
                 # Within the quotas, checked above under these same locks.
                 if handle.tenant_id is not None:
                     _tenant_charge(handle.tenant_id, delta, 0)
@@ -284,13 +284,7 @@ class DatabaseStore:
                 .distinct()
                 .order_by("handle_id")
             )
-        return [
-            SpaceHandle(
-                visibility=Visibility(row.visibility),
-                **{axis: getattr(row, axis) for axis in _HANDLE_AXES},
-            )
-            for row in rows
-        ]
+        return [_row_handle(row) for row in rows]
 
     def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
         with _store_errors(), transaction.atomic():
@@ -300,6 +294,20 @@ class DatabaseStore:
             SpaceKey.objects.filter(tenant_id__in=tenant_ids).delete()
         return documents
 
+    def private_spaces_expire(self, *, written_before: datetime) -> Sequence[ExpiredSpace]:
+        candidates = MemorySpace.objects.filter(
+            visibility=Visibility.PRIVATE.value, last_written_at__lt=written_before
+        ).order_by("pk")
+        expired = []
+        for pk in candidates.values_list("pk", flat=True):
+            try:
+                removed = _private_space_expire(pk, written_before)
+            except StoreBusy:
+                continue  # a writer holds it: judged again at the next run
+            if removed is not None:
+                expired.append(removed)
+        return sorted(expired, key=lambda each: each.handle.id)
+
     def reconcile(self) -> Sequence[CounterDrift]:
         drifts: list[CounterDrift] = []
         tenant_ids = set(MemorySpace.objects.values_list("tenant_id", flat=True).distinct())
@@ -308,6 +316,38 @@ class DatabaseStore:
             with _store_errors(), transaction.atomic():
                 drifts.extend(_tenant_reconcile(tenant_id))
         return drifts
+
+
+def _row_handle(row: MemorySpace) -> SpaceHandle:
+    return SpaceHandle(
+        visibility=Visibility(row.visibility),
+        **{axis: getattr(row, axis) for axis in _HANDLE_AXES},
+    )
+
+
+def _private_space_expire(pk: int, written_before: datetime) -> ExpiredSpace | None:
+    """Remove one private space if it is still unwritten since `written_before`, in the
+    writers' lock order (its row, then the tenant's counter); None if it was written or
+    removed meanwhile."""
+    deadline = time.monotonic() + settings.MEMORY_STORE_WAIT_SECONDS
+    with _store_errors(), _locking_transaction(deadline):
+        space = (
+            MemorySpace.objects.select_for_update()
+            .filter(pk=pk, last_written_at__lt=written_before)
+            .first()
+        )
+        if space is None:
+            return None
+        # Every writer of the space takes its row first: holding it, the documents cannot
+        # change under the count.
+        documents = space.documents.all()
+        held = documents.aggregate(count=Count("pk"), total=Sum("size"))
+        freed = held["total"] or 0
+        documents.delete()
+        if space.tenant_id is not None and freed:
+            _tenant_charge(space.tenant_id, -freed, 0)
+        MemorySpace.objects.filter(pk=pk).delete()
+    return ExpiredSpace(handle=_row_handle(space), documents=held["count"], freed_bytes=freed)
 
 
 def _tenant_reconcile(tenant_id: int | None) -> list[CounterDrift]:
@@ -427,6 +467,47 @@ def _documents_lock(space: MemorySpace, paths: Sequence[str]) -> dict[str, _Curr
     return found
 
 
+# The columns of a new document as `_documents_insert` sends them, with their types for
+# PostgreSQL's binary COPY.
+_INSERT_COLUMNS = (
+    ("space_id", "int8"),
+    ("path", "text"),
+    ("revision", "int8"),
+    ("size", "int8"),
+    ("body_ciphertext", "bytea"),
+    ("checksum_ciphertext", "bytea"),
+    ("updated_by", "text"),
+    ("updated_at", "timestamptz"),
+)
+
+
+def _documents_insert(space: MemorySpace, rows: Sequence[dict[str, object]]) -> None:
+    """Insert new documents of `space` (each a path and its `_sealed_fields`). On PostgreSQL
+    one binary COPY: a multi-row INSERT of thousands of sealed bodies spent most of an
+    import's time in the client, spelling every parameter into the statement. The table's
+    constraints hold for COPY as for INSERT."""
+    if connection.vendor != "postgresql":
+        documents = [SpaceDocument(space=space, **row) for row in rows]
+        SpaceDocument.objects.bulk_create(documents, batch_size=_BATCH_ROWS)
+        return
+    if not rows:
+        return
+    statement = psycopg_sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+        psycopg_sql.Identifier(SpaceDocument._meta.db_table),
+        psycopg_sql.SQL(", ").join(psycopg_sql.Identifier(name) for name, _ in _INSERT_COLUMNS),
+    )
+    # Errors the raw cursor raises become Django's (IntegrityError, OperationalError, ...),
+    # as for any other statement of the store.
+    with (
+        connection.wrap_database_errors,
+        connection.cursor() as cursor,
+        cursor.cursor.copy(statement) as copy,
+    ):
+        copy.set_types([kind for _, kind in _INSERT_COLUMNS])
+        for row in rows:
+            copy.write_row([space.pk, *(row[name] for name, _ in _INSERT_COLUMNS[1:])])
+
+
 def _tree_index(space: MemorySpace) -> dict[str, str]:
     """Every document path of the space, and every directory of its tree with one document
     below it: what `_near_in` asks, in one query whatever the size of a batch."""
@@ -449,17 +530,24 @@ def _near_in(index: dict[str, str], path: str) -> list[str]:
     return near + ([below] if below else [])
 
 
+def _sealer(handle: SpaceHandle) -> Sealer | None:
+    """The space key's cipher, set up once for every document a call reads (None before the
+    tenant's first write)."""
+    data_key = space_data_key(tenant_id=handle.tenant_id)
+    return None if data_key is None else Sealer(data_key)
+
+
 def _sealed_fields(
-    handle: SpaceHandle, data_key: bytes, meta: DocumentMeta, body: bytes
+    space_id: str, sealer: Sealer, meta: DocumentMeta, body: bytes
 ) -> dict[str, object]:
     """The stored fields of a document at `meta`'s revision: its body and checksum sealed
     under the space key, bound to the space, the path and that revision."""
 
     def sealed(plaintext: bytes, part: str) -> bytes:
         associated_data = space_associated_data(
-            space_id=handle.id, path=meta.path, revision=meta.revision, part=part
+            space_id=space_id, path=meta.path, revision=meta.revision, part=part
         )
-        return seal(data_key=data_key, plaintext=plaintext, associated_data=associated_data)
+        return sealer.seal(plaintext, associated_data)
 
     return {
         "revision": meta.revision,
@@ -509,8 +597,12 @@ def _tenant_charge(tenant_id: int, delta: int, quota: int) -> None:
 
 
 def _space_charge(space: MemorySpace, delta: int, quota: int) -> None:
-    if not counter_move(MemorySpace.objects.filter(pk=space.pk), delta=delta, quota=quota):
+    """Move the space's counter by `delta` and record the change's time (what a private
+    space's lifetime counts from). Every write and delete of a space ends here."""
+    rows = MemorySpace.objects.filter(pk=space.pk)
+    if not counter_move(rows, delta=delta, quota=quota):
         raise SpaceQuotaExceeded(usedBytes=space.used_bytes, deltaBytes=delta, quotaBytes=quota)
+    rows.update(last_written_at=timezone.now())
 
 
 class _Row(Protocol):
@@ -528,15 +620,15 @@ class _Row(Protocol):
 _ROW_FIELDS = tuple(_Row.__annotations__)
 
 
-def _stored(space_id: str, document: _Row, data_key: bytes | None) -> StoredDocument:
-    body = _open_part(space_id, document, data_key, "body")
-    return StoredDocument(meta=_meta(space_id, document, data_key), body=body)
+def _stored(space_id: str, document: _Row, sealer: Sealer | None) -> StoredDocument:
+    body = _open_part(space_id, document, sealer, "body")
+    return StoredDocument(meta=_meta(space_id, document, sealer), body=body)
 
 
-def _open_part(space_id: str, document: _Row, data_key: bytes | None, part: str) -> bytes:
+def _open_part(space_id: str, document: _Row, sealer: Sealer | None, part: str) -> bytes:
     """The document's sealed `part` ("body" or "checksum"), opened whole."""
     return _open(
-        data_key,
+        sealer,
         bytes(getattr(document, f"{part}_ciphertext")),
         space_associated_data(
             space_id=space_id, path=document.path, revision=document.revision, part=part
@@ -546,8 +638,8 @@ def _open_part(space_id: str, document: _Row, data_key: bytes | None, part: str)
     )
 
 
-def _meta(space_id: str, document: _Row, data_key: bytes | None) -> DocumentMeta:
-    checksum = _open_part(space_id, document, data_key, "checksum")
+def _meta(space_id: str, document: _Row, sealer: Sealer | None) -> DocumentMeta:
+    checksum = _open_part(space_id, document, sealer, "checksum")
     return DocumentMeta(
         path=document.path,
         size=document.size,
@@ -559,12 +651,12 @@ def _meta(space_id: str, document: _Row, data_key: bytes | None) -> DocumentMeta
 
 
 def _open(
-    data_key: bytes | None, ciphertext: bytes, associated_data: bytes, *, path: str, revision: int
+    sealer: Sealer | None, ciphertext: bytes, associated_data: bytes, *, path: str, revision: int
 ) -> bytes:
     """Open a sealed part whole, or refuse with DocumentUnreadable: no partial text."""
-    if data_key is None:
+    if sealer is None:
         raise DocumentUnreadable(path=path, revision=revision)
     try:
-        return unseal(data_key=data_key, ciphertext=ciphertext, associated_data=associated_data)
+        return sealer.unseal(ciphertext, associated_data)
     except CiphertextRejected:
         raise DocumentUnreadable(path=path, revision=revision) from None

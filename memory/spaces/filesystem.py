@@ -9,7 +9,8 @@ Layout (every visibility has a home, `private` included):
     <space>/tree/<path>                        the bodies, as the space's tree of files
     <space>/meta/<SHA-256 of path>.json        each document's revision, size, checksum,
                                                updatedBy, updatedAt (beside the tree, not in it)
-    <space>/space.json                         the handle's axes and the space's counter
+    <space>/space.json                         the handle's axes, the space's counter and
+                                               when it was last written (lastWrittenAt)
     <space>/space.lock                         the space's lock
     <space>/tmp/                               where a file is written before its rename
 
@@ -23,6 +24,8 @@ then the counters: a crash between them leaves counters that `reconcile` recompu
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import fcntl
 import hashlib
 import itertools
@@ -32,7 +35,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,21 +43,18 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory.errors import StoreBusy, StoreUnavailable
+from memory.spaces import store
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.store import (
     CounterDrift,
     CurrentDocument,
     DocumentMeta,
     DocumentWrite,
+    ExpiredSpace,
     Quotas,
     SpaceUsage,
     StoredDocument,
     WriteBatch,
-    batch_conflict_check,
-    batch_judge,
-    body_checksum,
-    path_conflict_check,
-    quotas_require,
 )
 from workspaces.errors import NotFound, VersionConflict
 
@@ -63,6 +63,8 @@ from workspaces.errors import NotFound, VersionConflict
 _LOCK_POLL_MAX_SECONDS = 0.05
 # Makes every temporary file name of this process unique, however fast they are made.
 _temporary_numbers = itertools.count()
+# Linux's syncfs(2), which the os module does not offer; None where the C library lacks it.
+_syncfs = getattr(ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True), "syncfs", None)
 
 Result = TypeVar("Result")
 
@@ -90,11 +92,19 @@ class FilesystemStore:
         return self._shared(handle, collect)
 
     def read_all(self, handle: SpaceHandle) -> Iterator[StoredDocument]:
-        # The files are local: a read each is no round trip to save.
-        for meta in self.list(handle):
-            document = self.read(handle, meta.path)
-            if document is not None:  # deleted since the listing
-                yield document
+        # One shared lock over the whole read (a consistent export), and each metadata file
+        # read once; the bodies one at a time.
+        space_dir = self._space_dir(handle)
+        meta_dir, tree = space_dir / "meta", str(space_dir / "tree")
+        lock_file = space_dir / "space.lock"
+        with _store_errors():
+            if not lock_file.exists():
+                return  # a space never written
+            with _flock(lock_file, deadline=None, shared=True):
+                for entry in os.scandir(meta_dir) if meta_dir.is_dir() else ():
+                    meta = _meta_read(Path(entry.path))
+                    with open(os.path.join(tree, meta.path), "rb") as body:
+                        yield StoredDocument(meta=meta, body=body.read())
 
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         def fetch() -> StoredDocument | None:
@@ -113,7 +123,7 @@ class FilesystemStore:
             meta_file = self._meta_file(handle, path)
             current = _meta_read(meta_file) if meta_file.exists() else None
             if current is None:
-                path_conflict_check(path, _paths_near(space_dir / "tree", path))
+                store.path_conflict_check(path, _paths_near(space_dir / "tree", path))
             delta = len(body) - (current.size if current else 0)
             # The same order of refusals as the database store: the tenant's quota, the
             # space's, then the revision.
@@ -124,7 +134,7 @@ class FilesystemStore:
             meta = DocumentMeta(
                 path=path,
                 size=len(body),
-                checksum=body_checksum(body),
+                checksum=store.body_checksum(body),
                 revision=current_revision + 1,
                 updated_by=request.updated_by,
                 updated_at=timezone.now(),
@@ -139,22 +149,24 @@ class FilesystemStore:
     def write_many(self, handle: SpaceHandle, batch: WriteBatch) -> Sequence[DocumentMeta]:
         """Under the space's and the tenant's locks: judge the batch whole, check its one
         delta, then stage every body and metadata file and swap them in together."""
-        batch_conflict_check([write.path for write in batch.writes])
+        store.batch_conflict_check([write.path for write in batch.writes])
         space_dir = self._space_dir(handle)
-        tree = space_dir / "tree"
+        tree, meta_dir = space_dir / "tree", space_dir / "meta"
         with _store_errors(), self._locked(handle, batch.deadline):
+            # Listed once: a batch of thousands would otherwise ask the disk per document.
+            stored = set(os.listdir(meta_dir)) if meta_dir.is_dir() else set()
 
             def current(path: str) -> CurrentDocument | None:
-                meta_file = self._meta_file(handle, path)
-                if not meta_file.exists():
+                name = f"{_digest(path)}.json"
+                if name not in stored:
                     return None
-                meta = _meta_read(meta_file)
+                meta = _meta_read(meta_dir / name)
                 return CurrentDocument(revision=meta.revision, size=meta.size)
 
-            metas, delta = batch_judge(
+            metas, delta = store.batch_judge(
                 batch,
                 current=current,
-                near=lambda path: _paths_near(tree, path),
+                near=_PathsNear(tree),
                 now=timezone.now(),
             )
             space_used, tenant_used = self._quotas_require(handle, delta, batch.quotas)
@@ -163,7 +175,7 @@ class FilesystemStore:
             files: list[tuple[Path, bytes]] = []
             for write, meta in zip(batch.writes, metas, strict=True):
                 files.append((tree / write.path, write.body))
-                files.append((self._meta_file(handle, write.path), _meta_dump(meta)))
+                files.append((meta_dir / f"{_digest(write.path)}.json", _meta_dump(meta)))
             _swap_in(space_dir, files)
             self._counters_add(handle, delta, space_used, tenant_used)
         return metas
@@ -207,17 +219,7 @@ class FilesystemStore:
                     # Only a crash between a first write's metadata and its counters leaves
                     # a space without its axes; its handle cannot be rebuilt from a digest.
                     continue
-                handles.append(
-                    SpaceHandle(
-                        visibility=Visibility(axes["visibility"]),
-                        name=axes["name"],
-                        tenant_id=axes["tenant"],
-                        project=axes["project"],
-                        bot=axes["bot"],
-                        user_id=axes["user"],
-                        run=axes["run"],
-                    )
-                )
+                handles.append(_axes_handle(axes))
         return sorted(handles, key=lambda handle: handle.id)
 
     def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
@@ -230,6 +232,46 @@ class FilesystemStore:
                 removed += sum(1 for _ in tenant_dir.glob("*/meta/*.json"))
                 shutil.rmtree(tenant_dir)
         return removed
+
+    def private_spaces_expire(self, *, written_before: datetime) -> Sequence[ExpiredSpace]:
+        expired = []
+        with _store_errors():
+            for state_file in sorted(self.root.glob("tenants/*/*/space.json")):
+                if not _is_expired(state_file, written_before):
+                    continue
+                try:
+                    removed = self._private_space_expire(state_file.parent, written_before)
+                except StoreBusy:
+                    continue  # a writer holds it: judged again at the next run
+                if removed is not None:
+                    expired.append(removed)
+        return sorted(expired, key=lambda each: each.handle.id)
+
+    def _private_space_expire(
+        self, space_dir: Path, written_before: datetime
+    ) -> ExpiredSpace | None:
+        """Remove one private space if it is still unwritten since `written_before`, under
+        its lock and then its tenant's (the writers' order); None if it was written or
+        removed meanwhile. A writer that was waiting on the removed lock file takes it
+        again (`_flock`), so it never writes into a space it shares with no lock."""
+        deadline = time.monotonic() + settings.MEMORY_STORE_WAIT_SECONDS
+        tenant_dir = space_dir.parent
+        with (
+            _flock(space_dir / "space.lock", deadline),
+            _flock(tenant_dir / "tenant.lock", deadline),
+        ):
+            state_file = space_dir / "space.json"
+            if not state_file.exists() or not _is_expired(state_file, written_before):
+                return None
+            handle = _axes_handle(_json_read(state_file, {}))
+            sizes = [_meta_read(entry).size for entry in space_dir.glob("meta/*.json")]
+            shutil.rmtree(space_dir)
+            freed = sum(sizes)
+            if freed:
+                used = _json_read(tenant_dir / "usage.json", {"usedBytes": 0})["usedBytes"]
+                usage = {"usedBytes": max(0, used - freed)}
+                _atomic_write(tenant_dir, tenant_dir / "usage.json", _json_dump(usage))
+        return ExpiredSpace(handle=handle, documents=len(sizes), freed_bytes=freed)
 
     def reconcile(self) -> Sequence[CounterDrift]:
         drifts: list[CounterDrift] = []
@@ -304,7 +346,7 @@ class FilesystemStore:
         """Refuse growth by `delta` past either quota; answer the space's and the tenant's
         counters as read. Call holding the space's and the tenant's locks."""
         space_used, tenant_used = self._space_used(handle), self._tenant_used(handle)
-        quotas_require(
+        store.quotas_require(
             handle=handle,
             delta=delta,
             space_used=space_used,
@@ -319,11 +361,14 @@ class FilesystemStore:
         """Write both counters moved by `delta`. Call holding the space's and the tenant's
         locks, with the values read under them."""
         space_dir = self._space_dir(handle)
-        # A space's first write records its axes even when it adds no byte (an empty
-        # document), so that `spaces` can name every space holding a document.
-        if delta == 0 and (space_dir / "space.json").exists():
-            return
-        state = {**_handle_axes(handle), "usedBytes": max(0, space_used + delta)}
+        # Written on every change, even one of no byte: it records the change's time (what
+        # a private space's lifetime counts from), and a first write's axes, so that
+        # `spaces` can name every space holding a document.
+        state = {
+            **_handle_axes(handle),
+            "usedBytes": max(0, space_used + delta),
+            "lastWrittenAt": timezone.now().isoformat(),
+        }
         _atomic_write(space_dir, space_dir / "space.json", _json_dump(state))
         if handle.tenant_id is not None and delta != 0:
             tenant_dir = self._tenant_dir(handle.tenant_id)
@@ -334,13 +379,18 @@ class FilesystemStore:
     def _locked(self, handle: SpaceHandle, deadline: float) -> Iterator[None]:
         """Hold the space's lock, then the tenant's, each waited for until `deadline`."""
         space_dir = self._space_dir(handle)
-        (space_dir / "tmp").mkdir(parents=True, exist_ok=True)
-        with _flock(space_dir / "space.lock", deadline):
-            if handle.tenant_id is None:
-                yield
-                return
-            with _flock(self._tenant_dir(handle.tenant_id) / "tenant.lock", deadline):
-                yield
+        with ExitStack() as locks:
+            while True:
+                (space_dir / "tmp").mkdir(parents=True, exist_ok=True)
+                try:
+                    locks.enter_context(_flock(space_dir / "space.lock", deadline))
+                    break
+                except _LockFileGone:
+                    continue  # the space expired while we waited: start it again
+            if handle.tenant_id is not None:
+                tenant_lock = self._tenant_dir(handle.tenant_id) / "tenant.lock"
+                locks.enter_context(_flock(tenant_lock, deadline))
+            yield
 
     def _shared(self, handle: SpaceHandle, read: Callable[[], Result]) -> Result:
         """Run `read` holding the space's lock shared, so it never sees a body without its
@@ -361,12 +411,21 @@ def _store_errors() -> Iterator[None]:
         raise StoreUnavailable() from error
 
 
+class _LockFileGone(Exception):
+    """The lock file was removed (its space expired) before or while it was waited for."""
+
+
 @contextmanager
 def _flock(path: Path, deadline: float | None, *, shared: bool = False) -> Iterator[None]:
     """Hold `flock` on `path`, waiting until `deadline` (a time.monotonic() value; None:
     as long as it takes) and answering StoreBusy past it. `flock` has no timeout of its own,
-    so the wait tries again with a growing pause."""
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    so the wait tries again with a growing pause. _LockFileGone when the file was removed
+    (with its directory) before the lock was granted: a lock on a removed file excludes
+    no one who opens the path afresh."""
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except FileNotFoundError:
+        raise _LockFileGone() from None
     try:
         mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
         if deadline is None:
@@ -383,6 +442,8 @@ def _flock(path: Path, deadline: float | None, *, shared: bool = False) -> Itera
                         raise StoreBusy() from None
                     time.sleep(min(pause, remaining))
                     pause = min(pause * 2, _LOCK_POLL_MAX_SECONDS)
+        if os.fstat(descriptor).st_nlink == 0:
+            raise _LockFileGone()
         yield
     finally:
         os.close(descriptor)  # closing the descriptor releases the lock
@@ -423,35 +484,64 @@ def _temporary_name(space_dir: Path) -> Path:
 
 def _swap_in(space_dir: Path, files: Sequence[tuple[Path, bytes]]) -> None:
     """Write every file of `files` or none: all are staged first (a failure there leaves the
-    tree as it was), then renamed into place, each replaced file set aside until the last
-    rename succeeded and put back if one failed."""
-    staged: list[Path] = []
-    swapped: list[tuple[Path, Path | None]] = []  # (target, the file it replaced)
+    tree as it was) and made durable by one sync of their filesystem (an fsync each made a
+    batch of thousands wait on the disk thousands of times), then renamed into place, each
+    replaced file set aside until the last rename succeeded and put back if one failed.
+    Paths are plain strings here: building a `Path` per file cost more than writing it."""
+    temporary_dir = space_dir / "tmp"
+    temporary_dir.mkdir(parents=True, exist_ok=True)
+    prefix = f"{temporary_dir}/{os.getpid()}-{time.monotonic_ns()}-"
+    staged: list[str] = []
+    swapped: list[tuple[str, str | None]] = []  # (target, the file it replaced)
+    made: set[str] = set()
     try:
         for _, data in files:
-            staged.append(_stage(space_dir, data))
-        for temporary, (target, _) in zip(staged, files, strict=True):
-            target.parent.mkdir(parents=True, exist_ok=True)
+            staged.append(f"{prefix}{next(_temporary_numbers)}")
+            descriptor = os.open(staged[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+        _filesystem_sync(space_dir)
+        for temporary, (target_path, _) in zip(staged, files, strict=True):
+            target = str(target_path)
+            parent = os.path.dirname(target)
+            if parent not in made:
+                os.makedirs(parent, exist_ok=True)
+                made.add(parent)
             previous = None
-            if target.exists():
-                previous = _temporary_name(space_dir)
+            if os.path.exists(target):
+                previous = f"{prefix}{next(_temporary_numbers)}"
                 os.replace(target, previous)
             swapped.append((target, previous))
             os.replace(temporary, target)
     except BaseException:
         for target, previous in reversed(swapped):
             if previous is None:
-                target.unlink(missing_ok=True)
+                Path(target).unlink(missing_ok=True)
             else:
                 os.replace(previous, target)
         for temporary in staged:
-            temporary.unlink(missing_ok=True)
+            Path(temporary).unlink(missing_ok=True)
         raise
-    for directory in sorted({target.parent for target, _ in files}):
-        _fsync_directory(directory)
+    for directory in sorted(made):
+        _fsync_directory(Path(directory))
     for _, previous in swapped:
         if previous is not None:
-            previous.unlink()
+            os.unlink(previous)
+
+
+def _filesystem_sync(directory: Path) -> None:
+    """Flush every written file of the filesystem holding `directory` to its disk: Linux's
+    syncfs, else a sync of every filesystem."""
+    if _syncfs is None:
+        os.sync()
+        return
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if _syncfs(descriptor) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, os.strerror(error))
+    finally:
+        os.close(descriptor)
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -468,6 +558,27 @@ def _prune_empty_directories(tree: Path, directory: Path) -> None:
     while directory != tree and directory.is_dir() and not any(directory.iterdir()):
         directory.rmdir()
         directory = directory.parent
+
+
+class _PathsNear:
+    """`_paths_near` over a batch: an ancestor directory shared by many of its documents is
+    looked at on disk once."""
+
+    def __init__(self, tree: Path) -> None:
+        self.tree = tree
+        self.files: dict[str, bool] = {}  # ancestor path: a file of the tree is there
+
+    def __call__(self, path: str) -> list[str]:
+        segments = path.split("/")
+        for end in range(1, len(segments)):
+            ancestor = "/".join(segments[:end])
+            if ancestor not in self.files:
+                self.files[ancestor] = os.path.isfile(os.path.join(self.tree, ancestor))
+            if self.files[ancestor]:
+                return [ancestor]
+        if not os.path.isdir(os.path.join(self.tree, path)):
+            return []
+        return _paths_near(self.tree, path)
 
 
 def _paths_near(tree: Path, path: str) -> list[str]:
@@ -487,6 +598,33 @@ def _paths_near(tree: Path, path: str) -> list[str]:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _axes_handle(axes: dict[str, Any]) -> SpaceHandle:
+    """The handle whose axes `_handle_axes` recorded."""
+    return SpaceHandle(
+        visibility=Visibility(axes["visibility"]),
+        name=axes["name"],
+        tenant_id=axes["tenant"],
+        project=axes["project"],
+        bot=axes["bot"],
+        user_id=axes["user"],
+        run=axes["run"],
+    )
+
+
+def _is_expired(state_file: Path, written_before: datetime) -> bool:
+    """Whether the space `state_file` describes is private and last written before
+    `written_before`. A state written before the time was recorded is dated by its file,
+    which every change of its counter rewrote."""
+    state = _json_read(state_file, {})
+    if state.get("visibility") != Visibility.PRIVATE.value:
+        return False
+    if "lastWrittenAt" in state:
+        written = datetime.fromisoformat(state["lastWrittenAt"])
+    else:
+        written = datetime.fromtimestamp(state_file.stat().st_mtime, tz=UTC)
+    return written < written_before
 
 
 def _handle_axes(handle: SpaceHandle) -> dict[str, Any]:

@@ -4,6 +4,7 @@ reads of it are open to every authenticated caller."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from memory.spaces.handle import SpaceHandle
@@ -59,11 +60,32 @@ def space_documents_list(*, handle: SpaceHandle, directory: str) -> list[SpaceDo
     """
     store = store_get()
     entries = []
-    for meta in store.list(handle, prefix=directory_path_require_canonical(directory)):
+    for meta in space_document_metas(handle=handle, directory=directory):
         document = store.read(handle, meta.path)
         if document is not None:  # deleted between the listing and the read
             entries.append(space_document_entry(document.meta, document.body))
     return entries
+
+
+def space_document_metas(*, handle: SpaceHandle, directory: str) -> Sequence[DocumentMeta]:
+    """The metadata of every document under `directory` ("" for the whole space),
+    recursively, by path; no body is read."""
+    return store_get().list(handle, prefix=directory_path_require_canonical(directory))
+
+
+def space_documents_index(
+    *, handle: SpaceHandle, bodies_of: Set[str]
+) -> tuple[list[SpaceDocumentEntry], dict[str, bytes]]:
+    """Every document's index entry, by path, and the bodies of those at `bodies_of`, in
+    one pass over the space (a bot's context blocks); other bodies are not kept."""
+    entries = []
+    bodies = {}
+    for document in store_get().read_all(handle):
+        entries.append(space_document_entry(document.meta, document.body))
+        if document.meta.path in bodies_of:
+            bodies[document.meta.path] = document.body
+    entries.sort(key=lambda entry: entry.meta.path)
+    return entries, bodies
 
 
 def space_usage(*, handle: SpaceHandle) -> SpaceUsageReport:

@@ -8,7 +8,8 @@ A write is judged in this order; the first refusal answers and nothing is writte
    routes build the handle from the credential, so they never meet it);
 2. the global write gate: writing or deleting in `global` needs a superuser acting
    (`GLOBAL_SPACE_WRITE_DENIED`); every global write or delete that passes is audited in
-   the same transaction as the document, when the store shares the database;
+   the same transaction as the document, when the store shares the database; a space
+   named `auto-memory` takes only the mirror's writes (`AUTO_MEMORY_SPACE_RESERVED`);
 3. the path: its one canonical spelling (`INVALID_DOCUMENT_PATH`, `workspaces.paths`);
 4. the ceiling `MEMORY_MAX_DOCUMENT_BYTES` (`DOCUMENT_TOO_LARGE`; nothing is truncated);
 5. the text: UTF-8 (`INVALID_TEXT`);
@@ -31,19 +32,30 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
-from memory.errors import GlobalSpaceWriteDenied
+from memory.errors import AutoMemorySpaceReserved, GlobalSpaceWriteDenied
 from memory.secrets import secret_refuse
 from memory.spaces.handle import SpaceHandle
 from memory.spaces.quotas import quotas_for, store_get
-from memory.spaces.store import DocumentMeta, DocumentWrite, PendingWrite, WriteBatch
+from memory.spaces.store import (
+    DocumentMeta,
+    DocumentWrite,
+    ExpiredSpace,
+    PendingWrite,
+    WriteBatch,
+)
 from workspaces.errors import DocumentTooLarge, InvalidText, NotFound
-from workspaces.models import AuditEvent, User
+from workspaces.models import AuditEvent, Team, User
 from workspaces.paths import document_path_require_canonical
 from workspaces.services import audit_record
+
+# The auto-memory mirror's space name: in any visibility, only the mirror writes it.
+AUTO_MEMORY_SPACE_NAME = "auto-memory"
 
 
 class WriterKind(enum.StrEnum):
@@ -75,9 +87,12 @@ class SpaceWriter:
 
 def space_write_permit(*, handle: SpaceHandle, writer: SpaceWriter) -> None:
     """Steps 1 and 2 of the module's order: may `writer` change this space at all. An
-    import asks before it reads a byte of its archive."""
+    import asks before it reads a byte of its archive. A space named `auto-memory` is the
+    mirror's alone (`AUTO_MEMORY_SPACE_RESERVED` for every other writer)."""
     if not handle.is_global and handle.tenant_id != writer.tenant_id:
         raise NotFound()
+    if handle.name == AUTO_MEMORY_SPACE_NAME and writer.kind is not WriterKind.MIRROR:
+        raise AutoMemorySpaceReserved()
     if handle.is_global and not (writer.user is not None and writer.user.is_superuser):
         raise GlobalSpaceWriteDenied()
 
@@ -244,3 +259,39 @@ def _global_audit(
         target_type="memory_space",
         detail={"space": handle.id, "updatedBy": writer.attribution, **detail},
     )
+
+
+def space_private_expire(*, now: datetime | None = None) -> Sequence[ExpiredSpace]:
+    """Remove every `private` space not written for MEMORY_PRIVATE_TTL_DAYS (the nightly
+    expiry) and audit each (`space_private_expired`: the space, its team and person, what it
+    held; never a path or a body). Idempotent: a second run finds nothing more.
+
+    The store removes each space in its own step, so the audit row follows the removal
+    rather than sharing its transaction: a failure between them loses a record, never
+    keeps a space past its lifetime."""
+    moment = now or timezone.now()
+    written_before = moment - timedelta(days=settings.MEMORY_PRIVATE_TTL_DAYS)
+    expired = store_get().private_spaces_expire(written_before=written_before)
+    tenant_ids = [each.handle.tenant_id for each in expired]
+    orgs: dict[int | None, int] = dict(
+        Team.objects.filter(pk__in=[pk for pk in tenant_ids if pk is not None]).values_list(
+            "pk", "org_id"
+        )
+    )
+    for each in expired:
+        audit_record(
+            actor=None,
+            action=AuditEvent.Action.SPACE_PRIVATE_EXPIRED,
+            org_id=orgs.get(each.handle.tenant_id),
+            target_type="memory_space",
+            # The space id can be longer than the target column: it travels in the detail.
+            detail={
+                "space": each.handle.id,
+                "teamId": each.handle.tenant_id,
+                "userId": each.handle.user_id,
+                "documents": each.documents,
+                "freedBytes": each.freed_bytes,
+                "writtenBefore": written_before.isoformat(),
+            },
+        )
+    return expired

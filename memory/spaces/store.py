@@ -84,6 +84,15 @@ class CounterDrift:
         return self.recorded - self.actual
 
 
+@dataclass(frozen=True)
+class ExpiredSpace:
+    """A `private` space `MemoryStore.private_spaces_expire` removed, and what it held."""
+
+    handle: SpaceHandle
+    documents: int
+    freed_bytes: int
+
+
 def body_checksum(body: bytes) -> str:
     return "sha256:" + hashlib.sha256(body).hexdigest()
 
@@ -251,6 +260,15 @@ class MemoryStore(Protocol):
     def purge_tenants(self, tenant_ids: Sequence[int]) -> int:
         """Remove every space, document and counter of these tenants; return the count of
         documents removed. Used by the nightly org purge."""
+
+    def private_spaces_expire(self, *, written_before: datetime) -> Sequence[ExpiredSpace]:
+        """Remove every `private` space last written before `written_before` (every write
+        and delete of a space records when it happened; a space nothing changed since its
+        creation counts from then), with its documents, and free their bytes from the
+        tenant's counter; answer what was removed, sorted by handle id. Each space is
+        judged again under its writers' locks, so one written meanwhile is kept; one whose
+        locks are not free within MEMORY_STORE_WAIT_SECONDS is left for the next run. A
+        write after the removal starts the space again from nothing."""
 
     def reconcile(self) -> Sequence[CounterDrift]:
         """Recompute every space's and tenant's counter from the documents, under the

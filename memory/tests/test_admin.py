@@ -11,7 +11,7 @@ from memory.edits import parse_changes
 from memory.models import MemoryPolicy, Proposal
 from memory.selectors import memory_proposal_changes
 from memory.services import memory_policy_set, memory_proposal_create
-from workspaces.models import Bot
+from workspaces.models import AuditEvent, Bot
 from workspaces.services import workspace_key_ensure
 
 SECRET_LINE = "- the vault code is 7-4-1-1"
@@ -133,3 +133,14 @@ def test_staff_change_a_bots_spec_and_see_it(admin_client, tenant):
     bot.refresh_from_db()
     assert (bot.name, bot.memory_spec) == ("Renamed", {"scope": "n", "project": "p"})
     assert "&quot;scope&quot;" in admin_client.get(url).content.decode()
+
+
+def test_staff_changing_a_bot_is_audited_with_the_staff_member(admin_client, admin_user, tenant):
+    bot = tenant.bot_create("helper")
+    url = reverse("admin:workspaces_bot_change", args=[bot.pk])
+
+    admin_client.post(url, {"name": "Renamed", "memory_spec": "", "auto_memory": "on"})
+
+    event = AuditEvent.objects.get(action=AuditEvent.Action.BOT_SPEC_CHANGED)
+    assert event.actor == admin_user
+    assert event.detail["fields"] == ["name", "auto_memory"]

@@ -10,13 +10,14 @@ from memory.bots import (
     auto_memory_parse,
     bot_create,
     bot_spec_set,
+    bot_update,
     memory_spec_diagnostics,
     memory_spec_space,
 )
 from memory.errors import BotSlugTaken, BotSpecInvalid
 from memory.spaces.handle import SpaceHandle, Visibility
 from workspaces.errors import TeamOwnerRequired
-from workspaces.models import AutoMemorySetting, Bot
+from workspaces.models import AuditEvent, AutoMemorySetting, Bot
 
 CLEAN = {"visibility": "bot", "project": "app", "read": True, "write": False}
 
@@ -266,12 +267,13 @@ def test_only_a_team_owner_creates_a_bot(tenant):
     assert not Bot.objects.exists()
 
 
-@pytest.mark.parametrize("slug", ["", "a b", "a/b", "..", "é"])
-def test_a_bot_id_is_a_slug(tenant, slug):
+@pytest.mark.parametrize("slug", ["", "a b", "a/b", "..", "é", "validate", "me"])
+def test_a_bot_id_is_a_slug_no_route_uses(tenant, slug):
     with pytest.raises(BotSpecInvalid) as refused:
         tenant.bot_create(slug)
 
     assert refused.value.detail["field"] == "slug"
+    assert not Bot.objects.exists()
 
 
 def test_a_bot_id_is_unique_in_its_team_only(tenant, make_tenant):
@@ -294,3 +296,55 @@ def test_setting_a_spec_is_judged_against_the_bots_runtime(tenant):
     assert (bot.memory_spec, bot.auto_memory) == (CLEAN, "off")
     with pytest.raises(TeamOwnerRequired):
         bot_spec_set(bot=bot, actor=tenant.member, memory=None, auto_memory=None)
+
+
+# ---- the audit trail ---------------------------------------------------------------------
+
+
+def test_creating_a_bot_is_audited_with_its_creator(tenant):
+    bot = tenant.bot_create("helper", memory=CLEAN)
+
+    event = AuditEvent.objects.get(action=AuditEvent.Action.BOT_CREATED)
+
+    assert (event.actor, event.target_type, event.target_id) == (tenant.admin, "bot", str(bot.pk))
+    assert event.org_id == tenant.team.org_id
+    assert event.detail == {"botId": "helper", "teamId": tenant.team.pk, "runtime": "claw"}
+
+
+def test_changing_a_spec_is_audited_with_the_fields_that_changed_never_their_values(tenant):
+    bot = tenant.bot_create("helper")
+
+    bot_spec_set(bot=bot, actor=tenant.admin, memory=CLEAN, auto_memory="on")
+    bot_spec_set(bot=bot, actor=tenant.admin, memory=CLEAN, auto_memory="on")  # no change
+
+    event = AuditEvent.objects.get(action=AuditEvent.Action.BOT_SPEC_CHANGED)
+    assert event.actor == tenant.admin
+    assert event.detail["fields"] == ["memory_spec", "auto_memory"]
+    assert "visibility" not in str(event.detail)
+
+
+def test_a_refused_change_is_not_audited(tenant):
+    bot = tenant.bot_create("helper")
+
+    with pytest.raises(BotSpecInvalid):
+        bot_update(bot=bot, actor=tenant.admin, name="new", memory={"visibility": "team"})
+
+    assert not AuditEvent.objects.filter(action=AuditEvent.Action.BOT_SPEC_CHANGED).exists()
+    bot.refresh_from_db()
+    assert bot.name == "helper"
+
+
+def test_staff_changes_are_audited_with_the_staff_member(tenant, make_tenant):
+    staff = make_tenant().admin
+    bot = bot_create(
+        team=tenant.team, actor=None, staff=staff, slug="helper", name="h", runtime="claw"
+    )
+
+    bot_update(bot=bot, actor=None, staff=staff, runtime="mcp")
+
+    events = AuditEvent.objects.filter(target_type="bot").order_by("pk")
+    assert [(event.action, event.actor) for event in events] == [
+        ("bot_created", staff),
+        ("bot_spec_changed", staff),
+    ]
+    assert events[1].detail["runtime"] == "mcp"

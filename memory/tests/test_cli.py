@@ -478,6 +478,28 @@ def test_usage_errors_exit_2_from_a_shell():
     assert "SPACE_INVALID" in bad_space.stderr
 
 
+@pytest.mark.parametrize(
+    "mode",
+    [
+        ["--team", "1", "--user", "someone"],
+        ["--remote", "http://127.0.0.1:9", "--token", "t"],
+    ],
+    ids=["local", "remote"],
+)
+def test_an_unknown_strategy_is_a_usage_error_from_a_shell_in_both_modes(mode, tmp_path):
+    archive = tmp_path / "notes.tar.gz"
+    archive.write_bytes(b"")
+
+    result = run_manage(
+        "import", *mode, "--visibility", "org", "--name", "n", "--in", str(archive),
+        "--strategy", "merge",
+    )  # fmt: skip
+
+    assert result.returncode == 2
+    assert "--strategy: invalid choice: 'merge'" in result.stderr
+    assert "choose from 'skip', 'overwrite', 'rename'" in result.stderr
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_refusal_exits_1_from_a_shell_and_json_goes_to_stdout(remote, tmp_path):
     _, flags = remote

@@ -26,6 +26,7 @@ from memory.errors import (
 from memory.spaces.archive import (
     FORMAT,
     ImportStrategy,
+    _TarStream,
     import_strategy_parse,
     space_export,
     space_export_file_name,
@@ -204,6 +205,35 @@ def test_export_writes_the_documented_layout_deterministically(tenant):
         (d["path"], d["size"], d["checksum"], d["revision"]) for d in manifest["documents"]
     ] == [(path, len(DOCUMENTS[path]), sums[path], 1) for path in sorted(DOCUMENTS)]
     assert checksums == "".join(f"{sums[path]}  docs/{path}\n" for path in sorted(DOCUMENTS))
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["manifest.json", "docs/a.md", "checksums.sha256"],
+        ["docs/" + "n" * 92 + ".md"],  # exactly the 100 bytes of the ustar name field
+        ["docs/" + "long/" * 30 + "x.md"],  # past it: a PAX header carries the path
+        ["docs/caf\u00e9/\u00fcber.md"],  # not ASCII: a PAX header too
+    ],
+    ids=["plain", "100 bytes", "long", "not ASCII"],
+)
+@pytest.mark.parametrize("size", [0, 1, 511, 512, 513, 20_000])
+def test_the_export_tar_stream_is_the_one_tarfile_writes(names, size):
+    """The export builds its headers itself; they must stay byte for byte tarfile's (PAX
+    format), so that readers of either agree and the same space keeps the same bytes."""
+    body = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    ours = io.BytesIO()
+    stream = _TarStream(ours)
+    theirs = io.BytesIO()
+    with tarfile.open(fileobj=theirs, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+        for name in names:
+            stream.add(name, body)
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = size, 0, 0o644
+            tar.addfile(info, io.BytesIO(body))
+    stream.close()
+
+    assert ours.getvalue() == theirs.getvalue()
 
 
 def test_the_file_name_names_the_space_safely():
@@ -435,6 +465,15 @@ HOSTILE: list[tuple[str, Callable[[], bytes], str, str | None, str | None]] = [
     ("not gzip", lambda: tar_bytes(layout(VALID)), "ARCHIVE_INVALID", "not_gzip", None),
     ("empty body", lambda: b"", "ARCHIVE_INVALID", "not_gzip", None),
     ("truncated gzip", lambda: FULL[: len(FULL) // 2], "ARCHIVE_INVALID", "truncated", None),
+    # The tar inside is whole: only the gzip trailer (CRC and length) is cut or wrong.
+    ("gzip trailer cut", lambda: FULL[:-8], "ARCHIVE_INVALID", "truncated", None),
+    (
+        "gzip checksum wrong",
+        lambda: FULL[:-8] + bytes(byte ^ 0xFF for byte in FULL[-8:-4]) + FULL[-4:],
+        "ARCHIVE_INVALID",
+        "corrupt",
+        None,
+    ),
     (
         "not a tar",
         lambda: gzip.compress(b"plain text, not a tar archive\n" * 40),

@@ -16,7 +16,13 @@ from rest_framework.authentication import SessionAuthentication
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from workspaces.errors import CredentialKindRefused, DomainError
+from workspaces.api.headers import is_if_match_write
+from workspaces.errors import (
+    CredentialKindRefused,
+    DomainError,
+    PreconditionFailed,
+    VersionConflict,
+)
 
 # DRF's own exceptions, by class, with the code and status this API gives them.
 # AuthenticationFailed carries its own specific code (TOKEN_EXPIRED, ...).
@@ -32,6 +38,17 @@ DRF_ERROR_CODES: list[tuple[type[drf.APIException], str, int]] = [
     (drf.UnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", 415),
     (drf.Throttled, "RATE_LIMITED", 429),
 ]
+
+
+def code_and_status(kind: type[Exception]) -> tuple[str, int]:
+    """The code and status a refusal of this kind is answered with: a domain error's own, or
+    the row of DRF_ERROR_CODES for one of DRF's exceptions."""
+    if issubclass(kind, DomainError):
+        return kind.code, kind.status
+    for drf_kind, code, status in DRF_ERROR_CODES:
+        if issubclass(kind, drf_kind):
+            return code, status
+    raise LookupError(f"{kind.__name__} is not answered by the API's exception handler")
 
 
 def error_body(code: str, message: str, detail: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -61,6 +78,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         # another kind (a delivery credential on a person route, a token on a route for
         # turns only), which is not the same as presenting none.
         exc = CredentialKindRefused()
+    if isinstance(exc, VersionConflict) and is_if_match_write(context.get("request")):
+        # The write named its base in HTTP's own header, so it gets HTTP's own answer.
+        exc = PreconditionFailed(**exc.detail)
     if isinstance(exc, DomainError):
         code, status, message, detail = exc.code, exc.status, exc.message, exc.detail
         if "retryAfterSeconds" in detail:
@@ -102,10 +122,10 @@ def _presents_a_credential(request: Any) -> bool:
 def _from_drf(
     exc: drf.APIException, headers: dict[str, str]
 ) -> tuple[str, int, str, dict[str, Any]] | None:
-    mapped = next(((c, s) for kind, c, s in DRF_ERROR_CODES if isinstance(exc, kind)), None)
-    if mapped is None:
+    try:
+        code, status = code_and_status(type(exc))
+    except LookupError:
         return None
-    code, status = mapped
     detail: dict[str, Any] = {}
     if isinstance(exc, drf.ValidationError):
         detail = {"fields": exc.detail}

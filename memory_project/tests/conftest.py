@@ -19,7 +19,11 @@ from automation.tokens import delivery_credential_cache_key
 from conftest import Tenant
 from memory.edits import parse_changes
 from memory.services import memory_proposal_create, memory_save
-from workspaces.authentication import BearerAuthentication, TeamSessionAuthentication
+from workspaces.authentication import (
+    BearerAuthentication,
+    BotBearerAuthentication,
+    TeamSessionAuthentication,
+)
 from workspaces.services import (
     api_token_create,
     bot_token_issue,
@@ -58,7 +62,9 @@ def _world(tenant: Tenant, capture_on_commit: Callable[..., Any]) -> TenantWorld
     # Bot ids are unique per team only: each world's differs, so that a route reached with
     # another world's bot id cannot find the caller's own bot of that name.
     bot = tenant.bot_create(f"bot-{tenant.team.pk}")
-    bot_token_issue(bot=bot, actor=tenant.admin, name="listed")
+    _, raw_bot_token = bot_token_issue(bot=bot, actor=tenant.admin, name="listed")
+    as_bot = APIClient()
+    as_bot.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_bot_token}")
     _, raw_token = api_token_create(user=member, team=tenant.team, name="caller")
     bearer = APIClient()
     bearer.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_token}")
@@ -87,11 +93,13 @@ def _world(tenant: Tenant, capture_on_commit: Callable[..., Any]) -> TenantWorld
             "version": 1,
             "token_id": token.pk,
             "bot_id": bot.slug,
+            "user_id": member.pk,
         },
         clients={
             BearerAuthentication: bearer,
             TeamSessionAuthentication: signed_in,
             DeliveryCredentialAuthentication: delivery,
+            BotBearerAuthentication: as_bot,
         },
         bearer=f"Bearer {raw_token}",
     )

@@ -36,7 +36,7 @@ def _component(schema: dict, reference: dict) -> dict:
     return schema["components"]["schemas"][reference["$ref"].rpartition("/")[2]]
 
 
-def test_document_listings_are_declared_as_arrays_and_reads_as_objects(db, client):
+def test_document_listings_are_declared_as_pages_and_reads_as_objects(db, client):
     schema = _served_schema(client)
 
     for route in (
@@ -45,10 +45,11 @@ def test_document_listings_are_declared_as_arrays_and_reads_as_objects(db, clien
     ):
         ok = schema["paths"][route]["get"]["responses"]["200"]
         shapes = _component(schema, ok["content"]["application/json"]["schema"])["oneOf"]
-        kinds = sorted(shape.get("type", "object") for shape in shapes)
-        assert kinds == ["array", "object"], route
-        listing = next(shape for shape in shapes if shape.get("type") == "array")
-        assert "bytes" in _component(schema, listing["items"])["properties"]
+        pages = [_component(schema, shape) for shape in shapes]
+        listing = next(page for page in pages if "results" in page["properties"])
+        assert set(listing["properties"]) == {"results", "next", "previous"}, route
+        item = listing["properties"]["results"]["items"]
+        assert "bytes" in _component(schema, item)["properties"]
         deleted = schema["paths"][route]["delete"]["responses"]
         assert set(
             _component(schema, deleted["200"]["content"]["application/json"]["schema"])[

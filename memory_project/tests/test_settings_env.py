@@ -119,6 +119,16 @@ def test_rate_the_throttles_can_read_is_accepted(raw):
     assert env_rate("THROTTLE_WRITE_RATE", "300/min", environ={"THROTTLE_WRITE_RATE": raw}) == raw
 
 
+@pytest.mark.parametrize("raw", ["0", "-1", "3651", "a week"])
+def test_a_private_space_lifetime_out_of_range_stops_start_up(monkeypatch, raw):
+    with pytest.raises(ImproperlyConfigured, match="MEMORY_PRIVATE_TTL_DAYS"):
+        start_up(monkeypatch, MEMORY_PRIVATE_TTL_DAYS=raw)
+
+
+def test_a_private_space_lifetime_is_read_at_start_up(monkeypatch):
+    assert start_up(monkeypatch, MEMORY_PRIVATE_TTL_DAYS="30")["MEMORY_PRIVATE_TTL_DAYS"] == 30
+
+
 def test_short_jwt_signing_key_stops_start_up(monkeypatch):
     with pytest.raises(ImproperlyConfigured, match="JWT_SIGNING_KEY"):
         start_up(monkeypatch, JWT_SIGNING_KEY="too-short")

@@ -16,12 +16,20 @@ import pytest
 from django.conf import settings as django_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils.module_loading import import_string
+from rest_framework.views import APIView
 
 from automation.models import Admission, Conversation
 from memory.models import MemoryPolicy, Proposal
 from memory_project.tests.conftest import TenantWorld
 from memory_project.tests.test_error_shape import assert_shape
-from workspaces.models import ApiToken, Bot, FileVersion, KeySession, Workspace
+from workspaces.models import (
+    ApiToken,
+    Bot,
+    FileVersion,
+    KeySession,
+    Workspace,
+    WorkspaceMembership,
+)
 
 KEYWORD = re.compile(r"<(?:\w+:)?(\w+)>")
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -48,9 +56,14 @@ def api_routes_with_ids() -> list[tuple[str, type]]:
 
 
 def _authentication_classes(view: type) -> list[type]:
-    declared = view.__dict__.get("authentication_classes")
-    if declared is not None:
-        return list(declared)
+    # Declared on the view or a base of it (a view's own class attribute wins), else the
+    # settings' defaults.
+    for klass in view.__mro__:
+        if klass is APIView:
+            break
+        declared = klass.__dict__.get("authentication_classes")
+        if declared is not None:
+            return list(declared)
     rest_framework: dict[str, Any] = django_settings.REST_FRAMEWORK
     names: list[str] = rest_framework["DEFAULT_AUTHENTICATION_CLASSES"]
     return [import_string(name) for name in names]
@@ -91,6 +104,9 @@ def _state_of(world: TenantWorld) -> dict[str, Any]:
         "bots": list(Bot.objects.filter(team=world.tenant.team).values()),
         "bot tokens": list(
             ApiToken.objects.filter(bot__team=world.tenant.team).values("pk", "revoked_at")
+        ),
+        "members": list(
+            WorkspaceMembership.objects.filter(workspace=workspace).values("user_id", "role")
         ),
         "conversations": Conversation.objects.filter(workspace=workspace).count(),
         "admissions": Admission.objects.filter(workspace=workspace).count(),

@@ -3,7 +3,7 @@
 
 import { memoryFrame } from "./memory.js";
 import { sentence } from "./errors.js";
-import { announce, api, byId, config, failure } from "./shared.js";
+import { announce, api, byId, config, failure, listAll } from "./shared.js";
 
 const SEND_WAIT_FOR_SAVE_MS = 5000;
 const TURN_POLL_MS = 1000;
@@ -77,8 +77,8 @@ class AssistantPanel {
 
   // This workspace's conversations of mine, newest first (a list or a page of one).
   async loadConversations() {
-    const listed = await api("GET", this.urls.conversations);
-    const rows = listed.ok ? (listed.data.results ?? listed.data) : [];
+    const listed = await listAll(this.urls.conversations);
+    const rows = listed.ok ? listed.data : [];
     this.conversations = rows.filter((c) => c.workspaceId === config.workspaceId);
   }
 
@@ -123,8 +123,8 @@ class AssistantPanel {
       this.renderTranscript([]);
       return;
     }
-    const messages = await api("GET", this.conversationUrl("messages"));
-    const receipts = await api("GET", this.conversationUrl("memory-receipts"));
+    const messages = await listAll(this.conversationUrl("messages"));
+    const receipts = await listAll(this.conversationUrl("memory-receipts"));
     this.receipts = new Map((receipts.ok ? receipts.data : []).map((r) => [r.turnId, r]));
     this.renderTranscript(messages.ok ? messages.data : []);
   }
@@ -362,7 +362,7 @@ class AssistantPanel {
   }
 
   async loadProposals() {
-    const proposals = await api("GET", this.urls.proposals);
+    const proposals = await listAll(this.urls.proposals);
     this.proposals = proposals.ok ? proposals.data : [];
     const section = byId("proposals");
     section.hidden = this.proposals.length === 0;

@@ -101,6 +101,13 @@ const SENTENCES = {
   ORG_STATE_CONFLICT: (detail) =>
     `The organisation is ${detail.status || "in another state"} now; reload and check before retrying.`,
   BOT_SLUG_TAKEN: "The team already has a bot with this id; choose another.",
+  NAME_TAKEN: (detail) =>
+    `Your team already has a workspace named ${detail.name ? `“${detail.name}”` : "so"}; choose another name.`,
+  ALREADY_MEMBER: "That person is already a member of this workspace.",
+  LAST_WORKSPACE_ADMIN:
+    "This is the workspace's only admin, and a workspace keeps one. Add another admin first.",
+  NOT_TEAM_MEMBER: (detail) =>
+    `${detail.username ? `“${detail.username}”` : "That person"} is not a member of your team; only team members can be added.`,
   DOCUMENT_EXISTS: (detail) =>
     `${detail.path ? `“${detail.path}”` : "That path"} is already taken (perhaps by a deleted note); choose another path.`,
   LENGTH_REQUIRED: "The upload could not be read whole. Try again.",

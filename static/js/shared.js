@@ -74,6 +74,19 @@ export async function api(method, url, { body, markdown, archive, headers = {} }
   };
 }
 
+// Every row of a list route: each answers one cursor page `{results, next, previous}`, and
+// `next` is followed as given until it is null. Answers like `api`, with the rows as `data`.
+export async function listAll(url) {
+  const rows = [];
+  for (let next = url; next; ) {
+    const page = await api("GET", next);
+    if (!page.ok) return page;
+    rows.push(...page.data.results);
+    next = page.data.next;
+  }
+  return { ok: true, status: 200, data: rows };
+}
+
 // Put a result in a status region; by default move focus there, so keyboard and screen
 // reader users land on the outcome of what they just did.
 export function announce(region, text, kind = "info", { focus = true } = {}) {

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
 from workspaces.errors import BaseVersionRequired, InvalidHeader
@@ -18,16 +22,75 @@ def whole_number(raw: str, *, header: str, message: str) -> int:
     return int(raw)
 
 
+# A document's entity tag is its version number, quoted: `"7"` (`"0"` before it exists).
+ENTITY_TAG = re.compile(r'"([0-9]+)"')
+# Set on the request when its base version came from If-Match, so that a conflict is
+# answered as HTTP answers a failed precondition (412), not with 409.
+IF_MATCH_ATTRIBUTE = "base_version_from_if_match"
+
+
+BASE_VERSION_PARAMETERS = [
+    OpenApiParameter(
+        "X-Base-Version",
+        int,
+        OpenApiParameter.HEADER,
+        description=(
+            "The version this write is based on; 0 creates the document. Required unless "
+            "If-Match is sent (428 BASE_VERSION_REQUIRED); a stale one is 409 VERSION_CONFLICT."
+        ),
+    ),
+    OpenApiParameter(
+        "If-Match",
+        str,
+        OpenApiParameter.HEADER,
+        description=(
+            "X-Base-Version in HTTP's spelling: the ETag of the read this write is based on "
+            '(`"7"`; `"0"` creates). A stale one is 412 PRECONDITION_FAILED.'
+        ),
+    ),
+]
+
+
+def entity_tag(version: int) -> str:
+    return f'"{version}"'
+
+
 def base_version_from(request: Request) -> int:
-    """Read X-Base-Version: required, a whole number >= 0 (0 means create-only)."""
+    """Read the write's base version: X-Base-Version, or If-Match (its standard spelling,
+    one strong entity tag as a read's ETag gives it). Required, a whole number >= 0 (0
+    means create-only); when both are sent they must agree."""
     raw = request.headers.get("X-Base-Version")
+    if_match = _if_match_version(request)
     if raw is None or not raw.strip():
-        raise BaseVersionRequired()
-    return whole_number(
+        if if_match is None:
+            raise BaseVersionRequired()
+        setattr(request, IF_MATCH_ATTRIBUTE, True)
+        return if_match
+    version = whole_number(
         raw.strip(),
         header="X-Base-Version",
         message="X-Base-Version must be a whole number of at least 0.",
     )
+    if if_match is not None and if_match != version:
+        raise InvalidHeader(
+            "If-Match and X-Base-Version name different versions.", header="If-Match"
+        )
+    return version
+
+
+def _if_match_version(request: Request) -> int | None:
+    raw = request.headers.get("If-Match")
+    if raw is None or not raw.strip():
+        return None
+    message = 'If-Match must be one entity tag as a read gave it, like "7".'
+    matched = ENTITY_TAG.fullmatch(raw.strip())
+    if matched is None:
+        raise InvalidHeader(message, header="If-Match")
+    return whole_number(matched.group(1), header="If-Match", message=message)
+
+
+def is_if_match_write(request: Any) -> bool:
+    return bool(getattr(request, IF_MATCH_ATTRIBUTE, False))
 
 
 def flag_from(request: Request, name: str) -> bool:

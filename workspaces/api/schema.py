@@ -36,3 +36,13 @@ class SessionScheme(CredentialScheme):
         "name": "sessionid",
         "description": "The web frame's session; writes also need X-CSRFToken.",
     }
+
+
+class BotBearerScheme(CredentialScheme):
+    target_class = "workspaces.authentication.BotBearerAuthentication"
+    name = "botBearer"
+    definition = {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A bot's token (iap_..., scope `bot`): the bot is the caller.",
+    }

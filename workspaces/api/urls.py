@@ -9,6 +9,16 @@ urlpatterns = [
     path("tokens/<int:token_id>", views.TokenRevokeApi.as_view(), name="token-revoke"),
     path("workspaces", views.WorkspaceListApi.as_view(), name="workspace-list"),
     path(
+        "workspaces/<int:workspace_id>/members",
+        views.WorkspaceMemberListApi.as_view(),
+        name="workspace-member-list",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/members/<int:user_id>",
+        views.WorkspaceMemberApi.as_view(),
+        name="workspace-member",
+    ),
+    path(
         "workspaces/<int:workspace_id>/ai",
         views.WorkspaceAiConsentApi.as_view(),
         name="workspace-ai",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
@@ -11,27 +11,114 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memory_project.api.pagination import page_schema, paginated
+from memory_project.api.serializers import StrictSerializer
 from workspaces import selectors, services
 from workspaces.api.access import caller_membership
-from workspaces.authentication import request_credential
-from workspaces.models import ApiToken
+from workspaces.api.generic import RevokeApi, WorkspaceSettingApi
+from workspaces.api.input import validated
+from workspaces.authentication import Credential, request_credential
+from workspaces.models import ApiToken, KeySession, User, Workspace, WorkspaceMembership
 
 
 class WorkspaceListApi(APIView):
+    class InputSerializer(StrictSerializer):
+        name = serializers.CharField(max_length=200)
+        aiEnabled = serializers.BooleanField(
+            default=False, help_text="Switch workspace AI on from the start (you are its admin)."
+        )
+
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         name = serializers.CharField()
         aiEnabled = serializers.BooleanField(source="ai_enabled")
 
-    @extend_schema(responses=OutputSerializer(many=True))
+    @page_schema(OutputSerializer, name="Workspace")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
         workspaces = selectors.workspace_list_for_member(user=credential.user, team=credential.team)
-        return Response(self.OutputSerializer(workspaces, many=True).data)
+        return paginated(
+            request,
+            workspaces,
+            ordering=("pk",),
+            render=lambda page: self.OutputSerializer(page, many=True).data,
+        )
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    def post(self, request: Request) -> Response:
+        credential = request_credential(request)
+        data = validated(self.InputSerializer(data=request.data))
+        workspace = services.workspace_create(
+            team=credential.team,
+            name=data["name"],
+            admin=credential.user,
+            ai_enabled=data["aiEnabled"],
+        )
+        return Response(self.OutputSerializer(workspace).data, status=status.HTTP_201_CREATED)
 
 
-class WorkspaceAiConsentApi(APIView):
-    class InputSerializer(serializers.Serializer):
+class WorkspaceMemberOutputSerializer(serializers.Serializer):
+    userId = serializers.IntegerField(source="user_id")
+    username = serializers.CharField(source="user.username")
+    role = serializers.ChoiceField(choices=WorkspaceMembership.Role.choices)
+    joinedAt = serializers.DateTimeField(source="created_at")
+
+
+class WorkspaceMemberListApi(APIView):
+    class InputSerializer(StrictSerializer):
+        userId = serializers.IntegerField(min_value=1, required=False)
+        username = serializers.CharField(max_length=150, required=False)
+        role = serializers.ChoiceField(
+            choices=WorkspaceMembership.Role.choices, default=WorkspaceMembership.Role.MEMBER
+        )
+
+        def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+            if ("userId" in data) == ("username" in data):
+                raise serializers.ValidationError(
+                    "Name the person by exactly one of userId or username."
+                )
+            return data
+
+    @page_schema(WorkspaceMemberOutputSerializer, name="WorkspaceMember")
+    def get(self, request: Request, workspace_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        return paginated(
+            request,
+            selectors.workspace_member_list(workspace=membership.workspace),
+            ordering=("created_at", "pk"),
+            render=lambda page: WorkspaceMemberOutputSerializer(page, many=True).data,
+        )
+
+    @extend_schema(request=InputSerializer, responses={201: WorkspaceMemberOutputSerializer})
+    def post(self, request: Request, workspace_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        data = validated(self.InputSerializer(data=request.data))
+        added = services.workspace_member_add(
+            workspace=membership.workspace,
+            actor=membership.user,
+            user_id=data.get("userId"),
+            username=data.get("username"),
+            role=data["role"],
+        )
+        body = WorkspaceMemberOutputSerializer(added).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class WorkspaceMemberApi(APIView):
+    @extend_schema(
+        responses={204: None},
+        description="Remove a member (admins only), or leave: your own user id.",
+    )
+    def delete(self, request: Request, workspace_id: int, user_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        services.workspace_member_remove(
+            workspace=membership.workspace, actor=membership.user, user_id=user_id
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WorkspaceAiConsentApi(WorkspaceSettingApi):
+    class InputSerializer(StrictSerializer):
         enabled = serializers.BooleanField()
         expectedRevision = serializers.IntegerField(min_value=0)
 
@@ -39,23 +126,16 @@ class WorkspaceAiConsentApi(APIView):
         enabled = serializers.BooleanField(source="ai_enabled")
         consentRevision = serializers.IntegerField(source="ai_consent_revision")
 
-    @extend_schema(responses=OutputSerializer)
-    def get(self, request: Request, workspace_id: int) -> Response:
-        membership = caller_membership(request, workspace_id)
-        return Response(self.OutputSerializer(membership.workspace).data)
+    def setting_get(self, workspace: Workspace) -> Workspace:
+        return workspace
 
-    @extend_schema(request=InputSerializer, responses=OutputSerializer)
-    def put(self, request: Request, workspace_id: int) -> Response:
-        membership = caller_membership(request, workspace_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        workspace = services.workspace_ai_consent_set(
-            workspace=membership.workspace,
-            enabled=data.validated_data["enabled"],
-            expected_revision=data.validated_data["expectedRevision"],
-            actor=membership.user,
+    def setting_set(self, *, workspace: Workspace, actor: User, data: dict[str, Any]) -> Workspace:
+        return services.workspace_ai_consent_set(
+            workspace=workspace,
+            enabled=data["enabled"],
+            expected_revision=data["expectedRevision"],
+            actor=actor,
         )
-        return Response(self.OutputSerializer(workspace).data)
 
 
 class TokenOutputSerializer(serializers.Serializer):
@@ -65,13 +145,22 @@ class TokenOutputSerializer(serializers.Serializer):
     createdAt = serializers.DateTimeField(source="created_at")
     expiresAt = serializers.DateTimeField(source="expires_at")
     revokedAt = serializers.DateTimeField(source="revoked_at", allow_null=True)
+    lastUsedAt = serializers.DateTimeField(
+        source="last_used_at",
+        allow_null=True,
+        help_text="When it last authenticated a request, to the minute; null if never.",
+    )
 
 
 class TokenListCreateApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=100)
+        # A bot's token is issued for its bot (`/api/v1/bots/{id}/tokens`), never here.
         scope = serializers.ChoiceField(
-            choices=ApiToken.Scope.choices,
+            choices=[
+                (ApiToken.Scope.API, ApiToken.Scope.API.label),
+                (ApiToken.Scope.MCP, ApiToken.Scope.MCP.label),
+            ],
             default=ApiToken.Scope.API,
             help_text="`api`: the person API. `mcp`: only the MCP server, refused on /api/.",
         )
@@ -80,38 +169,39 @@ class TokenListCreateApi(APIView):
     class CreatedSerializer(TokenOutputSerializer):
         token = serializers.CharField(help_text="Shown once; only its hash is kept.")
 
-    @extend_schema(responses=TokenOutputSerializer(many=True))
+    @page_schema(TokenOutputSerializer, name="Token")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
         tokens = selectors.api_token_list_for_user(user=credential.user, team=credential.team)
-        return Response(TokenOutputSerializer(tokens, many=True).data)
+        return paginated(
+            request,
+            tokens,
+            ordering=("-created_at", "-pk"),
+            render=lambda page: TokenOutputSerializer(page, many=True).data,
+        )
 
     @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(self.InputSerializer(data=request.data))
         token, raw = services.api_token_create(
             user=credential.user,
             team=credential.team,
-            name=data.validated_data["name"],
-            scope=data.validated_data["scope"],
-            ttl_days=data.validated_data.get("expiresInDays"),
+            name=data["name"],
+            scope=data["scope"],
+            ttl_days=data.get("expiresInDays"),
             minted_with=credential.kind,
         )
         body = dict(TokenOutputSerializer(token).data, token=raw)
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-class TokenRevokeApi(APIView):
-    @extend_schema(responses={204: None})
-    def delete(self, request: Request, token_id: int) -> Response:
-        credential = request_credential(request)
+class TokenRevokeApi(RevokeApi):
+    def revoke(self, credential: Credential, **route: Any) -> None:
         token = selectors.api_token_get_for_user(
-            user=credential.user, team=credential.team, token_id=token_id
+            user=credential.user, team=credential.team, token_id=route["token_id"]
         )
         services.api_token_revoke(token=token, actor=credential.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class JwtIssueApi(APIView):
@@ -151,25 +241,28 @@ class KeySessionListCreateApi(APIView):
         session = services.key_session_open(workspace=membership.workspace, user=membership.user)
         return Response(self.OutputSerializer(session).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses=ListedSerializer(many=True))
+    @page_schema(ListedSerializer, name="KeySession")
     def get(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
         sessions = selectors.key_session_list_for_user(
             user=membership.user, workspace=membership.workspace
         )
-        rows = [dict(self.OutputSerializer(s).data, live=live) for s, live in sessions]
-        return Response(rows)
+
+        def render(page: list[KeySession]) -> list[dict[str, Any]]:
+            return [
+                dict(self.OutputSerializer(session).data, live=live)
+                for session, live in selectors.key_session_liveness(sessions=page)
+            ]
+
+        return paginated(request, sessions, ordering=("-created_at", "-pk"), render=render)
 
 
-class KeySessionRevokeApi(APIView):
-    @extend_schema(responses={204: None})
-    def delete(self, request: Request, session_id: uuid.UUID) -> Response:
-        credential = request_credential(request)
+class KeySessionRevokeApi(RevokeApi):
+    def revoke(self, credential: Credential, **route: Any) -> None:
         session = selectors.key_session_get_for_owner(
-            user=credential.user, team=credential.team, session_id=session_id
+            user=credential.user, team=credential.team, session_id=route["session_id"]
         )
         services.key_session_revoke(session=session, revoked_by=credential.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class PingApi(APIView):

@@ -44,6 +44,8 @@ def test_every_audited_service_requires_its_actor_as_a_keyword():
         actor = parameters.get("actor") or parameters.get("revoked_by") or parameters.get("author")
         if name == "workspaces.services.api_token_create":
             actor = parameters["user"]  # a token is minted only by its owner
+        if name == "workspaces.services.workspace_create":
+            actor = parameters["admin"]  # its creator is its first admin
         assert actor is not None, name
         assert actor.kind is inspect.Parameter.KEYWORD_ONLY, name
         assert actor.default is inspect.Parameter.empty, name

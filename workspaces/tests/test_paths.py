@@ -13,6 +13,7 @@ from workspaces.paths import (
     canonical_document_path,
     directory_path_require_canonical,
     document_path_require_canonical,
+    unfold,
 )
 from workspaces.tests.unicode_classes import DEFAULT_IGNORABLE
 
@@ -262,3 +263,10 @@ def test_an_ascii_character_is_refused_as_invisible_exactly_when_it_is_not_print
         with pytest.raises(InvalidDocumentPath) as refused:
             canonical_document_path(f"notes/a{char}b.md")
         assert refused.value.detail["reason"] == "control_character"
+
+
+@settings(deadline=None)
+@given(raw=st.text(alphabet=st.characters(max_codepoint=127, exclude_characters="%")))
+def test_ascii_without_percent_unfolds_to_itself(raw):
+    # The path rule skips the unfolding rounds for such text: this is why it may.
+    assert unfold(raw, strict=True) == raw

@@ -7,10 +7,11 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
-from workspaces.models import KeySession, KeySessionRevocation, Workspace
+from workspaces.models import KeySession, KeySessionRevocation, User, Workspace
 from workspaces.services import (
     key_session_open,
     key_session_revoke,
+    team_membership_ensure,
     workspace_membership_ensure,
 )
 from workspaces.views import KEY_SESSIONS_SESSION_KEY
@@ -279,3 +280,22 @@ def test_a_plain_member_cannot_switch_workspace_ai(client, tenant):
     assert response.status_code == 403
     tenant.workspace.refresh_from_db()
     assert (tenant.workspace.ai_enabled, tenant.workspace.ai_consent_revision) == (True, 0)
+
+
+def test_settings_offers_adding_members_only_to_admins_and_only_team_members_outside(
+    client, tenant
+):
+    outsider = User.objects.create_user(username="outsider", password="pw-outsider-123")
+    team_membership_ensure(team=tenant.team, user=outsider)
+    url = page_url("workspaces:settings", tenant.workspace)
+
+    as_admin = signed_in(client, tenant.admin).get(url)
+    as_member = signed_in(Client(), tenant.member).get(url)
+
+    assert as_admin.status_code == as_member.status_code == 200
+    people = [person.username for person in as_admin.context["addable_people"]]
+    assert people == ["outsider"]
+    assert b'id="member-add"' in as_admin.content
+    assert b'id="member-add"' not in as_member.content
+    assert as_member.context["addable_people"] == []
+    assert as_member.context["frame_config"]["isAdmin"] is False

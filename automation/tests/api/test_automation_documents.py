@@ -193,8 +193,8 @@ def test_list_and_search_hide_the_namespace(runtime, external, assistant):
     note(tenant, ".ZUDOTEXT/memory/stray.md", "tea from an older import")
 
     for api in (runtime, external):
-        listed = api.list().json()
-        namespace_prefix = api.list(prefix=".zudotext/").json()
+        listed = api.list().json()["results"]
+        namespace_prefix = api.list(prefix=".zudotext/").json()["results"]
         found = api.search("tea").json()
 
         assert [row["path"] for row in listed] == ["notes/drinks.md"]
@@ -225,7 +225,7 @@ def test_lookalike_memory_notes_stored_earlier_stay_hidden_with_memory_off(
     )
 
     for api in (runtime, external):
-        listed = [row["path"] for row in api.list().json()]
+        listed = [row["path"] for row in api.list().json()["results"]]
         found = [row["path"] for row in api.search("tea").json()["results"]]
         reads = [api.read(path) for path in planted]
 

@@ -196,7 +196,7 @@ def test_conversation_list_shows_only_the_callers(client, tenant, conversation_i
         format="json",
     )
 
-    listed = client.get("/api/v1/agents/assistant/conversations").json()
+    listed = client.get("/api/v1/agents/assistant/conversations").json()["results"]
 
     assert [row["id"] for row in listed] == [conversation_id]
 
@@ -209,5 +209,5 @@ def test_a_member_who_left_the_workspace_no_longer_sees_its_conversations(
     listed = client.get("/api/v1/agents/assistant/conversations")
 
     assert listed.status_code == 200
-    assert listed.json() == []
+    assert listed.json()["results"] == []
     assert Conversation.objects.filter(pk=conversation_id, owner=tenant.member).exists()

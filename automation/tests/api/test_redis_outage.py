@@ -97,7 +97,7 @@ def test_with_redis_down_key_sessions_are_listed_as_not_live(assistant):
         response = client.get(url)
 
     assert response.status_code == 200
-    assert [(row["id"], row["live"]) for row in response.json()] == [
+    assert [(row["id"], row["live"]) for row in response.json()["results"]] == [
         (str(assistant.key_session.pk), False)
     ]
 

@@ -54,11 +54,13 @@ def chat(assistant, django_capture_on_commit_callbacks) -> Chat:
 def receipts(chat, assistant):
     return chat.client.get(
         f"/api/v1/agents/assistant/{assistant.conversation.pk}/memory-receipts"
-    ).json()
+    ).json()["results"]
 
 
 def transcript(chat, assistant):
-    return chat.client.get(f"/api/v1/agents/assistant/{assistant.conversation.pk}/messages").json()
+    return chat.client.get(f"/api/v1/agents/assistant/{assistant.conversation.pk}/messages").json()[
+        "results"
+    ]
 
 
 def test_remember_in_auto_commits_and_the_receipt_shows_both_versions(chat, assistant):

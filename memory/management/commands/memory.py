@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
 from memory.api.spaces import SpaceUsageApi
+from memory.bots import bot_get
 from memory.cli import (
     ArchiveUpload,
     LocalSpaceClient,
@@ -30,6 +31,18 @@ from memory.cli import (
     RemoteSpaceClient,
     RemoteUnreachable,
     SpaceClient,
+)
+from memory.mirror import (
+    LocalMirrorSpace,
+    MirrorSpace,
+    RemoteMirrorSpace,
+    auto_memory_resolve,
+    mirror_hydrate,
+    mirror_release,
+    mirror_sweep,
+    mirror_sync_back,
+    node_name_new,
+    project_root,
 )
 from memory.spaces.archive import ImportStrategy
 from memory.spaces.handle import QUALIFIERS, USER_BOUND, SpaceHandle, space_handle_parse
@@ -45,9 +58,15 @@ EXIT_CODES = (
     "Exit codes: 0 done; 1 refused (the message names the refusal's code and what to do, "
     "and nothing was changed); 2 usage (a malformed command line or space flags)."
 )
+MIRROR_EXIT_CODES = (
+    "Exit codes: 0 done (or auto-memory off: nothing to do); 1 refused, nothing changed; "
+    "2 usage; 3 sync-back done except for the files it reports as not stored."
+)
 SPACE_FLAGS = ("visibility", "name", *QUALIFIERS)
 # The refusals whose fix is in the command line itself: usage, not a refusal.
-USAGE_CODES = frozenset({"SPACE_INVALID", "VALIDATION_FAILED"})
+USAGE_CODES = frozenset(
+    {"SPACE_INVALID", "VALIDATION_FAILED", "QUERY_INVALID", "AUTO_MEMORY_VALUE_INVALID"}
+)
 _TOKEN_HINT = "check --token or MEMORY_REMOTE_TOKEN (a personal access token of the person acting)"
 
 
@@ -104,6 +123,12 @@ def _hint(code: str, detail: dict[str, Any]) -> str | None:
                 f"--{detail.get('field')} does not name a valid space ({detail.get('reason')}); "
                 "see --help for the flags each visibility takes"
             )
+        case "AUTO_MEMORY_VALUE_INVALID":
+            return "--auto-memory is on, off, true, false, 1, 0 or blank (C131)"
+        case "MIRROR_NOT_HYDRATED":
+            return "run `memory mirror hydrate` first; nothing was synced"
+        case "MIRROR_NODE_BUSY":
+            return "another process is using this node; retry when it is done"
         case "INVALID_TEXT":
             return "the file is not UTF-8 text; convert it and retry"
         case "GLOBAL_SPACE_WRITE_DENIED":
@@ -162,17 +187,9 @@ class Command(BaseCommand):
                 "whose private or user space it is."
             ),
         )
-        remote = space.add_argument_group("remote")
-        remote.add_argument(
-            "--remote",
-            metavar="URL",
-            default=settings.MEMORY_REMOTE_URL,
-            help="Go over the REST API of this server (default MEMORY_REMOTE_URL).",
-        )
-        remote.add_argument(
-            "--token",
-            default=settings.MEMORY_REMOTE_TOKEN,
-            help="A personal access token for --remote (default MEMORY_REMOTE_TOKEN).",
+        _remote_flags(
+            space.add_argument_group("remote"),
+            whose="A personal access token",
         )
 
         subcommands = parser.add_subparsers(dest="subcommand", required=True)
@@ -215,6 +232,7 @@ class Command(BaseCommand):
         archive_import.add_argument(
             "--dry-run", action="store_true", help="Answer the plan; write nothing."
         )
+        self.add_mirror(add, output)
         add(
             "reconcile",
             [output],
@@ -222,11 +240,64 @@ class Command(BaseCommand):
             "that drifted, and print the drift found for each (local only).",
         )
 
+    def add_mirror(
+        self, add: Callable[[str, list[CommandParser], str], CommandParser], output: CommandParser
+    ) -> None:
+        flags = CommandParser(add_help=False, parents=[output])
+        flags.add_argument("--team", type=int, help="Local mode: the bot's team id.")
+        flags.add_argument("--bot", help="Local mode: the bot's id (remotely, the token's bot).")
+        flags.add_argument(
+            "--project",
+            help="The project (default: the last segment of the git root of --cwd).",
+        )
+        flags.add_argument("--cwd", default=".", help="The working directory (default: here).")
+        flags.add_argument(
+            "--state-dir",
+            type=Path,
+            default=settings.AUTO_MEMORY_STATE_DIR,
+            help="Where nodes live (default AUTO_MEMORY_STATE_DIR).",
+        )
+        flags.add_argument(
+            "--auto-memory",
+            metavar="VALUE",
+            help="The switch's highest level: on, off, true, false, 1, 0 or blank.",
+        )
+        _remote_flags(flags, whose="The bot's token")
+        named = CommandParser(add_help=False, parents=[flags])
+        named.add_argument("--node", required=True, help="The node (node-XXXX) hydrate named.")
+        mirror = add(
+            "mirror", [], "The auto-memory mirror of a bot space: " + MIRROR_EXIT_CODES
+        ).add_subparsers(dest="mirror_action", required=True)
+
+        def action(name: str, parents: list[CommandParser], summary: str) -> CommandParser:
+            return mirror.add_parser(
+                name, parents=parents, help=summary, description=summary, epilog=MIRROR_EXIT_CODES
+            )
+
+        hydrate = action(
+            "hydrate", [flags], "Materialise the space into a node directory; print its path."
+        )
+        hydrate.add_argument("--node", help="Re-hydrate this node (default: a new one).")
+        action("sync-back", [named], "Fold the node's edits back into the space.")
+        action("release", [named], "Remove the node (fine when already removed).")
+        action(
+            "sweep",
+            [output, CommandParser(add_help=False)],
+            "Remove nodes idle over 48 hours whose lock is free.",
+        ).add_argument(
+            "--state-dir",
+            type=Path,
+            default=settings.AUTO_MEMORY_STATE_DIR,
+            help="Where nodes live (default AUTO_MEMORY_STATE_DIR).",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
         self.as_json = bool(options["json"])
         try:
             if options["subcommand"] == "reconcile":
                 self.reconcile()
+            elif options["subcommand"] == "mirror":
+                MirrorCommand(self, options).run()
             elif options["subcommand"] == "du" and _names_no_space(options):
                 self.du_team(options)
             else:
@@ -476,6 +547,138 @@ class Command(BaseCommand):
                 bar.update(task, completed=done, total=total or None)
 
             yield report
+
+
+class MirrorCommand:
+    """`memory mirror ...`: one action on one node of the acting bot's auto-memory space."""
+
+    def __init__(self, command: Command, options: dict[str, Any]) -> None:
+        self.command, self.options = command, options
+        self.state_dir: Path = options["state_dir"]
+
+    def run(self) -> None:
+        action = self.options["mirror_action"]
+        if action == "sweep":
+            return self.report(mirror_sweep(state_dir=self.state_dir).as_json(), "sweep")
+        space, levels = self.space()
+        if action == "release":
+            released = mirror_release(
+                state_dir=self.state_dir, space_id=space.space_id, node_name=self.options["node"]
+            )
+            return self.report({"node": self.options["node"], "released": released}, action)
+        switch = auto_memory_resolve(
+            flag=self.options["auto_memory"],
+            bot=levels["bot"],
+            team=levels["team"],
+            environment=settings.AUTO_MEMORY,
+        )
+        if not switch.enabled:
+            return self.report({"switch": switch.as_json()}, "off")
+        if action == "hydrate":
+            node = self.options["node"] or node_name_new()
+            hydrated = mirror_hydrate(space=space, state_dir=self.state_dir, node_name=node)
+            return self.report(
+                {"switch": switch.as_json(), "node": node, **hydrated.as_json()}, action
+            )
+        synced = mirror_sync_back(
+            space=space, state_dir=self.state_dir, node_name=self.options["node"]
+        )
+        self.report({"switch": switch.as_json(), **synced.as_json()}, action)
+        if synced.errors:
+            raise CommandError(
+                f"{len(synced.errors)} file(s) not stored; each is reported above.", returncode=3
+            )
+
+    def space(self) -> tuple[MirrorSpace, dict[str, str]]:
+        """The acting bot's auto-memory space for the project, and the bot's and the team's
+        levels of the switch."""
+        options = self.options
+        project = options["project"]
+        if project is None:
+            root = project_root(Path(options["cwd"]))
+            if root is None:
+                raise UsageError(
+                    f"{options['cwd']} is not inside a git repository; pass --project."
+                )
+            project = root.name
+        if options["remote"]:
+            if problem := base_url_problem(options["remote"]):
+                raise UsageError(f"--remote is not a base URL: {problem}.")
+            if options["team"] is not None or options["bot"] is not None:
+                raise UsageError(
+                    "--team and --bot are for local mode; remotely the token names the bot."
+                )
+            if not options["token"]:
+                raise UsageError("--remote needs --token TOKEN (the bot's) or MEMORY_REMOTE_TOKEN.")
+            remote = RemoteMirrorSpace(
+                base_url=options["remote"], token=options["token"], project=project
+            )
+            return remote, remote.describe()["autoMemory"]
+        if options["team"] is None or options["bot"] is None:
+            raise UsageError("local mode needs --team ID and --bot ID (or --remote URL).")
+        team = _team_get(options["team"], None)
+        assert team is not None
+        bot = bot_get(team=team, slug=options["bot"])
+        levels = {"bot": bot.auto_memory, "team": team.auto_memory_default}
+        return LocalMirrorSpace(bot=bot, project=project), levels
+
+    def report(self, data: dict[str, Any], action: str) -> None:
+        if self.command.as_json:
+            return self.command.emit(data)
+        out, err = self.command.stdout, self.command.stderr
+        if action == "off":
+            out.write(
+                f"auto-memory is off (decided by the {data['switch']['level']} level); "
+                "nothing to do"
+            )
+        elif action == "hydrate":
+            out.write(data["directory"])
+            err.write(
+                f"node {data['node']}: {len(data['written'])} document(s) written, "
+                f"{len(data['pruned'])} pruned (on by the {data['switch']['level']} level)"
+            )
+            for path in data["skipped"]:
+                err.write(f"skipped, its stored path is not canonical: {path}")
+            for error in data["errors"]:
+                err.write(f"not written: {error['path']}: {error['message']}")
+        elif action == "sync-back":
+            out.write(
+                f"{len(data['written'])} written, {len(data['deleted'])} deleted, "
+                f"{data['unchanged']} unchanged"
+            )
+            if not data["walkComplete"]:
+                err.write("the walk did not see every directory: nothing was deleted")
+            for skipped in data["skipped"]:
+                err.write(f"skipped ({skipped['reason']}): {skipped['path']}")
+            for error in data["errors"]:
+                err.write(
+                    f"not stored: {error['path'] or '.'}: {error['code']}: {error['message']}"
+                )
+        elif action == "release":
+            out.write(
+                f"released {data['node']}" if data["released"] else f"{data['node']} was not there"
+            )
+        else:
+            for path in data["reaped"]:
+                out.write(f"reaped {path}")
+            for path in data["busy"]:
+                err.write(f"kept, its lock is held: {path}")
+            for path in data["ignored"]:
+                err.write(f"left alone, not a directory: {path}")
+
+
+def _remote_flags(group: Any, *, whose: str) -> None:
+    group.add_argument(
+        "--remote",
+        metavar="URL",
+        default=settings.MEMORY_REMOTE_URL,
+        help="Go over the REST API of this server (default MEMORY_REMOTE_URL).",
+    )
+    group.add_argument(
+        "--token",
+        default=settings.MEMORY_REMOTE_TOKEN,
+        help=f"{whose} for --remote (default MEMORY_REMOTE_TOKEN).",
+    )
 
 
 def _names_no_space(options: dict[str, Any]) -> bool:

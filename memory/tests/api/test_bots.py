@@ -3,7 +3,11 @@ only owners create and issue; tenancy comes from the credential."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from rest_framework.test import APIClient
 
 from conftest import assert_error
@@ -94,7 +98,7 @@ def test_an_owner_creates_a_bot_and_members_list_the_teams_bots(tenant, make_ten
     assert created.status_code == 201, created.content
     assert created.json()["id"] == "helper"
     assert created.json()["autoMemory"] == ""
-    assert [bot["id"] for bot in listed.json()] == ["first", "helper"]
+    assert [bot["id"] for bot in listed.json()["results"]] == ["first", "helper"]
 
 
 def test_a_spec_with_an_error_is_refused_with_its_diagnostics(owner):
@@ -160,3 +164,141 @@ def test_another_teams_bot_is_404(make_tenant, owner):
     response = owner.post(f"/api/v1/bots/{other.slug}/tokens", {"name": "x"}, format="json")
 
     assert_error(response, 404, "NOT_FOUND")
+
+
+# ---- one bot: read, change, its tokens --------------------------------------------------
+
+
+def test_a_member_reads_a_bot_and_its_tokens_but_never_a_secret(tenant, owner):
+    issued = owner.post("/api/v1/bots/first/tokens", {"name": "ci"}, format="json").json()
+    member = tenant.client_for(tenant.member)
+
+    bot = member.get("/api/v1/bots/first")
+    tokens = member.get("/api/v1/bots/first/tokens")
+
+    assert bot.status_code == 200, bot.content
+    assert bot.json()["id"] == "first"
+    assert tokens.status_code == 200, tokens.content
+    assert [(t["id"], t["name"], t["lastUsedAt"], t["revokedAt"]) for t in tokens.json()] == [
+        (issued["id"], "ci", None, None)
+    ]
+    assert issued["token"] not in tokens.content.decode()
+    assert "token" not in tokens.json()[0]
+
+
+def test_a_token_list_shows_its_last_use_and_its_revocation(tenant, owner):
+    issued = owner.post("/api/v1/bots/first/tokens", {"name": "ci"}, format="json").json()
+    used = timezone.now() - timedelta(hours=1)
+    ApiToken.objects.filter(pk=issued["id"]).update(last_used_at=used)
+    owner.delete(f"/api/v1/bots/first/tokens/{issued['id']}")
+
+    listed = owner.get("/api/v1/bots/first/tokens").json()
+
+    assert parse_datetime(listed[0]["lastUsedAt"]) == used
+    assert listed[0]["revokedAt"] is not None
+
+
+def test_an_owner_changes_a_bots_name_runtime_and_spec(owner):
+    response = owner.patch(
+        "/api/v1/bots/first",
+        {"name": "First", "runtime": "mcp", "memory": {"visibility": "org"}, "autoMemory": "off"},
+        format="json",
+    )
+
+    assert response.status_code == 200, response.content
+    bot = Bot.objects.get(slug="first")
+    assert (bot.name, bot.runtime, bot.memory_spec, bot.auto_memory) == (
+        "First",
+        "mcp",
+        {"visibility": "org"},
+        "off",
+    )
+    assert response.json()["memory"] == {"visibility": "org"}
+
+
+def test_a_patch_leaves_the_fields_it_does_not_name(owner):
+    owner.patch("/api/v1/bots/first", {"memory": {"visibility": "org"}}, format="json")
+
+    response = owner.patch("/api/v1/bots/first", {"name": "Renamed"}, format="json")
+
+    assert response.status_code == 200, response.content
+    bot = Bot.objects.get(slug="first")
+    assert (bot.name, bot.memory_spec) == ("Renamed", {"visibility": "org"})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "visibility: org\nautoload: ['*.md']\n",
+        '{"visibility": "org", "autoload": ["*.md"]}',
+    ],
+)
+def test_a_spec_may_be_sent_as_yaml_or_json_text(owner, text):
+    response = owner.patch("/api/v1/bots/first", {"memory": text}, format="json")
+
+    assert response.status_code == 200, response.content
+    assert Bot.objects.get(slug="first").memory_spec == {"visibility": "org", "autoload": ["*.md"]}
+
+
+@pytest.mark.parametrize("text", ["visibility: [org", "- org\n- bot\n"])
+def test_spec_text_that_is_not_an_object_is_malformed(owner, text):
+    response = owner.patch("/api/v1/bots/first", {"memory": text}, format="json")
+
+    assert_error(response, 400, "VALIDATION_FAILED")
+    assert Bot.objects.get(slug="first").memory_spec is None
+
+
+def test_a_patch_with_an_invalid_spec_is_refused_and_changes_nothing(owner):
+    owner.patch("/api/v1/bots/first", {"memory": {"visibility": "org"}}, format="json")
+
+    response = owner.patch(
+        "/api/v1/bots/first",
+        {"name": "Changed", "memory": {"visibility": "team"}, "autoMemory": "maybe"},
+        format="json",
+    )
+
+    error = assert_error(response, 400, "BOT_SPEC_INVALID")
+    assert [(d["code"], d["severity"]) for d in error["detail"]["diagnostics"]] == [
+        ("C170", "error"),
+        ("C131", "error"),
+    ]
+    bot = Bot.objects.get(slug="first")
+    assert (bot.name, bot.memory_spec, bot.auto_memory) == ("first", {"visibility": "org"}, "")
+
+
+def test_a_new_runtime_is_judged_with_the_spec_it_keeps(owner):
+    owner.patch("/api/v1/bots/first", {"autoMemory": "on"}, format="json")
+
+    response = owner.patch("/api/v1/bots/first", {"runtime": "kimi"}, format="json")
+
+    assert response.status_code == 200, response.content  # C132 only warns
+    assert Bot.objects.get(slug="first").runtime == "kimi"
+
+
+def test_a_member_reads_but_cannot_change_a_bot(tenant, owner):
+    response = tenant.client_for(tenant.member).patch(
+        "/api/v1/bots/first", {"name": "Mine"}, format="json"
+    )
+
+    assert_error(response, 403, "TEAM_OWNER_REQUIRED")
+    assert Bot.objects.get(slug="first").name == "first"
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix"),
+    [("get", ""), ("patch", ""), ("get", "/tokens"), ("delete", "/tokens/1")],
+)
+def test_another_teams_bot_is_404_on_every_verb(make_tenant, owner, method, suffix):
+    other = make_tenant().bot_create("theirs")
+
+    response = getattr(owner, method)(
+        f"/api/v1/bots/{other.slug}{suffix}", {"name": "x"}, format="json"
+    )
+
+    assert_error(response, 404, "NOT_FOUND")
+    other.refresh_from_db()
+    assert other.name == "theirs"
+
+
+def test_a_bot_that_does_not_exist_is_404(owner):
+    assert_error(owner.get("/api/v1/bots/nobody"), 404, "NOT_FOUND")

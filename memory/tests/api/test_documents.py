@@ -102,8 +102,8 @@ def test_list_with_prefix_and_deleted(docs):
     docs.put("other.md", "c", base=0)
     docs.delete("notes/b.md", base=1)
 
-    live = docs.list(prefix="notes/").json()
-    everything = docs.list(includeDeleted="1").json()
+    live = docs.list(prefix="notes/").json()["results"]
+    everything = docs.list(includeDeleted="1").json()["results"]
 
     assert [(row["path"], row["bytes"], row["deleted"]) for row in live] == [
         ("notes/a.md", 1, False)
@@ -119,7 +119,7 @@ def test_list_with_prefix_and_deleted(docs):
 def test_a_person_sees_the_memory_document_in_the_list(docs, tenant, memory_revision):
     response = docs.list()
 
-    assert [row["path"] for row in response.json()] == [MEMORY_PATH]
+    assert [row["path"] for row in response.json()["results"]] == [MEMORY_PATH]
 
 
 def test_stale_base_version_is_409_and_writes_nothing(docs, tenant):

@@ -264,7 +264,7 @@ def test_versions_list_describes_each_revision_without_text(memory_api, tenant):
     ]
     assert page["results"][0]["author"] == tenant.member.username
     assert len(page["results"][0]["ciphertextSha256"]) == 64
-    assert page["nextBefore"] is None
+    assert (page["next"], page["previous"]) == (None, None)
     assert "private words" not in response.content.decode()
 
 
@@ -273,24 +273,27 @@ def test_versions_list_pages_by_version(memory_api):
         memory_api.save(f"text {base}", base=base)
 
     first = memory_api.client.get(f"{memory_api.url}/versions?limit=2").json()
-    second = memory_api.client.get(
-        f"{memory_api.url}/versions?limit=2&before={first['nextBefore']}"
-    ).json()
-    last = memory_api.client.get(
-        f"{memory_api.url}/versions?limit=2&before={second['nextBefore']}"
-    ).json()
+    second = memory_api.client.get(first["next"]).json()
+    memory_api.save("written while paging", base=5)
+    last = memory_api.client.get(second["next"]).json()
+    back = memory_api.client.get(last["previous"]).json()
 
     assert [r["version"] for r in first["results"]] == [5, 4]
     assert [r["version"] for r in second["results"]] == [3, 2]
     assert [r["version"] for r in last["results"]] == [1]
-    assert last["nextBefore"] is None
+    assert last["next"] is None
+    assert [r["version"] for r in back["results"]] == [3, 2]
 
 
-@pytest.mark.parametrize("query", ["limit=0", "limit=101", "before=0", "limit=abc"])
-def test_versions_list_refuses_bad_paging(memory_api, query):
+@pytest.mark.parametrize(
+    ("query", "parameter"),
+    [("limit=0", "limit"), ("limit=101", "limit"), ("limit=abc", "limit"), ("cursor=x", "cursor")],
+)
+def test_versions_list_refuses_bad_paging_as_a_query_error(memory_api, query, parameter):
     response = memory_api.client.get(f"{memory_api.url}/versions?{query}")
 
-    assert_error(response, 400, "VALIDATION_FAILED")
+    error = assert_error(response, 400, "QUERY_INVALID")
+    assert list(error["detail"]["fields"]) == [parameter]
 
 
 def test_a_version_opens_with_its_own_text(memory_api):

@@ -33,7 +33,7 @@ def test_open_proposals_list_with_their_changes(tenant, proposal):
     response = tenant.client_for(tenant.member).get(url(tenant))
 
     assert response.status_code == 200
-    [row] = response.json()
+    [row] = response.json()["results"]
     assert row["id"] == str(proposal.pk)
     assert row["changes"] == [{"op": "add", "line": "- likes green tea"}]
     assert (row["reason"], row["baseVersion"], row["clearGeneration"]) == ("read_only", 1, 0)

@@ -125,7 +125,7 @@ def test_a_dry_run_answers_the_plan_and_writes_nothing(client, tenant):
 def test_an_unknown_strategy_or_flag_is_400(client, tenant, query, field):
     response = post_import(client, ORG_SPACE, archive_of(layout(INCOMING)), **query)
 
-    error = assert_error(response, 400, "VALIDATION_FAILED")
+    error = assert_error(response, 400, "QUERY_INVALID")
     assert field in error["detail"]["fields"]
     assert contents(org_handle(tenant)) == {}
 

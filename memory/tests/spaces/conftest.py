@@ -10,11 +10,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 
 from memory.models import MemorySpace
 from memory.spaces.database import DatabaseStore
@@ -35,6 +37,8 @@ class Adapter:
     store: MemoryStore
     hold_space_lock: Callable[[SpaceHandle], AbstractContextManager[None]]
     counter_set: Callable[[SpaceHandle, int], None]
+    # Date the space's last write `age` ago, as if nothing had changed it since.
+    age: Callable[[SpaceHandle, timedelta], None]
 
     def write(self, handle: SpaceHandle, path: str, body: bytes, **options: Any) -> DocumentMeta:
         return store_write(self.store, handle, path, body, **options)
@@ -93,7 +97,10 @@ def _database_adapter() -> Adapter:
     def counter_set(handle: SpaceHandle, used: int) -> None:
         MemorySpace.objects.filter(handle_id=handle.id).update(used_bytes=used)
 
-    return Adapter("database", DatabaseStore(), hold, counter_set)
+    def age(handle: SpaceHandle, age: timedelta) -> None:
+        MemorySpace.objects.filter(handle_id=handle.id).update(last_written_at=timezone.now() - age)
+
+    return Adapter("database", DatabaseStore(), hold, counter_set, age)
 
 
 def _filesystem_adapter(root: Path) -> Adapter:
@@ -110,7 +117,13 @@ def _filesystem_adapter(root: Path) -> Adapter:
         state = json.loads(state_file.read_text())
         state_file.write_text(json.dumps({**state, "usedBytes": used}))
 
-    return Adapter("filesystem", store, hold, counter_set)
+    def age(handle: SpaceHandle, age: timedelta) -> None:
+        state_file = store._space_dir(handle) / "space.json"
+        state = json.loads(state_file.read_text())
+        written = (timezone.now() - age).isoformat()
+        state_file.write_text(json.dumps({**state, "lastWrittenAt": written}))
+
+    return Adapter("filesystem", store, hold, counter_set, age)
 
 
 @pytest.fixture(params=ADAPTERS)

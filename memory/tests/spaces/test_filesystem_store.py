@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
+import threading
 import time
 
 import pytest
 
 from memory.errors import StoreUnavailable
-from memory.spaces.filesystem import FilesystemStore
+from memory.spaces import filesystem
+from memory.spaces.filesystem import FilesystemStore, _flock, _LockFileGone
 from memory.spaces.handle import Visibility
 from memory.spaces.store import PendingWrite, Quotas, WriteBatch
 from memory.tests.spaces.conftest import handle_of, store_write
@@ -84,3 +88,102 @@ def test_a_batch_failing_in_its_swap_puts_every_file_back(tmp_path, monkeypatch,
 
     after = {path: path.read_bytes() for path in space_dir.rglob("*") if path.is_file()}
     assert after == before
+
+
+def test_a_batch_syncs_its_staged_files_once_before_the_first_rename(tmp_path, monkeypatch):
+    """A file renamed into the tree before its bytes reached the disk could be found empty
+    after a crash: the batch's one filesystem sync comes before any of its renames."""
+    store = FilesystemStore(root=tmp_path)
+    handle = handle_of(4)
+    store_write(store, handle, "a.md", b"old a", expected=0)
+    events: list[str] = []
+    real_replace, real_sync = os.replace, filesystem._filesystem_sync
+
+    def replace(source, target):
+        events.append("rename")
+        real_replace(source, target)
+
+    def sync(directory):
+        events.append("sync")
+        real_sync(directory)
+
+    monkeypatch.setattr("memory.spaces.filesystem.os.replace", replace)
+    monkeypatch.setattr("memory.spaces.filesystem._filesystem_sync", sync)
+    store.write_many(
+        handle,
+        WriteBatch(
+            writes=[PendingWrite("a.md", b"new a", 1), PendingWrite("b/c.md", b"c", 0)],
+            updated_by="import:7",
+            quotas=Quotas(space_bytes=0, tenant_bytes=0),
+            deadline=time.monotonic() + 5,
+        ),
+    )
+
+    assert events[0] == "sync"
+    assert events.count("sync") == 1
+    assert "rename" in events
+    written = store.read(handle, "b/c.md")
+    assert written is not None
+    assert written.body == b"c"
+
+
+def waiting_on_a_lock(monkeypatch) -> threading.Event:
+    """Set once some thread has opened a lock file and found it held: from then on, what
+    happens to the file happens while that thread waits on it (no sleep guessing when)."""
+    blocked = threading.Event()
+    real_flock = fcntl.flock
+
+    def flock(descriptor, operation):
+        try:
+            return real_flock(descriptor, operation)
+        except BlockingIOError:
+            blocked.set()
+            raise
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    return blocked
+
+
+def test_a_writer_waiting_on_an_expired_spaces_lock_writes_under_a_fresh_one(tmp_path, monkeypatch):
+    blocked = waiting_on_a_lock(monkeypatch)
+    store = FilesystemStore(root=tmp_path)
+    handle = handle_of(7, Visibility.PRIVATE)
+    store_write(store, handle, "a.md", b"old", expected=0)
+    space_dir = store._space_dir(handle)
+    written = []
+
+    with _flock(space_dir / "space.lock", deadline=None):  # the expiry holds it...
+        writer = threading.Thread(
+            target=lambda: written.append(store_write(store, handle, "b.md", b"new", expected=0))
+        )
+        writer.start()
+        assert blocked.wait(timeout=30)  # the writer opened the lock file and waits on it
+        shutil.rmtree(space_dir)  # ...and removes the space, lock file included
+    writer.join(timeout=10)
+
+    assert [meta.path for meta in written] == ["b.md"]
+    assert [meta.path for meta in store.list(handle)] == ["b.md"]
+    assert (space_dir / "space.lock").exists()  # the file the next writer will lock too
+
+
+def test_a_lock_on_a_removed_file_is_refused(tmp_path, monkeypatch):
+    blocked = waiting_on_a_lock(monkeypatch)
+    lock = tmp_path / "space.lock"
+    lock.touch()
+    refusals = []
+
+    def wait() -> None:
+        try:
+            with _flock(lock, deadline=time.monotonic() + 10):
+                pass
+        except _LockFileGone:
+            refusals.append("gone")
+
+    with _flock(lock, deadline=None):
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        assert blocked.wait(timeout=30)
+        lock.unlink()
+    waiter.join(timeout=10)
+
+    assert refusals == ["gone"]

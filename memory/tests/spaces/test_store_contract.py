@@ -516,3 +516,85 @@ def test_read_all_answers_every_document_as_read_does(adapter, team):
 
     assert everything == [adapter.store.read(handle, path) for path in ("a.md", "a/c.md", "b.md")]
     assert list(adapter.store.read_all(handle_of(team, name="never"))) == []
+
+
+# ---- private_spaces_expire: a private space's lifetime -------------------------------------
+
+TTL = timedelta(days=7)
+
+
+def expire(adapter):
+    return adapter.store.private_spaces_expire(written_before=timezone.now() - TTL)
+
+
+def test_a_private_space_expires_a_lifetime_after_its_last_write_and_nothing_else(adapter, team):
+    stale = handle_of(team, Visibility.PRIVATE, run="stale")
+    recent = handle_of(team, Visibility.PRIVATE, run="recent")
+    lasting = handle_of(team, Visibility.PROJECT)
+    adapter.write(stale, "a.md", b"12345", expected=0)
+    adapter.write(stale, "notes/b.md", b"678", expected=0)
+    adapter.write(recent, "a.md", b"kept", expected=0)
+    adapter.write(lasting, "a.md", b"project", expected=0)
+    adapter.age(stale, TTL + timedelta(hours=1))
+    adapter.age(recent, TTL - timedelta(hours=1))
+    adapter.age(lasting, TTL * 10)
+
+    expired = expire(adapter)
+
+    assert [(each.handle, each.documents, each.freed_bytes) for each in expired] == [(stale, 2, 8)]
+    assert adapter.store.list(stale) == []
+    assert adapter.store.read(stale, "a.md") is None
+    assert adapter.store.usage(stale).used_bytes == 0
+    assert adapter.store.read(recent, "a.md").body == b"kept"
+    assert adapter.store.read(lasting, "a.md").body == b"project"
+    assert adapter.store.usage(recent).tenant_used_bytes == len(b"kept") + len(b"project")
+    assert adapter.store.spaces(team.pk) == sorted([recent, lasting], key=lambda h: h.id)
+    assert expire(adapter) == []
+
+
+@pytest.mark.parametrize("change", ["write", "delete", "write_many"])
+def test_every_change_of_a_private_space_starts_its_lifetime_again(adapter, team, change):
+    handle = handle_of(team, Visibility.PRIVATE)
+    adapter.write(handle, "a.md", b"one", expected=0)
+    adapter.write(handle, "b.md", b"two", expected=0)
+    adapter.age(handle, TTL * 2)
+
+    if change == "write":
+        adapter.write(handle, "a.md", b"", expected=1)  # no byte moves; the time still does
+    elif change == "delete":
+        adapter.delete(handle, "b.md")
+    else:
+        adapter.store.write_many(handle, batch(("c.md", b"three", 0)))
+
+    assert expire(adapter) == []
+    assert adapter.store.read(handle, "a.md") is not None
+
+
+def test_a_write_after_expiry_starts_the_space_again_from_nothing(adapter, team):
+    handle = handle_of(team, Visibility.PRIVATE)
+    adapter.write(handle, "a.md", b"old", expected=0)
+    adapter.write(handle, "a.md", b"older", expected=1)
+    adapter.age(handle, TTL * 2)
+    expire(adapter)
+
+    meta = adapter.write(handle, "a.md", b"new", expected=0)
+
+    assert meta.revision == 1
+    usage = adapter.store.usage(handle)
+    assert (usage.used_bytes, usage.tenant_used_bytes) == (3, 3)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_private_space_a_writer_holds_is_left_for_the_next_run(adapter, team, settings):
+    if adapter.name == "database" and connection.vendor != "postgresql":
+        pytest.skip("the database store's wait is PostgreSQL's lock_timeout")
+    settings.MEMORY_STORE_WAIT_SECONDS = 1
+    handle = handle_of(team, Visibility.PRIVATE)
+    adapter.write(handle, "a.md", b"busy", expected=0)
+    adapter.age(handle, TTL * 2)
+
+    with adapter.hold_space_lock(handle):
+        assert expire(adapter) == []
+
+    assert adapter.store.read(handle, "a.md").body == b"busy"
+    assert [each.handle for each in expire(adapter)] == [handle]

@@ -92,7 +92,7 @@ def test_token_list_never_shows_the_token_or_its_hash(tenant):
     response = bearer(raw).get("/api/v1/tokens")
 
     assert response.status_code == 200
-    assert [row["id"] for row in response.json()] == [token.pk]
+    assert [row["id"] for row in response.json()["results"]] == [token.pk]
     assert raw not in response.content.decode()
     assert token.token_hash not in response.content.decode()
 
@@ -193,7 +193,7 @@ def test_member_of_both_teams_sees_only_the_tokens_team(make_tenant):
     workspace_membership_ensure(workspace=team_b.workspace, user=team_a.member)
     client = team_a.client_for(team_a.member)
 
-    listed = client.get(WORKSPACES_URL).json()
+    listed = client.get(WORKSPACES_URL).json()["results"]
     other = client.get(f"/api/v1/workspaces/{team_b.workspace.pk}/ai")
 
     assert [row["id"] for row in listed] == [team_a.workspace.pk]
@@ -296,3 +296,58 @@ def test_a_forwarded_for_header_does_not_change_the_address_that_is_limited(tena
     response = client.get(WORKSPACES_URL, HTTP_X_FORWARDED_FOR="198.51.100.9")
 
     assert_error(response, 429, "RATE_LIMITED")
+
+
+def test_a_tokens_last_use_is_recorded_at_most_once_a_minute(tenant):
+    token, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    assert bearer(raw).get(WORKSPACES_URL).status_code == 200
+    token.refresh_from_db()
+    first_use = token.last_used_at
+    assert first_use is not None
+
+    bearer(raw).get(WORKSPACES_URL)
+    token.refresh_from_db()
+    assert token.last_used_at == first_use
+
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=first_use - timedelta(minutes=2))
+    bearer(raw).get(WORKSPACES_URL)
+    token.refresh_from_db()
+    assert token.last_used_at > first_use
+
+
+def test_a_refused_token_records_no_use(tenant):
+    token, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    api_token_revoke(token=token, actor=tenant.member)
+
+    response = bearer(raw).get(WORKSPACES_URL)
+
+    assert_error(response, 401, "TOKEN_REVOKED")
+    token.refresh_from_db()
+    assert token.last_used_at is None
+
+
+def test_the_token_list_shows_when_each_token_was_created_and_last_used(tenant):
+    client = APIClient()
+    client.force_login(tenant.member)
+    used, raw = api_token_create(user=tenant.member, team=tenant.team, name="used")
+    api_token_create(user=tenant.member, team=tenant.team, name="unused")
+    bearer(raw).get(WORKSPACES_URL)
+
+    listed = {row["name"]: row for row in client.get("/api/v1/tokens").json()["results"]}
+
+    used.refresh_from_db()
+    assert used.last_used_at is not None
+    assert listed["unused"]["lastUsedAt"] is None
+    assert listed["used"]["lastUsedAt"] is not None
+    assert listed["used"]["createdAt"] is not None
+    assert listed["used"]["lastUsedAt"].startswith(used.last_used_at.strftime("%Y-%m-%dT%H:%M"))
+
+
+def test_a_bot_scope_cannot_be_asked_of_the_person_token_route(tenant):
+    client = APIClient()
+    client.force_login(tenant.member)
+
+    response = client.post("/api/v1/tokens", {"name": "x", "scope": "bot"}, format="json")
+
+    assert_error(response, 400, "VALIDATION_FAILED")
+    assert not ApiToken.objects.filter(name="x").exists()

@@ -12,7 +12,12 @@ from workspaces.authentication import BearerAuthentication, BotBearerAuthenticat
 from workspaces.errors import CredentialKindRefused, TeamOwnerRequired, TokenScopeRefused
 from workspaces.models import ApiToken, AuditEvent
 from workspaces.selectors import api_token_list_for_user
-from workspaces.services import api_token_create, api_token_revoke, bot_token_issue
+from workspaces.services import (
+    TOKEN_USE_RESOLUTION,
+    api_token_create,
+    api_token_revoke,
+    bot_token_issue,
+)
 
 
 def authenticate(authentication: type[BearerAuthentication], raw: str):
@@ -61,8 +66,13 @@ def test_a_revoked_bot_token_ends_at_once_and_is_audited(tenant, bot):
     with pytest.raises(AuthenticationFailed, match="Token revoked"):
         authenticate(BotBearerAuthentication, raw)
     actions = AuditEvent.objects.filter(target_type="api_token", target_id=str(token.pk))
-    assert sorted(actions.values_list("action", flat=True)) == ["token_created", "token_revoked"]
-    assert actions.get(action="token_created").detail["botId"] == "helper"
+    assert sorted(actions.values_list("action", flat=True)) == [
+        "bot_token_issued",
+        "bot_token_revoked",
+    ]
+    assert actions.get(action="bot_token_issued").detail["botId"] == "helper"
+    revoked = actions.get(action="bot_token_revoked")
+    assert (revoked.actor, revoked.detail["botId"]) == (tenant.admin, "helper")
 
 
 def test_a_bot_token_ends_when_its_issuer_leaves_the_team(tenant, bot):
@@ -87,3 +97,23 @@ def test_a_persons_token_list_leaves_out_the_bot_tokens_they_issued(tenant, bot)
     own, _ = api_token_create(user=tenant.admin, team=tenant.team, name="mine")
 
     assert list(api_token_list_for_user(user=tenant.admin, team=tenant.team)) == [own]
+
+
+def test_a_token_records_its_last_use_once_a_minute_and_only_when_it_authenticates(tenant, bot):
+    token, raw = bot_token_issue(bot=bot, actor=tenant.admin, name="ci")
+    with pytest.raises(CredentialKindRefused):
+        authenticate(BearerAuthentication, raw)
+    token.refresh_from_db()
+    assert token.last_used_at is None
+
+    authenticate(BotBearerAuthentication, raw)
+    token.refresh_from_db()
+    first = token.last_used_at
+    authenticate(BotBearerAuthentication, raw)
+    token.refresh_from_db()
+    assert token.last_used_at == first is not None
+
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=first - 2 * TOKEN_USE_RESOLUTION)
+    authenticate(BotBearerAuthentication, raw)
+    token.refresh_from_db()
+    assert token.last_used_at > first

@@ -37,7 +37,7 @@ def test_listing_shows_the_callers_sessions_and_whether_they_are_live(tenant):
     cache.delete(KeySession.objects.get(pk=evicted).cache_key)
     key_session_open(workspace=tenant.workspace, user=tenant.admin)
 
-    listed = {row["id"]: row["live"] for row in client.get(sessions_url(tenant)).json()}
+    listed = {row["id"]: row["live"] for row in client.get(sessions_url(tenant)).json()["results"]}
 
     assert listed == {live: True, evicted: False}
 

@@ -1,0 +1,124 @@
+"""The routes for bots (`/api/v1/bots/me/memory/...`, `/api/v1/bots/{id}/memory/context`):
+a bot's memory tools for runtimes without MCP, and its context blocks. Only a bot token
+reaches them (`BotBearerAuthentication`); the bot, and so its space, is the token's.
+Thin: parse, call `automation.bot_memory` / `automation.bot_context`, render.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from automation.bot_context import bot_context, bot_pre_compact_message
+from automation.bot_memory import (
+    BotMemoryAccess,
+    bot_memory_access,
+    memory_list,
+    memory_read,
+    memory_write,
+)
+from memory.api.document_common import validated
+from workspaces.authentication import BotBearerAuthentication, request_credential
+from workspaces.errors import CredentialKindRefused, NotFound
+
+RUN_HELP = "The run, for a spec whose space is `private`; ignored otherwise."
+
+
+def _access(request: Request, run: str) -> BotMemoryAccess:
+    bot = request_credential(request).bot
+    if bot is None:  # only a bot token authenticates here
+        raise CredentialKindRefused("Only a bot's token reaches this route.")
+    return bot_memory_access(bot=bot, run=run)
+
+
+class ToolResult(serializers.Serializer):
+    text = serializers.CharField(help_text="The tool's plain-text result, as MCP returns it.")
+
+
+class BotMemoryView(APIView):
+    authentication_classes = [BotBearerAuthentication]
+
+
+class RunInput(serializers.Serializer):
+    run = serializers.CharField(required=False, default="", help_text=RUN_HELP)
+
+
+def _tool_response(request: Request, shape: type[RunInput], tool: Callable[..., str]) -> Response:
+    """Parse the tool's arguments, call it as the token's bot, answer its text."""
+    arguments = dict(validated(shape(data=request.data)))
+    access = _access(request, arguments.pop("run"))
+    return Response({"text": tool(access=access, **arguments)})
+
+
+class BotMemoryReadApi(BotMemoryView):
+    class InputSerializer(RunInput):
+        path = serializers.CharField(trim_whitespace=False)
+
+    @extend_schema(request=InputSerializer, responses=ToolResult)
+    def post(self, request: Request) -> Response:
+        return _tool_response(request, self.InputSerializer, memory_read)
+
+
+class BotMemoryListApi(BotMemoryView):
+    class InputSerializer(RunInput):
+        path = serializers.CharField(
+            required=False, default="", allow_blank=True, trim_whitespace=False
+        )
+
+    @extend_schema(request=InputSerializer, responses=ToolResult)
+    def post(self, request: Request) -> Response:
+        return _tool_response(request, self.InputSerializer, memory_list)
+
+
+class BotMemoryWriteApi(BotMemoryView):
+    class InputSerializer(RunInput):
+        path = serializers.CharField(trim_whitespace=False)
+        content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+
+    @extend_schema(request=InputSerializer, responses=ToolResult)
+    def post(self, request: Request) -> Response:
+        return _tool_response(request, self.InputSerializer, memory_write)
+
+
+class BotMemoryContextApi(BotMemoryView):
+    class QuerySerializer(RunInput):
+        purpose = serializers.ChoiceField(choices=["start", "pre_compact"], default="start")
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("purpose", str, enum=["start", "pre_compact"]),
+            OpenApiParameter("run", str, description=RUN_HELP),
+        ],
+        responses=OpenApiTypes.OBJECT,
+        description=(
+            "The bot's index and autoload blocks (`purpose=start`, the default), or "
+            "`{messages: [...]}` with the one user message to prepend before a compaction "
+            "(`purpose=pre_compact`; none when both blocks are empty or the spec turns "
+            "`pre_compact_inject` off)."
+        ),
+    )
+    def get(self, request: Request, bot_id: str) -> Response:
+        query = validated(self.QuerySerializer(data=request.query_params))
+        # Another bot's id is no bot of the caller's: asked before the caller's own spec.
+        if getattr(request_credential(request).bot, "slug", None) != bot_id:
+            raise NotFound("No such bot.")
+        access = _access(request, query["run"])
+        if query["purpose"] == "pre_compact":
+            message = bot_pre_compact_message(access=access)
+            return Response({"messages": [{"role": "user", "content": message}] if message else []})
+        context = bot_context(access=access)
+        return Response(
+            {
+                "scopeRoot": context.scope_root,
+                "index": context.index,
+                "autoload": context.autoload,
+                "omitted": [asdict(each) for each in context.omitted],
+            }
+        )

@@ -1,0 +1,40 @@
+"""A person's exports of a workspace: the notes as an archive (the memory document's own
+export is `views.MemoryExportApi`)."""
+
+from __future__ import annotations
+
+import re
+
+from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.request import Request
+
+from memory import documents
+from memory.api import document_common as common
+from memory.api.spaces import RawBodyApi, archive_response
+from memory.spaces import archive
+
+
+class NotesExportApi(RawBodyApi):
+    @extend_schema(
+        responses={
+            (200, archive.MEDIA_TYPE): OpenApiResponse(
+                OpenApiTypes.BINARY,
+                description="The workspace's live notes (never memory) as one "
+                "`iterion.memory.v1` archive, as an attachment.",
+            )
+        },
+    )
+    def get(self, request: Request, workspace_id: int) -> FileResponse:
+        actor = common.person_actor(request, workspace_id)
+        return archive_response(
+            lambda out: documents.notes_export(actor=actor, out=out),
+            filename=attachment_name("notes", actor.workspace.name, ".tar.gz"),
+        )
+
+
+def attachment_name(kind: str, workspace_name: str, suffix: str) -> str:
+    """`<kind>-<workspace name>.<suffix>`, safe in a header and on any filesystem."""
+    word = re.sub(r"[^A-Za-z0-9._-]+", "_", workspace_name).strip("._")
+    return f"{kind}-{word}{suffix}" if word else f"{kind}{suffix}"

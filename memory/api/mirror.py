@@ -1,0 +1,129 @@
+"""The auto-memory mirror's routes (`/api/v1/mirror/...`), for a bot token only: what
+`manage.py memory mirror --remote` needs and nothing more. Thin: parse, call the
+memory-spaces services through `memory.mirror`, render.
+
+The space is always the calling bot's own auto-memory space of `?project=`; the team and
+the bot come from the token, never from the request.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memory.api.spaces import (
+    PATH_PARAMETER,
+    RawBodyApi,
+    SpaceDocumentSerializer,
+    SpaceSerializer,
+    declared_length,
+    markdown_body,
+)
+from memory.mirror import LocalMirrorSpace
+from memory.spaces.selectors import space_document_entry
+from memory.spaces.services import space_document_delete, space_document_write_admit
+from memory_project.api.parsers import MarkdownParser
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from
+from workspaces.authentication import BotBearerAuthentication, request_credential
+
+PROJECT_PARAMETER = OpenApiParameter(
+    "project",
+    str,
+    OpenApiParameter.QUERY,
+    required=True,
+    description="The project (one path segment): the last segment of the git root.",
+)
+
+
+def _mirror_space(request: Request) -> LocalMirrorSpace:
+    credential = request_credential(request)
+    # BotBearerAuthentication admits bot tokens only, and every bot token names its bot.
+    assert credential.bot is not None
+    return LocalMirrorSpace(bot=credential.bot, project=request.query_params.get("project", ""))
+
+
+class MirrorBotApi(APIView):
+    authentication_classes = [BotBearerAuthentication]
+
+    class OutputSerializer(serializers.Serializer):
+        class LevelsSerializer(serializers.Serializer):
+            bot = serializers.CharField(help_text="The bot's setting: on, off or blank.")
+            team = serializers.CharField(help_text="The team's default: on, off or blank.")
+
+        bot = serializers.CharField()
+        space = SpaceSerializer()
+        autoMemory = LevelsSerializer()
+
+    @extend_schema(parameters=[PROJECT_PARAMETER], responses=OutputSerializer)
+    def get(self, request: Request) -> Response:
+        space = _mirror_space(request)
+        bot = request_credential(request).bot
+        assert bot is not None
+        data = {
+            "bot": bot.slug,
+            "space": space.handle,
+            "autoMemory": {"bot": bot.auto_memory, "team": bot.team.auto_memory_default},
+        }
+        return Response(self.OutputSerializer(data).data)
+
+
+class MirrorDocumentListApi(APIView):
+    """Every document of the space with its body: a hydrate's one bulk read."""
+
+    authentication_classes = [BotBearerAuthentication]
+
+    class OutputSerializer(serializers.Serializer):
+        class DocumentSerializer(serializers.Serializer):
+            path = serializers.CharField()
+            revision = serializers.IntegerField()
+            content = serializers.CharField(allow_blank=True)
+
+        documents = DocumentSerializer(many=True)
+
+    @extend_schema(parameters=[PROJECT_PARAMETER], responses=OutputSerializer)
+    def get(self, request: Request) -> Response:
+        documents = [
+            # Every stored body passed the write path's UTF-8 check.
+            {"path": each.path, "revision": each.revision, "content": each.body.decode()}
+            for each in _mirror_space(request).documents()
+        ]
+        return Response(self.OutputSerializer({"documents": documents}).data)
+
+
+class MirrorDocumentApi(RawBodyApi):
+    authentication_classes = [BotBearerAuthentication]
+    parser_classes = [MarkdownParser]
+
+    @extend_schema(
+        parameters=[PROJECT_PARAMETER, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
+        request={"text/markdown": OpenApiTypes.STR},
+        responses=SpaceDocumentSerializer,
+    )
+    def put(self, request: Request) -> Response:
+        space = _mirror_space(request)
+        path = request.query_params.get("path", "")
+        base_version = base_version_from(request)
+        space_document_write_admit(
+            handle=space.handle, path=path, size=declared_length(request), writer=space.writer
+        )
+        body = markdown_body(request)
+        meta = space.write_document(path, body, expected_revision=base_version)
+        return Response(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
+
+    @extend_schema(
+        parameters=[PROJECT_PARAMETER, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
+        responses={204: None},
+    )
+    def delete(self, request: Request) -> Response:
+        space = _mirror_space(request)
+        space_document_delete(
+            handle=space.handle,
+            path=request.query_params.get("path", ""),
+            expected_revision=base_version_from(request),
+            writer=space.writer,
+        )
+        return Response(status=204)

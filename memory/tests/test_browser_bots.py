@@ -1,0 +1,87 @@
+"""Bots in a real browser: an owner creates a bot, writes a spec that the live diagnostics
+refuse, fixes it and saves it, issues a token that is shown once and revokes it; a member
+reads the bot but gets no controls."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from workspaces.models import ApiToken, Bot, TeamMembership
+from workspaces.services import team_membership_ensure
+from workspaces.tests.browser import open_page, requires_chromium, screenshot, sign_in
+
+pytestmark = [requires_chromium, pytest.mark.django_db(transaction=True)]
+
+
+def test_an_owner_creates_a_bot_edits_its_spec_with_live_diagnostics_and_manages_a_token(
+    browser_context, live_server, tenant
+):
+    team_membership_ensure(team=tenant.team, user=tenant.admin)
+    TeamMembership.objects.filter(team=tenant.team, user=tenant.admin).update(
+        role=TeamMembership.Role.OWNER
+    )
+    sign_in(browser_context, live_server, tenant.admin)
+    page = open_page(browser_context, "/team/memory/")
+    page.get_by_role("link", name="Bots").click()
+    expect(page.get_by_text("This team has no bots yet.")).to_be_visible()
+
+    page.get_by_label("Id (letters, digits, _ and -)").fill("helper")
+    page.get_by_label("Name", exact=True).first.fill("Helper")
+    page.get_by_label("Runtime", exact=True).first.select_option("claw")
+    page.get_by_role("button", name="Create bot").click()
+    expect(page.locator("#bot-editor-id")).to_have_text("helper")
+    expect(page.locator("#bot-rows tr")).to_have_count(1)
+
+    spec = page.get_by_label("Memory spec (YAML or JSON; empty for none)")
+    spec.fill("visibility: team\n")
+    diagnostics = page.locator("#bot-diagnostics")
+    expect(diagnostics).to_contain_text("C170 error (visibility)")
+    page.get_by_role("button", name="Save bot").click()
+    expect(page.locator("#bot-status")).to_contain_text("BOT_SPEC_INVALID")
+    assert Bot.objects.get(slug="helper").memory_spec is None
+    spec.fill("visibility: [org")
+    expect(diagnostics).to_contain_text("not YAML or JSON")
+    spec.fill("visibility: bot\nproject: app\n")
+    expect(diagnostics).to_have_text("None: the spec is clean.")
+    page.get_by_label("Runtime", exact=True).nth(1).select_option("codex")
+    expect(diagnostics).to_contain_text("C047 warning (memory)")
+    screenshot(page, "bots-diagnostics")
+    page.get_by_role("button", name="Save bot").click()
+    expect(page.locator("#bot-status")).to_have_text("Saved helper.")
+    bot = Bot.objects.get(slug="helper")
+    assert (bot.runtime, bot.memory_spec) == ("codex", {"visibility": "bot", "project": "app"})
+
+    page.get_by_label("New token name").fill("ci")
+    page.get_by_role("button", name="Issue token").click()
+    secret = page.locator("#bot-token-secret")
+    expect(secret).to_contain_text("iap_")
+    token = ApiToken.objects.get(bot=bot)
+    token_row = page.locator("#bot-token-rows tr")
+    expect(token_row).to_contain_text("never")
+    screenshot(page, "bots-token")
+    page.get_by_role("button", name="Revoke ci").click()
+    expect(page.locator("#bot-token-status")).to_have_text("Revoked ci.")
+    expect(page.get_by_role("button", name="Revoke ci")).to_have_count(0)
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+
+    page.reload()
+    page.get_by_role("button", name="Edit helper").click()
+    expect(page.locator("#bot-token-secret")).to_be_hidden()
+    assert secret.text_content() in ("", None)
+
+
+def test_a_member_reads_a_bot_without_controls(browser_context, live_server, tenant):
+    tenant.bot_create("helper", memory={"visibility": "org"})
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/bots/")
+
+    page.get_by_role("button", name="View helper").click()
+
+    expect(page.get_by_label("Memory spec (YAML or JSON; empty for none)")).to_have_value(
+        '{\n  "visibility": "org"\n}'
+    )
+    expect(page.get_by_role("button", name="Save bot")).to_have_count(0)
+    expect(page.get_by_role("button", name="Issue token")).to_have_count(0)
+    expect(page.get_by_role("button", name="Create bot")).to_have_count(0)

@@ -1,0 +1,95 @@
+"""The one pagination of every list route: a cursor page `{results, next, previous}`.
+
+`next` and `previous` are whole URLs (null at either end) that a client follows as they are;
+`limit` picks the page size. A cursor names a position in the list's fixed ordering, not an
+offset, so rows added while a client walks the list neither repeat nor go missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.db.models import Model, QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound
+from rest_framework.pagination import Cursor, CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from workspaces.errors import QueryInvalid
+
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 100
+
+PAGE_PARAMETERS = [
+    OpenApiParameter(
+        "cursor",
+        str,
+        OpenApiParameter.QUERY,
+        description="Where to continue: the cursor in a page's `next` or `previous` URL.",
+    ),
+    OpenApiParameter(
+        "limit",
+        int,
+        OpenApiParameter.QUERY,
+        description=f"Rows per page, 1 to {MAX_PAGE_SIZE} ({PAGE_SIZE} if absent).",
+    ),
+]
+
+
+class CursorPage(CursorPagination):
+    page_size = PAGE_SIZE
+    max_page_size = MAX_PAGE_SIZE
+    page_size_query_param = "limit"
+
+    def __init__(self, ordering: Sequence[str]) -> None:
+        # The first field is the cursor's position; the rest only break its ties.
+        self.ordering = tuple(ordering)
+
+    def get_page_size(self, request: Request) -> int:
+        # DRF falls back to the default for a limit it cannot read; a client that asked for
+        # `limit=abc` is told instead, as a query problem.
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= self.max_page_size):
+            raise QueryInvalid(
+                fields={"limit": [f"Must be a whole number from 1 to {self.max_page_size}."]}
+            )
+        return int(raw)
+
+    def decode_cursor(self, request: Request) -> Cursor | None:
+        try:
+            return super().decode_cursor(request)
+        except NotFound:
+            raise QueryInvalid(fields={"cursor": ["Not a cursor this list gave out."]}) from None
+
+
+def paginated(
+    request: Request,
+    rows: QuerySet[Any],
+    *,
+    ordering: Sequence[str],
+    render: Callable[[list[Any]], Any],
+) -> Response:
+    """One page of `rows` in `ordering`, each row rendered by `render` (given the page)."""
+    paginator = CursorPage(ordering)
+    page: list[Model] = paginator.paginate_queryset(rows, request) or []
+    return paginator.get_paginated_response(render(page))
+
+
+def page_schema(item: type[serializers.Serializer], *, name: str) -> Callable[..., Any]:
+    """The schema of a list route: the cursor parameters and a page of `item` rows."""
+    page = inline_serializer(
+        name=f"{name}Page",
+        fields={
+            "results": item(many=True),
+            "next": serializers.URLField(allow_null=True, help_text="The next page, or null."),
+            "previous": serializers.URLField(
+                allow_null=True, help_text="The previous page, or null."
+            ),
+        },
+    )
+    return extend_schema(parameters=PAGE_PARAMETERS, responses=page)

@@ -1,0 +1,91 @@
+"""The bases every route's input shapes build on: a request body is read strictly, and a
+query string's problems are told as query problems.
+
+DRF converts what it can (`5` becomes `"5"` for a text field, `"true"` a boolean) and drops
+fields it does not know. A client that sends the wrong type or misspells a field would then
+have something other than what it meant stored, or silently nothing; so a body is refused
+instead, naming each field (VALIDATION_FAILED). The query string is text by nature, so query
+values are converted as usual, and what cannot be is QUERY_INVALID.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework import serializers
+
+from workspaces.errors import QueryInvalid
+
+# The JSON types each kind of field takes, by the field's class (the first match wins):
+# bool is an int in Python, so it is named apart and refused where a number is meant.
+JSON_TYPES: list[tuple[type[serializers.Field], tuple[type, ...], str]] = [
+    (serializers.BooleanField, (bool,), "a boolean"),
+    (serializers.IntegerField, (int,), "a whole number"),
+    (serializers.FloatField, (int, float), "a number"),
+    (serializers.DecimalField, (int, float), "a number"),
+    (serializers.CharField, (str,), "a string"),
+    (serializers.ChoiceField, (str,), "a string"),
+    (serializers.UUIDField, (str,), "a string"),
+    (serializers.DateTimeField, (str,), "a string"),
+]
+
+
+def json_type_problem(field: serializers.Field, value: Any) -> str | None:
+    """Why `value` is not of the JSON type `field` takes, or None if it is."""
+    if value is None:
+        return None  # the field's own allow_null decides
+    for kind, accepted, name in JSON_TYPES:
+        if isinstance(field, kind):
+            is_bool = isinstance(value, bool)
+            if isinstance(value, accepted) and (bool in accepted or not is_bool):
+                return None
+            return f"Must be {name}, not {_json_type_name(value)}."
+    return None
+
+
+def _json_type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, Mapping):
+        return "an object"
+    return "another type"
+
+
+class StrictSerializer(serializers.Serializer):
+    """A JSON request body: only the fields it declares, each of its own JSON type."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            writable = {name for name, field in self.fields.items() if not field.read_only}
+            problems: dict[str, list[str]] = {
+                name: [f"Unknown field; this body takes {_listed(writable)}."]
+                for name in sorted(set(data) - writable, key=str)
+            }
+            for name in writable & set(data):
+                problem = json_type_problem(self.fields[name], data[name])
+                if problem:
+                    problems[name] = [problem]
+            if problems:
+                raise serializers.ValidationError(problems)
+        return super().to_internal_value(data)
+
+
+def _listed(names: set[str]) -> str:
+    return ", ".join(f"`{name}`" for name in sorted(names)) or "no fields"
+
+
+class QuerySerializer(serializers.Serializer):
+    """A route's query parameters; what does not parse is QUERY_INVALID, not a body error."""
+
+    def is_valid(self, *, raise_exception: bool = False) -> bool:
+        is_valid = super().is_valid(raise_exception=False)
+        if not is_valid and raise_exception:
+            raise QueryInvalid(fields=self.errors)
+        return is_valid

@@ -1,0 +1,20 @@
+// The workspace list: create a workspace (you become its admin), then open its memory.
+
+import { announce, api, byId, config, failure } from "./shared.js";
+
+function setUpWorkspaceCreate() {
+  const form = byId("workspace-create");
+  const status = byId("workspace-create-status");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const name = form.elements.name.value.trim();
+    const result = await api("POST", config.urls.workspaces, { body: { name } });
+    if (!result.ok) {
+      announce(status, failure("Not created", result), "error");
+      return;
+    }
+    window.location.assign(config.urls.frame.replace("/0/", `/${result.data.id}/`));
+  });
+}
+
+if (byId("workspace-create")) setUpWorkspaceCreate();
