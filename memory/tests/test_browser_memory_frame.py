@@ -92,8 +92,10 @@ def test_a_save_that_lost_to_another_tab_shows_the_conflict_and_keeps_the_draft(
     first_editor.fill("- likes green tea\n")
     first.get_by_role("button", name="Save", exact=True).click()
 
-    expect(first.locator("#memory-status")).to_contain_text("Not saved: VERSION_CONFLICT")
-    expect(first.locator("#memory-status")).to_contain_text("Your draft is kept.")
+    expect(first.locator("#memory-status")).to_have_text(
+        "Not saved: It was changed elsewhere first (version 2 is saved now). Compare, then "
+        "save again. Your draft is kept. (VERSION_CONFLICT)"
+    )
     conflict = first.locator("#memory-conflict")
     expect(conflict).to_be_visible()
     expect(first.locator("#memory-conflict-theirs")).to_have_text("- likes coffee\n")

@@ -133,7 +133,7 @@ def test_a_space_is_exported_and_an_archive_previewed_then_imported(
     )
     page.get_by_role("button", name="Preview import").click()
     expect(page.locator("#space-import-status")).to_have_text(
-        "Import preview refused: ARCHIVE_INVALID — The archive cannot be imported; nothing was "
-        "written. Reason: not_gzip."
+        "Import preview refused: This file is not an archive that can be imported (not_gzip). "
+        "Nothing was imported; export a fresh archive and try again. (ARCHIVE_INVALID)"
     )
     screenshot(page, "spaces-import-done")

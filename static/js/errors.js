@@ -148,6 +148,27 @@ const SENTENCES = {
     `The key store is unavailable, so the assistant cannot use memory now.${retry(detail)}`,
   STORE_UNAVAILABLE: "The memory store cannot be reached. Nothing was written; try again later.",
   STORE_BUSY: "Another write is still running on this space. Nothing was written; try again.",
+  QUERY_INVALID: (detail) => {
+    const fields = Object.keys(detail.fields || {});
+    return fields.length
+      ? `Check the ${fields.map((field) => `“${field}”`).join(", ")} of the address; reload the page and try again.`
+      : "The address asks for something not valid; reload the page and try again.";
+  },
+  PRECONDITION_FAILED: (detail) =>
+    `It was changed elsewhere first${
+      detail.currentVersion !== undefined ? ` (version ${detail.currentVersion} is saved now)` : ""
+    }. Compare, then save again.`,
+  AUTO_MEMORY_SPACE_RESERVED: "Spaces named “auto-memory” are kept by the auto-memory mirror; use another space name.",
+  AUTO_MEMORY_VALUE_INVALID: "The auto-memory setting must be on, off or blank.",
+  BOT_MEMORY_DISABLED: "This bot has no memory switched on; give it a memory spec first.",
+  BOT_MEMORY_TOOL_DENIED: (detail) =>
+    `This bot's memory spec does not allow ${detail.tool ? `“${detail.tool}”` : "this tool"}; change the spec to allow it.`,
+  BOT_MEMORY_USER_UNAVAILABLE: "The person whose space this bot uses is no longer in the team; change the bot's memory spec.",
+  MEMORY_WRITE_STALE: "The document changed since the bot last read it; read it again, then write.",
+  MIRROR_NODE_BUSY: "Another process is using this mirror node; try again when it has finished.",
+  MIRROR_NOT_HYDRATED: "This mirror node was never filled (or was released); hydrate it first.",
+  MIRROR_STATE_UNSAFE: (detail) =>
+    `The mirror's state${detail.path ? ` at ${detail.path}` : ""} is not what the mirror made (a link or a stray file); remove it, then retry.`,
   // Not HTTP errors: why a turn failed (turn.failureCode) or a tool call was refused.
   MODEL_UNAVAILABLE: "The model could not be reached or answered nonsense. Send the message again later.",
   TOO_MANY_MODEL_CALLS: "The assistant kept calling tools without answering. Rephrase and send again.",

@@ -9,7 +9,7 @@
 // never about the unsaved draft.
 
 import { sentence } from "./errors.js";
-import { diff3Merge, diffComm } from "../vendor/node-diff3-3.2.1.mjs";
+import { diff3Merge, diffComm } from "../vendor/node-diff3-3.2.1.js";
 
 export const byId = (id) => document.getElementById(id);
 const encoder = new TextEncoder();

@@ -166,6 +166,16 @@ def test_sign_out_revokes_the_key_sessions_it_opened_then_signs_out(
     assert unrelated.revoked_at is None
 
 
+def test_the_sign_in_page_says_you_have_been_signed_out_once(client, tenant):
+    signed_in(client, tenant.member)
+
+    response = client.post(reverse("workspaces:sign-out"), follow=True)
+
+    assert response.redirect_chain == [(reverse("workspaces:sign-in"), 302)]
+    assert b"You have been signed out." in response.content
+    assert b"You have been signed out." not in client.get(reverse("workspaces:sign-in")).content
+
+
 def test_sign_out_is_post_only(client, tenant):
     signed_in(client, tenant.member)
 

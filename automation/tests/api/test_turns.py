@@ -71,6 +71,7 @@ def test_remember_in_auto_commits_and_the_receipt_shows_both_versions(chat, assi
     assert (receipt["recallStatus"], receipt["recallVersion"]) == ("provided", 2)
     assert receipt["recallCount"] == 2
     assert (receipt["captureStatus"], receipt["capturedVersion"]) == ("committed", 2)
+    assert receipt["captureRefusalCode"] == ""
     assert (
         "- I take tea without sugar"
         in memory_current_get(workspace=assistant.tenant.workspace).content
@@ -78,6 +79,17 @@ def test_remember_in_auto_commits_and_the_receipt_shows_both_versions(chat, assi
     answer = transcript(chat, assistant)[-1]["content"]
     assert answer == "Remembered (memory version 2)."
     assert MARKER not in json.dumps(receipt)
+
+
+def test_a_refused_capture_names_its_code_in_the_receipt(chat, assistant):
+    assistant.save_memory("- " + "x" * 9000 + "\n")
+
+    chat("remember I take tea without sugar")
+
+    [receipt] = receipts(chat, assistant)
+    assert (receipt["captureStatus"], receipt["capturedVersion"]) == ("admitted", None)
+    assert receipt["captureRefusalCode"] == "MEMORY_OVERSIZED"
+    assert "tea" not in memory_current_get(workspace=assistant.tenant.workspace).content
 
 
 def test_forget_removes_the_one_matching_line(chat, assistant):
