@@ -44,9 +44,11 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 import anyio
@@ -65,7 +67,7 @@ from mcp.types import (
     TextContent,
     ToolAnnotations,
 )
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field
 from rest_framework.exceptions import AuthenticationFailed, Throttled, ValidationError
 from rest_framework.request import Request
 from starlette.applications import Starlette
@@ -83,7 +85,8 @@ from automation.bot_memory import (
     bot_memory_access,
     bot_memory_tools,
 )
-from automation.models import Admission, Turn
+from automation.explain import recall_explanation
+from automation.models import Admission, RecallStatus, Turn
 from automation.selectors import TurnProgress, conversation_get_for_owner, turn_progress_get
 from automation.services import conversation_create, message_admit_from_mcp, turn_key_session_end
 from memory import documents
@@ -91,9 +94,17 @@ from memory.api.document_common import DocumentListQuerySerializer, validated
 from workspaces.authentication import Credential, McpBearerAuthentication
 from workspaces.errors import CredentialKindRefused, DomainError, NotFound
 from workspaces.models import Workspace, WorkspaceMembership
-from workspaces.selectors import workspace_membership_get
+from workspaces.selectors import workspace_list_for_member, workspace_membership_get
 
 MCP_PATH = "/mcp"
+
+
+def project_version() -> str:
+    """The project's version (pyproject.toml), which the server reports as serverInfo."""
+    with (Path(settings.BASE_DIR) / "pyproject.toml").open("rb") as pyproject:
+        return str(tomllib.load(pyproject)["project"]["version"])
+
+
 CREDENTIAL_SCOPE_KEY = "workspace_memory.credential"
 # How long ask_zudo_agent waits for a turn a Celery worker runs (none when eager).
 ASK_WAIT_SECONDS = 60.0
@@ -335,8 +346,30 @@ class CreatedNote(BaseModel):
     version: int
 
 
-# A turn's progress is the selector's own dataclass: the tool's output schema is built from it.
-_TURN_PROGRESS = TypeAdapter(TurnProgress)
+class WorkspaceOut(BaseModel):
+    id: int
+    name: str
+    ai_enabled: bool
+
+
+class WorkspaceList(BaseModel):
+    workspaces: list[WorkspaceOut]
+
+
+class TurnAnswer(BaseModel):
+    """A turn's progress, and what memory it was given: `memory_explanation` says, when the
+    model was given none, which rule withheld it."""
+
+    conversation_id: uuid.UUID
+    admission_id: uuid.UUID
+    turn_id: uuid.UUID
+    state: str
+    answer: str | None
+    failure_code: str | None
+    memory_recall: str | None = Field(
+        description="provided, off, empty, or why memory was withheld; null before any read."
+    )
+    memory_explanation: str | None
 
 
 # --- The tools' work (in the ORM's thread) -----------------------------------------------------
@@ -379,7 +412,28 @@ def _read(credential: Credential, workspace_id: int, path: str) -> DocumentOut:
     )
 
 
+def _workspaces(credential: Credential) -> WorkspaceList:
+    listed = workspace_list_for_member(user=credential.user, team=credential.team)
+    return WorkspaceList(
+        workspaces=[
+            WorkspaceOut(id=each.pk, name=each.name, ai_enabled=each.ai_enabled) for each in listed
+        ]
+    )
+
+
 def _create(credential: Credential, workspace_id: int, path: str, content: str) -> CreatedNote:
+    return _write(credential, workspace_id, path, content, base_version=0)
+
+
+def _update(
+    credential: Credential, workspace_id: int, path: str, content: str, base_version: int
+) -> CreatedNote:
+    return _write(credential, workspace_id, path, content, base_version=base_version)
+
+
+def _write(
+    credential: Credential, workspace_id: int, path: str, content: str, *, base_version: int
+) -> CreatedNote:
     actor = _client(credential, workspace_id)
     # In the REST route's order: the path first, then the body.
     (canonical,) = documents.document_paths(
@@ -387,7 +441,7 @@ def _create(credential: Credential, workspace_id: int, path: str, content: str) 
     )
     body = validated(shapes.Save(data={"content": content}))
     revision = documents.document_write(
-        actor=actor, raw_path=canonical, content=body["content"], base_version=0
+        actor=actor, raw_path=canonical, content=body["content"], base_version=base_version
     )
     return CreatedNote(path=revision.file.path, version=revision.version)
 
@@ -419,6 +473,17 @@ def _turn_authority_end(credential: Credential, turn_id: uuid.UUID) -> None:
 
 def _turn_view(credential: Credential, turn_id: uuid.UUID) -> TurnProgress:
     return turn_progress_get(turn_id=turn_id, owner=credential.user)
+
+
+def _turn_answer(credential: Credential, turn: TurnProgress) -> TurnAnswer:
+    admission = Admission.objects.get(pk=turn.admission_id, owner=credential.user)
+    status = admission.recall_status or None
+    is_withheld = status is not None and status != RecallStatus.PROVIDED
+    return TurnAnswer(
+        **vars(turn),
+        memory_recall=status,
+        memory_explanation=recall_explanation(admission) if is_withheld else None,
+    )
 
 
 # --- The tools ---------------------------------------------------------------------------------
@@ -465,8 +530,29 @@ async def create_note(
     content: Annotated[str, Field(description="The note's Markdown text.")],
     ctx: Context,
 ) -> Annotated[CallToolResult, CreatedNote]:
-    """Create a new note. Never overwrites: an existing path is VERSION_CONFLICT."""
+    """Create a new note. Never overwrites: an existing path is VERSION_CONFLICT (change an
+    existing note with update_note)."""
     return await _answer(ctx, _create, workspace_id, path, content)
+
+
+async def update_note(
+    workspace_id: WorkspaceId,
+    path: NotePath,
+    content: Annotated[str, Field(description="The note's new Markdown text, whole.")],
+    base_version: Annotated[
+        int,
+        Field(ge=0, description="The version you read (read_document); 0 creates the note."),
+    ],
+    ctx: Context,
+) -> Annotated[CallToolResult, CreatedNote]:
+    """Replace a note's text, based on the version you read. If it changed since, nothing
+    is written and the answer is VERSION_CONFLICT with `detail.currentVersion`."""
+    return await _answer(ctx, _update, workspace_id, path, content, base_version)
+
+
+async def list_workspaces(ctx: Context) -> Annotated[CallToolResult, WorkspaceList]:
+    """List the workspaces you are a member of: the ids every other tool takes."""
+    return await _answer(ctx, _workspaces)
 
 
 async def ask_zudo_agent(
@@ -480,11 +566,12 @@ async def ask_zudo_agent(
         uuid.UUID | None,
         Field(description="Continue one of your conversations in this workspace; omit for new."),
     ] = None,
-) -> Annotated[CallToolResult, TurnProgress]:
+) -> Annotated[CallToolResult, TurnAnswer]:
     """Send a message to the workspace assistant and return its turn: id, state and answer.
 
     An ordinary assistant turn under the workspace's memory policy, with your authority for
-    this turn: it is given saved memory and may remember, as the policy allows.
+    this turn: it is given saved memory and may remember, as the policy allows. When the
+    model was given no memory, `memory_explanation` says which rule withheld it.
     """
     try:
         credential = _caller(ctx)
@@ -501,9 +588,10 @@ async def ask_zudo_agent(
             # Shielded, so that a client hanging up cannot leave the turn's session open.
             with anyio.CancelScope(shield=True):
                 await _in_db_thread(_turn_authority_end)(credential, turn.turn_id)
+        answer = await _in_db_thread(_turn_answer)(credential, turn)
     except DomainError as error:
         return _refusal(error)
-    return _result(_TURN_PROGRESS.dump_python(turn, mode="json"))
+    return _result(answer.model_dump(mode="json"))
 
 
 # --- A bot's memory tools and context prompt ----------------------------------------------
@@ -645,21 +733,22 @@ class CredentialToolsMiddleware:
 
 
 INSTRUCTIONS = (
-    "Workspace Memory. With a person's MCP token: read, search and create notes in your "
-    "workspaces, and ask the workspace assistant, which uses the workspace's saved memory "
-    "as its policy allows; every tool takes the workspace id, and paths under "
-    ".zudotext/memory/ are refused. With a bot's token: the memory tools of the bot's "
-    "memory space (memory_read, memory_list, and memory_write unless the bot's spec is "
-    "read-only) and the memory_context prompt."
+    "Workspace Memory. With a person's MCP token: read, search, create and update notes in "
+    "your workspaces, and ask the workspace assistant, which uses the workspace's saved "
+    "memory as its policy allows; list_workspaces gives the workspace ids every other tool "
+    "takes, and paths under .zudotext/memory/ are refused. With a bot's token: the memory "
+    "tools of the bot's memory space (memory_read, memory_list, and memory_write unless the "
+    "bot's spec is read-only) and the memory_context prompt."
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 def build_mcp_server() -> MCPServer:
-    """The MCP server: five notes tools for people, three memory tools and a context
+    """The MCP server: seven notes tools for people, three memory tools and a context
     prompt for bots; each credential is shown only its own (`CredentialToolsMiddleware`)."""
     server: MCPServer = MCPServer(
         name="workspace-memory",
+        version=project_version(),
         instructions=INSTRUCTIONS,
         middleware=[CredentialToolsMiddleware()],
     )
@@ -675,6 +764,7 @@ def build_mcp_server() -> MCPServer:
         ),
     )
     server.prompt(name="memory_context")(memory_context)
+    server.add_tool(list_workspaces, annotations=READ_ONLY)
     server.add_tool(list_documents, annotations=READ_ONLY)
     server.add_tool(search_documents, annotations=READ_ONLY)
     server.add_tool(read_document, annotations=READ_ONLY)
@@ -684,6 +774,15 @@ def build_mcp_server() -> MCPServer:
             read_only_hint=False,
             destructive_hint=False,
             idempotent_hint=False,
+            open_world_hint=False,
+        ),
+    )
+    server.add_tool(
+        update_note,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=True,
             open_world_hint=False,
         ),
     )

@@ -47,7 +47,15 @@ TLS = ssl.create_default_context()
 # A new connection per request: on a reused loopback connection each request here waits
 # ~40 ms (delayed ACK), which would make this file several times slower.
 NO_KEEPALIVE = httpx2.Limits(max_keepalive_connections=0)
-TOOLS = {"list_documents", "search_documents", "read_document", "create_note", "ask_zudo_agent"}
+TOOLS = {
+    "list_workspaces",
+    "list_documents",
+    "search_documents",
+    "read_document",
+    "create_note",
+    "update_note",
+    "ask_zudo_agent",
+}
 MEMORY_SPELLINGS = [
     MEMORY_PATH,
     ".ZUDOTEXT/Memory/memory.md",
@@ -256,7 +264,7 @@ def test_tools_validate_their_arguments_exactly_as_the_api_routes_do(mcp_url, te
     assert not File.objects.exists()
 
 
-def test_a_person_is_offered_exactly_the_five_notes_tools_and_no_memory_tool(mcp_url, tenant):
+def test_a_person_is_offered_exactly_the_notes_tools_and_no_memory_tool(mcp_url, tenant):
     async def script(session: ClientSession) -> list[str]:
         return [tool.name for tool in (await session.list_tools()).tools]
 
@@ -387,6 +395,7 @@ def test_ask_zudo_agent_recalls_and_captures_with_the_token_owners_authority(mcp
     )
 
     assert first["state"] == "completed"
+    assert (first["memory_recall"], first["memory_explanation"]) == ("provided", None)
     admission = Admission.objects.select_related("conversation").get(pk=first["admission_id"])
     # Given the server's current revision, as the seed says of a turn without memory state.
     assert (admission.recall_status, admission.recall_version) == ("provided", 1)
@@ -435,6 +444,10 @@ def test_an_mcp_turn_withheld_by_a_rule_reads_as_that_rule(mcp_url, tenant):
 
     admission = Admission.objects.get(pk=answered["admission_id"])
     assert (admission.mode, admission.recall_status) == ("off", "off")
+    assert answered["memory_recall"] == "off"
+    assert answered["memory_explanation"].startswith(
+        "Memory was off, so the model was given no memory."
+    )
     assert "not provided because" not in answered["answer"]
     assert "green tea" not in answered["answer"]
     assert turn_session_ended(admission)
@@ -471,3 +484,42 @@ def test_ask_zudo_agent_refuses_others_conversations_and_leaves_nothing_when_ref
     assert Conversation.objects.count() == 1
     assert Admission.objects.count() == 1
     assert not KeySession.objects.filter(workspace=ai_off.workspace).exists()
+
+
+def test_the_server_reports_the_projects_version(mcp_url, tenant):
+    async def script(session: ClientSession) -> str:
+        return session.server_info.version if session.server_info else ""
+
+    version = run_client(mcp_url, token_for(tenant, tenant.member), script)
+
+    assert version == "0.1.0"
+
+
+def test_list_workspaces_names_the_callers_own_in_the_tokens_team(mcp_url, make_tenant):
+    mine, theirs = make_tenant(), make_tenant()
+    workspace_create(team=mine.team, name="admins only", admin=mine.admin)
+
+    listed = ok(call(mcp_url, token_for(mine, mine.member), "list_workspaces"))
+
+    assert listed == {
+        "workspaces": [{"id": mine.workspace.pk, "name": mine.workspace.name, "ai_enabled": True}]
+    }
+    assert theirs.workspace.pk not in {each["id"] for each in listed["workspaces"]}
+
+
+def test_update_note_writes_on_its_base_version_and_a_stale_one_is_a_conflict(mcp_url, tenant):
+    token = token_for(tenant, tenant.member)
+    workspace_id = tenant.workspace.pk
+    note = {"workspace_id": workspace_id, "path": "projects/plan.md"}
+    ok(call(mcp_url, token, "create_note", **note, content="one\n"))
+
+    updated = ok(call(mcp_url, token, "update_note", **note, content="two\n", base_version=1))
+    stale = call(mcp_url, token, "update_note", **note, content="mine\n", base_version=1)
+
+    assert updated == {"path": "projects/plan.md", "version": 2}
+    assert refusal_code(stale) == "VERSION_CONFLICT"
+    assert stale.structured_content["error"]["detail"]["currentVersion"] == 2
+    read = ok(call(mcp_url, token, "read_document", **note))
+    assert (read["version"], read["content"]) == (2, "two\n")
+    revision = FileVersion.objects.get(file__path="projects/plan.md", version=2)
+    assert (revision.author_kind, revision.author_id) == ("human", tenant.member.pk)

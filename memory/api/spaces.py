@@ -96,6 +96,18 @@ PATH_PARAMETER = OpenApiParameter(
 )
 
 
+# What the one write path refuses a document with, whoever writes it (schema only).
+SPACE_WRITE_REFUSALS = (
+    GlobalSpaceWriteDenied,
+    DocumentTooLarge,
+    SpaceQuotaExceeded,
+    TenantQuotaExceeded,
+    SecretDetected,
+    StoreUnavailable,
+    StoreBusy,
+)
+
+
 def _space(request: Request) -> SpaceHandle:
     credential = request_credential(request)
     return space_handle_parse(
@@ -221,19 +233,8 @@ class SpaceDocumentApi(RawBodyApi):
         )
 
     @extend_schema(summary="Write a memory space document (raw Markdown)")
-    @refuses(
-        SpaceInvalid,
-        InvalidDocumentPath,
-        InvalidText,
-        GlobalSpaceWriteDenied,
-        *BASE_VERSION_REFUSALS,
-        DocumentTooLarge,
-        SpaceQuotaExceeded,
-        TenantQuotaExceeded,
-        SecretDetected,
-        StoreUnavailable,
-        StoreBusy,
-    )
+    @refuses(SpaceInvalid, InvalidDocumentPath, InvalidText, *BASE_VERSION_REFUSALS)
+    @refuses(*SPACE_WRITE_REFUSALS)
     @extend_schema(
         parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
         request={"text/markdown": OpenApiTypes.STR},
@@ -333,19 +334,8 @@ class SpaceImportApi(APIView):
         documents = PlannedSerializer(many=True)
 
     @extend_schema(summary="Import an archive into a memory space")
-    @refuses(
-        SpaceInvalid,
-        QueryInvalid,
-        ArchiveInvalid,
-        ArchiveChecksumMismatch,
-        GlobalSpaceWriteDenied,
-        DocumentTooLarge,
-        SpaceQuotaExceeded,
-        TenantQuotaExceeded,
-        SecretDetected,
-        StoreUnavailable,
-        StoreBusy,
-    )
+    @refuses(SpaceInvalid, QueryInvalid, ArchiveInvalid, ArchiveChecksumMismatch)
+    @refuses(*SPACE_WRITE_REFUSALS)
     @extend_schema(
         parameters=[
             *SPACE_PARAMETERS,
