@@ -321,6 +321,11 @@ SPECTACULAR_SETTINGS = {
         "MemoryMode": "memory.models.MemoryMode",
         "ChangeKind": "workspaces.models.ChangeKind",
         "AuthorKind": "workspaces.models.AuthorKind",
+        "TokenScope": "workspaces.models.TokenScope",
+        # What a person may mint on the token route: every scope but a bot's.
+        "PersonTokenScope": ["api", "mcp"],
+        "WorkspaceRole": "workspaces.models.WorkspaceRole",
+        "MessageRole": "automation.models.MessageRole",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,9 +24,32 @@ from automation.bot_memory import (
     memory_read,
     memory_write,
 )
+from automation.errors import (
+    BotMemoryDisabled,
+    BotMemoryToolDenied,
+    BotMemoryUserUnavailable,
+    MemoryWriteStale,
+)
 from memory.api.document_common import validated
+from memory.errors import (
+    SecretDetected,
+    SpaceInvalid,
+    SpaceQuotaExceeded,
+    StoreBusy,
+    StoreUnavailable,
+)
+from memory_project.api.schema import refuses
+from memory_project.api.serializers import QuerySerializer, StrictSerializer
 from workspaces.authentication import BotBearerAuthentication, request_credential
-from workspaces.errors import CredentialKindRefused, NotFound
+from workspaces.errors import (
+    CredentialKindRefused,
+    DocumentTooLarge,
+    InvalidDocumentPath,
+    InvalidText,
+    NotFound,
+    QueryInvalid,
+    TenantQuotaExceeded,
+)
 
 RUN_HELP = "The run, for a spec whose space is `private`; ignored otherwise."
 
@@ -42,11 +65,24 @@ class ToolResult(serializers.Serializer):
     text = serializers.CharField(help_text="The tool's plain-text result, as MCP returns it.")
 
 
+# What every bot memory route refuses with: a credential that is not a bot's, a spec that
+# gives no space or not this tool, a store that cannot answer.
+ACCESS_REFUSALS = (
+    CredentialKindRefused,
+    BotMemoryDisabled,
+    BotMemoryToolDenied,
+    BotMemoryUserUnavailable,
+    SpaceInvalid,
+    StoreUnavailable,
+    StoreBusy,
+)
+
+
 class BotMemoryView(APIView):
     authentication_classes = [BotBearerAuthentication]
 
 
-class RunInput(serializers.Serializer):
+class RunInput(StrictSerializer):
     run = serializers.CharField(required=False, default="", help_text=RUN_HELP)
 
 
@@ -61,7 +97,13 @@ class BotMemoryReadApi(BotMemoryView):
     class InputSerializer(RunInput):
         path = serializers.CharField(trim_whitespace=False)
 
-    @extend_schema(request=InputSerializer, responses=ToolResult)
+    @extend_schema(
+        summary="memory_read: a document of the bot's space",
+        request=InputSerializer,
+        responses=ToolResult,
+        examples=[OpenApiExample("Read", value={"path": "notes/plan.md"}, request_only=True)],
+    )
+    @refuses(*ACCESS_REFUSALS, InvalidDocumentPath)
     def post(self, request: Request) -> Response:
         return _tool_response(request, self.InputSerializer, memory_read)
 
@@ -72,7 +114,13 @@ class BotMemoryListApi(BotMemoryView):
             required=False, default="", allow_blank=True, trim_whitespace=False
         )
 
-    @extend_schema(request=InputSerializer, responses=ToolResult)
+    @extend_schema(
+        summary="memory_list: the paths of the bot's space, one a line",
+        request=InputSerializer,
+        responses=ToolResult,
+        examples=[OpenApiExample("Everything", value={"path": ""}, request_only=True)],
+    )
+    @refuses(*ACCESS_REFUSALS, InvalidDocumentPath)
     def post(self, request: Request) -> Response:
         return _tool_response(request, self.InputSerializer, memory_list)
 
@@ -82,16 +130,40 @@ class BotMemoryWriteApi(BotMemoryView):
         path = serializers.CharField(trim_whitespace=False)
         content = serializers.CharField(allow_blank=True, trim_whitespace=False)
 
-    @extend_schema(request=InputSerializer, responses=ToolResult)
+    @extend_schema(
+        summary="memory_write: a document of the bot's space, on what it last read",
+        request=InputSerializer,
+        responses=ToolResult,
+        examples=[
+            OpenApiExample(
+                "Write",
+                value={"path": "notes/plan.md", "content": "# Plan\n- ship it\n"},
+                request_only=True,
+            )
+        ],
+    )
+    @refuses(
+        *ACCESS_REFUSALS,
+        InvalidDocumentPath,
+        InvalidText,
+        DocumentTooLarge,
+        SecretDetected,
+        SpaceQuotaExceeded,
+        TenantQuotaExceeded,
+        MemoryWriteStale,
+    )
     def post(self, request: Request) -> Response:
         return _tool_response(request, self.InputSerializer, memory_write)
 
 
 class BotMemoryContextApi(BotMemoryView):
-    class QuerySerializer(RunInput):
+    class ContextQuery(QuerySerializer):
+        run = serializers.CharField(required=False, default="", help_text=RUN_HELP)
         purpose = serializers.ChoiceField(choices=["start", "pre_compact"], default="start")
 
+    @refuses(*ACCESS_REFUSALS, NotFound, QueryInvalid)
     @extend_schema(
+        summary="The bot's context blocks, or its pre-compaction message",
         parameters=[
             OpenApiParameter("purpose", str, enum=["start", "pre_compact"]),
             OpenApiParameter("run", str, description=RUN_HELP),
@@ -105,7 +177,7 @@ class BotMemoryContextApi(BotMemoryView):
         ),
     )
     def get(self, request: Request, bot_id: str) -> Response:
-        query = validated(self.QuerySerializer(data=request.query_params))
+        query = validated(self.ContextQuery(data=request.query_params))
         # Another bot's id is no bot of the caller's: asked before the caller's own spec.
         if getattr(request_credential(request).bot, "slug", None) != bot_id:
             raise NotFound("No such bot.")

@@ -167,6 +167,13 @@ class BotDetailApi(APIView):
     @refuses(NotFound, TeamOwnerRequired, BotSpecInvalid, AutoloadPatternInvalid)
     @extend_schema(
         summary="Change a bot",
+        examples=[
+            OpenApiExample(
+                "Read-only memory",
+                value={"memory": {"visibility": "bot", "name": "notes", "write": False}},
+                request_only=True,
+            )
+        ],
         request=InputSerializer,
         responses=BotSerializer,
         description="Change the fields given; the resulting spec is judged against the "

@@ -13,11 +13,17 @@ from rest_framework.request import Request
 from memory import documents
 from memory.api import document_common as common
 from memory.api.spaces import RawBodyApi, archive_response
+from memory.errors import SecretDetected
 from memory.spaces import archive
+from memory_project.api.schema import refuses
+from workspaces.api.access import MEMBER_REFUSALS
+from workspaces.errors import DocumentUnreadable
 
 
 class NotesExportApi(RawBodyApi):
+    @refuses(*MEMBER_REFUSALS, SecretDetected, DocumentUnreadable)
     @extend_schema(
+        summary="Download the workspace's notes as an archive",
         responses={
             (200, archive.MEDIA_TYPE): OpenApiResponse(
                 OpenApiTypes.BINARY,

@@ -23,12 +23,32 @@ from memory.api.spaces import (
     declared_length,
     markdown_body,
 )
+from memory.errors import (
+    SecretDetected,
+    SpaceInvalid,
+    SpaceQuotaExceeded,
+    StoreBusy,
+    StoreUnavailable,
+)
 from memory.mirror import LocalMirrorSpace
 from memory.spaces.selectors import space_document_entry
 from memory.spaces.services import space_document_delete, space_document_write_admit
 from memory_project.api.parsers import MarkdownParser
-from workspaces.api.headers import BASE_VERSION_PARAMETERS, base_version_from
+from memory_project.api.schema import refuses
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSALS, base_version_from
 from workspaces.authentication import BotBearerAuthentication, request_credential
+from workspaces.errors import (
+    CredentialKindRefused,
+    DocumentTooLarge,
+    DocumentUnreadable,
+    InvalidDocumentPath,
+    InvalidText,
+    NotFound,
+    TenantQuotaExceeded,
+)
+
+# A bot token only; the project must name a space the bot may have; the store must answer.
+MIRROR_REFUSALS = (CredentialKindRefused, SpaceInvalid, StoreUnavailable, StoreBusy)
 
 PROJECT_PARAMETER = OpenApiParameter(
     "project",
@@ -58,7 +78,12 @@ class MirrorBotApi(APIView):
         space = SpaceSerializer()
         autoMemory = LevelsSerializer()
 
-    @extend_schema(parameters=[PROJECT_PARAMETER], responses=OutputSerializer)
+    @extend_schema(
+        summary="The bot's auto-memory space and its switch levels",
+        parameters=[PROJECT_PARAMETER],
+        responses=OutputSerializer,
+    )
+    @refuses(*MIRROR_REFUSALS)
     def get(self, request: Request) -> Response:
         space = _mirror_space(request)
         bot = request_credential(request).bot
@@ -84,7 +109,12 @@ class MirrorDocumentListApi(APIView):
 
         documents = DocumentSerializer(many=True)
 
-    @extend_schema(parameters=[PROJECT_PARAMETER], responses=OutputSerializer)
+    @extend_schema(
+        summary="Every document of the auto-memory space, with its body",
+        parameters=[PROJECT_PARAMETER],
+        responses=OutputSerializer,
+    )
+    @refuses(*MIRROR_REFUSALS, DocumentUnreadable)
     def get(self, request: Request) -> Response:
         documents = [
             # Every stored body passed the write path's UTF-8 check.
@@ -99,9 +129,20 @@ class MirrorDocumentApi(RawBodyApi):
     parser_classes = [MarkdownParser]
 
     @extend_schema(
+        summary="Write a document of the auto-memory space",
         parameters=[PROJECT_PARAMETER, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
         request={"text/markdown": OpenApiTypes.STR},
         responses=SpaceDocumentSerializer,
+    )
+    @refuses(
+        *MIRROR_REFUSALS,
+        *BASE_VERSION_REFUSALS,
+        InvalidDocumentPath,
+        InvalidText,
+        DocumentTooLarge,
+        SecretDetected,
+        SpaceQuotaExceeded,
+        TenantQuotaExceeded,
     )
     def put(self, request: Request) -> Response:
         space = _mirror_space(request)
@@ -115,9 +156,11 @@ class MirrorDocumentApi(RawBodyApi):
         return Response(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
 
     @extend_schema(
+        summary="Delete a document of the auto-memory space",
         parameters=[PROJECT_PARAMETER, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
         responses={204: None},
     )
+    @refuses(*MIRROR_REFUSALS, *BASE_VERSION_REFUSALS, InvalidDocumentPath, NotFound)
     def delete(self, request: Request) -> Response:
         space = _mirror_space(request)
         space_document_delete(

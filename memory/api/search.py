@@ -11,6 +11,9 @@ from rest_framework.views import APIView
 from memory import documents
 from memory.api import document_common as common
 from memory.models import MEMORY_PATH
+from memory_project.api.schema import refuses
+from workspaces.api.access import MEMBER_REFUSALS
+from workspaces.errors import DocumentUnreadable, QueryInvalid
 
 
 class _PersonSearchHitSerializer(common.SearchHitSerializer):
@@ -25,7 +28,9 @@ class _PersonSearchResultsSerializer(common.SearchResultsSerializer):
 
 
 class WorkspaceSearchApi(APIView):
+    @refuses(*MEMBER_REFUSALS, QueryInvalid, DocumentUnreadable)
     @extend_schema(
+        summary="Search the workspace's notes and memory",
         parameters=[common.SearchQuerySerializer],
         responses=_PersonSearchResultsSerializer,
         description=(

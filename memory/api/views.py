@@ -131,7 +131,9 @@ class MemoryDocumentApi(APIView):
 
 
 class MemoryExportApi(RawBodyApi):
+    @refuses(*MEMBER_REFUSALS, DocumentUnreadable)
     @extend_schema(
+        summary="Download the memory document as Markdown",
         responses={
             (200, "text/markdown"): OpenApiResponse(
                 OpenApiTypes.STR,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from django.utils.module_loading import import_string
 
 from memory_project import settings as project_settings
 
-MODULE_IMPORT = re.compile(r'\bfrom "(\./[^"]+)"')
+MODULE_IMPORT = re.compile(r'\bfrom "(\.\.?/[^"]+)"')
 
 
 def test_collected_modules_import_each_other_by_their_hashed_names(tmp_path: Path) -> None:
@@ -19,7 +20,13 @@ def test_collected_modules_import_each_other_by_their_hashed_names(tmp_path: Pat
     storage_class = import_string(project_settings.STORAGES["staticfiles"]["BACKEND"])
     storage = storage_class(location=tmp_path)
     source = FileSystemStorage(location=Path(settings.BASE_DIR) / "static")
-    modules = [f"js/{name}" for name in source.listdir("js")[1] if name.endswith(".js")]
+    # The frame's modules and the vendored ones they import (`../vendor/...`).
+    modules = [
+        f"{folder}/{name}"
+        for folder in ("js", "vendor")
+        for name in source.listdir(folder)[1]
+        if name.endswith(".js")
+    ]
     for name in modules:
         with source.open(name) as content:
             storage.save(name, content)
@@ -29,7 +36,7 @@ def test_collected_modules_import_each_other_by_their_hashed_names(tmp_path: Pat
 
     served = {storage.stored_name(name) for name in modules}
     imports = {
-        f"js/{target.removeprefix('./')}"
+        posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
         for name in served
         for target in MODULE_IMPORT.findall(storage.open(name).read().decode())
     }

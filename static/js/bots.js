@@ -3,7 +3,7 @@
 // saves nothing), and issue (shown once) or revoke its tokens. Owners get the controls;
 // the routes refuse anyone else whatever the page shows.
 
-import { announce, api, byId, config, failure } from "./shared.js";
+import { announce, api, byId, config, failure, listAll } from "./shared.js";
 
 const listStatus = byId("bot-list-status");
 const editStatus = byId("bot-status");
@@ -45,7 +45,7 @@ function fillTable(bodyId, emptyId, items, fill) {
 const specText = (memory) => (memory == null ? "" : JSON.stringify(memory, null, 2));
 
 async function loadBots() {
-  const result = await api("GET", config.urls.bots);
+  const result = await listAll(config.urls.bots);
   if (!result.ok) return announce(listStatus, failure("Listing bots", result), "error");
   fillTable("bot-rows", "bot-empty", result.data, (row, bot) => {
     cell(row, bot.id);
@@ -162,7 +162,7 @@ async function create(event) {
 }
 
 async function loadTokens() {
-  const result = await api("GET", botUrl(openBot, "/tokens"));
+  const result = await listAll(botUrl(openBot, "/tokens"));
   if (!result.ok) return announce(tokenStatus, failure("Listing tokens", result), "error");
   fillTable("bot-token-rows", "bot-token-empty", result.data, (row, token) => {
     cell(row, token.name);

@@ -59,7 +59,10 @@ class WorkspaceListApi(APIView):
             render=lambda page: self.OutputSerializer(page, many=True).data,
         )
 
-    @extend_schema(summary="Create a workspace (you are its admin)")
+    @extend_schema(
+        summary="Create a workspace (you are its admin)",
+        examples=[OpenApiExample("A workspace", value={"name": "Research"}, request_only=True)],
+    )
     @refuses(NameTaken)
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request: Request) -> Response:
@@ -108,7 +111,12 @@ class WorkspaceMemberListApi(APIView):
             render=lambda page: WorkspaceMemberOutputSerializer(page, many=True).data,
         )
 
-    @extend_schema(summary="Add a member of the team to the workspace")
+    @extend_schema(
+        summary="Add a member of the team to the workspace",
+        examples=[
+            OpenApiExample("By username", value={"username": "ada"}, request_only=True),
+        ],
+    )
     @refuses(*MEMBER_REFUSALS, WorkspaceAdminRequired, NotTeamMember, AlreadyMember)
     @extend_schema(request=InputSerializer, responses={201: WorkspaceMemberOutputSerializer})
     def post(self, request: Request, workspace_id: int) -> Response:
