@@ -26,6 +26,7 @@ else (ARCHIVE_INVALID with `detail.reason` and `detail.entry`), every checksum v
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import gzip
 import hashlib
@@ -35,7 +36,7 @@ import re
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -163,8 +164,14 @@ def archive_export(
     archive. A document whose path is no longer canonical is listed as unaddressable."""
     unaddressable: list[str] = []
     exported: list[tuple[DocumentMeta, int]] = []  # each with its body's offset in the spool
-    with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES) as bodies:
-        for done, document in enumerate(documents, start=1):
+    reading = iter(documents)
+    with contextlib.ExitStack() as cleanup:
+        # A refusal stops the reading part-way: close the reader now (what it holds open),
+        # not whenever the garbage collector reaches it, in some later transaction.
+        if isinstance(reading, Generator):
+            cleanup.callback(reading.close)
+        bodies = cleanup.enter_context(tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES))
+        for done, document in enumerate(reading, start=1):
             path = document.meta.path
             if not _addressable(path):
                 unaddressable.append(path)

@@ -130,14 +130,26 @@ class DatabaseStore:
     def read_all(self, handle: SpaceHandle) -> Iterator[StoredDocument]:
         with _store_errors():
             sealer = _sealer(handle)
-            # Named rows, not model instances: building a model was most of the per-row cost
-            # of an export, and the reader needs only these columns.
-            rows = SpaceDocument.objects.filter(space__handle_id=handle.id).values_list(
-                *_ROW_FIELDS, named=True
-            )
-            space_id = handle.id
-            for document in rows.iterator(chunk_size=_BATCH_ROWS):
+        # Named rows, not model instances: building a model was most of the per-row cost of
+        # an export, and the reader needs only these columns. Pages by path, each read whole,
+        # rather than one server-side cursor: a reader that stops early (an export refusing
+        # a credential) would leave that cursor to be closed whenever the generator is
+        # collected, inside whatever transaction the connection is in by then.
+        rows = (
+            SpaceDocument.objects.filter(space__handle_id=handle.id)
+            .order_by("path")
+            .values_list(*_ROW_FIELDS, named=True)
+        )
+        space_id = handle.id
+        after: str | None = None
+        while True:
+            with _store_errors():
+                page = list((rows if after is None else rows.filter(path__gt=after))[:_BATCH_ROWS])
+            for document in page:
                 yield _stored(space_id, document, sealer)
+            if len(page) < _BATCH_ROWS:
+                return
+            after = page[-1].path
 
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         with _store_errors():

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import pytest
-from rest_framework.exceptions import ValidationError
+from django.utils import timezone
 
 from conftest import Tenant
 from memory.errors import (
@@ -27,6 +27,7 @@ from memory.spaces.archive import (
     FORMAT,
     ImportStrategy,
     _TarStream,
+    archive_export,
     import_strategy_parse,
     space_export,
     space_export_file_name,
@@ -35,9 +36,10 @@ from memory.spaces.archive import (
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
 from memory.spaces.services import SpaceWriter, WriterKind, space_document_write
+from memory.spaces.store import DocumentMeta, StoredDocument
 from memory.tests.secret_corpus import CREDENTIALS
 from memory.tests.spaces.conftest import store_write
-from workspaces.errors import DocumentTooLarge
+from workspaces.errors import DocumentTooLarge, QueryInvalid
 from workspaces.models import AuditEvent, User
 
 # Every behaviour, on both stores.
@@ -256,6 +258,30 @@ def test_export_of_a_space_holding_a_credential_writes_nothing(tenant, credentia
 
     assert out.getvalue() == b""
     assert refused.value.detail["path"] == "z.md"
+
+
+def test_a_refused_export_closes_what_it_was_reading_at_once():
+    closed = []
+
+    def reading():
+        try:
+            for path, body in [("a.md", f"key: {CREDENTIALS[0]}\n"), ("b.md", "fine\n")]:
+                meta = DocumentMeta(
+                    path=path,
+                    size=len(body),
+                    checksum="",
+                    revision=1,
+                    updated_by="user:1",
+                    updated_at=timezone.now(),
+                )
+                yield StoredDocument(meta=meta, body=body.encode())
+        finally:
+            closed.append(True)
+
+    with pytest.raises(SecretDetected):
+        archive_export(out=io.BytesIO(), space={"name": "x"}, documents=reading())
+
+    assert closed == [True]
 
 
 # ---- round trip ----------------------------------------------------------------------------
@@ -701,6 +727,8 @@ def test_the_strategy_defaults_to_skip(value, strategy):
 
 
 @pytest.mark.parametrize("value", ["merge", "SKIP", "skip "])
-def test_an_unknown_strategy_is_a_validation_failure(value):
-    with pytest.raises(ValidationError):
+def test_an_unknown_strategy_is_a_query_error(value):
+    with pytest.raises(QueryInvalid) as refused:
         import_strategy_parse(value)
+
+    assert "strategy" in refused.value.detail["fields"]

@@ -123,3 +123,25 @@ def test_space_documents_stay_readable_across_a_deployment_key_rotation(team, se
         stored = store.read(space, "a.md")
         assert stored is not None
         assert stored.body == b"kept through the rotation"
+
+
+@postgres_only
+def test_a_reader_that_stops_early_holds_no_cursor_open(team, monkeypatch):
+    """An export that refuses a credential stops reading part-way. A server-side cursor left
+    behind would be closed when its generator is collected, inside whatever transaction the
+    connection is in by then, and fail it ("cursor does not exist")."""
+    monkeypatch.setattr("memory.spaces.database._BATCH_ROWS", 2)
+    store = DatabaseStore()
+    handle = handle_of(team)
+    for name in ("a", "b", "c", "d", "e"):
+        store_write(store, handle, f"{name}.md", name.encode(), expected=0)
+
+    reader = store.read_all(handle)
+    first = [next(reader) for _ in range(3)]  # into the second page
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_cursors")
+        (open_cursors,) = cursor.fetchone()
+
+    assert open_cursors == 0
+    assert [document.meta.path for document in first] == ["a.md", "b.md", "c.md"]
+    assert sorted(document.meta.path for document in reader) == ["d.md", "e.md"]
