@@ -31,24 +31,17 @@ from automation.errors import (
     MemoryWriteStale,
 )
 from memory.api.document_common import validated
-from memory.errors import (
-    SecretDetected,
-    SpaceInvalid,
-    SpaceQuotaExceeded,
-    StoreBusy,
-    StoreUnavailable,
-)
+from memory.api.spaces import SPACE_WRITE_REFUSALS
+from memory.errors import SpaceInvalid, StoreBusy, StoreUnavailable
 from memory_project.api.schema import refuses
 from memory_project.api.serializers import QuerySerializer, StrictSerializer
 from workspaces.authentication import BotBearerAuthentication, request_credential
 from workspaces.errors import (
     CredentialKindRefused,
-    DocumentTooLarge,
     InvalidDocumentPath,
     InvalidText,
     NotFound,
     QueryInvalid,
-    TenantQuotaExceeded,
 )
 
 RUN_HELP = "The run, for a spec whose space is `private`; ignored otherwise."
@@ -143,14 +136,7 @@ class BotMemoryWriteApi(BotMemoryView):
         ],
     )
     @refuses(
-        *ACCESS_REFUSALS,
-        InvalidDocumentPath,
-        InvalidText,
-        DocumentTooLarge,
-        SecretDetected,
-        SpaceQuotaExceeded,
-        TenantQuotaExceeded,
-        MemoryWriteStale,
+        *ACCESS_REFUSALS, *SPACE_WRITE_REFUSALS, InvalidDocumentPath, InvalidText, MemoryWriteStale
     )
     def post(self, request: Request) -> Response:
         return _tool_response(request, self.InputSerializer, memory_write)

@@ -17,19 +17,14 @@ from rest_framework.views import APIView
 
 from memory.api.spaces import (
     PATH_PARAMETER,
+    SPACE_WRITE_REFUSALS,
     RawBodyApi,
     SpaceDocumentSerializer,
     SpaceSerializer,
     declared_length,
     markdown_body,
 )
-from memory.errors import (
-    SecretDetected,
-    SpaceInvalid,
-    SpaceQuotaExceeded,
-    StoreBusy,
-    StoreUnavailable,
-)
+from memory.errors import SpaceInvalid, StoreBusy, StoreUnavailable
 from memory.mirror import LocalMirrorSpace
 from memory.spaces.selectors import space_document_entry
 from memory.spaces.services import space_document_delete, space_document_write_admit
@@ -39,12 +34,10 @@ from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSAL
 from workspaces.authentication import BotBearerAuthentication, request_credential
 from workspaces.errors import (
     CredentialKindRefused,
-    DocumentTooLarge,
     DocumentUnreadable,
     InvalidDocumentPath,
     InvalidText,
     NotFound,
-    TenantQuotaExceeded,
 )
 
 # A bot token only; the project must name a space the bot may have; the store must answer.
@@ -136,13 +129,10 @@ class MirrorDocumentApi(RawBodyApi):
     )
     @refuses(
         *MIRROR_REFUSALS,
+        *SPACE_WRITE_REFUSALS,
         *BASE_VERSION_REFUSALS,
         InvalidDocumentPath,
         InvalidText,
-        DocumentTooLarge,
-        SecretDetected,
-        SpaceQuotaExceeded,
-        TenantQuotaExceeded,
     )
     def put(self, request: Request) -> Response:
         space = _mirror_space(request)
