@@ -741,6 +741,14 @@ INSTRUCTIONS = (
     "bot's spec is read-only) and the memory_context prompt."
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+# A write that replaces what is there (the same call twice leaves the same state).
+OVERWRITES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+# A write that only adds (a second call is refused, never a change).
+CREATES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
 
 
 def build_mcp_server() -> MCPServer:
@@ -754,38 +762,14 @@ def build_mcp_server() -> MCPServer:
     )
     server.add_tool(memory_read, annotations=READ_ONLY)
     server.add_tool(memory_list, annotations=READ_ONLY)
-    server.add_tool(
-        memory_write,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-    )
+    server.add_tool(memory_write, annotations=OVERWRITES)
     server.prompt(name="memory_context")(memory_context)
     server.add_tool(list_workspaces, annotations=READ_ONLY)
     server.add_tool(list_documents, annotations=READ_ONLY)
     server.add_tool(search_documents, annotations=READ_ONLY)
     server.add_tool(read_document, annotations=READ_ONLY)
-    server.add_tool(
-        create_note,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        ),
-    )
-    server.add_tool(
-        update_note,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-    )
+    server.add_tool(create_note, annotations=CREATES)
+    server.add_tool(update_note, annotations=OVERWRITES)
     server.add_tool(
         ask_zudo_agent,
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
