@@ -29,6 +29,15 @@ from workspaces.errors import (
     TenantQuotaExceeded,
 )
 
+# What a delete or a restore of a note refuses with (schema only).
+STATE_CHANGE_REFUSALS = (
+    NotFound,
+    InvalidDocumentPath,
+    MemoryNamespaceReserved,
+    *BASE_VERSION_REFUSALS,
+    KeySessionUnavailable,
+)
+
 
 def _paths(actor: DocumentActor, operation: Operation, *raw_paths: str) -> list[str]:
     return documents.document_paths(actor=actor, operation=operation, raw_paths=raw_paths)
@@ -75,13 +84,7 @@ class AutomationDocumentApi(AutomationDocumentView):
         return Response(shapes.Written(revision).data)
 
     @extend_schema(summary="Delete a note")
-    @refuses(
-        NotFound,
-        InvalidDocumentPath,
-        MemoryNamespaceReserved,
-        *BASE_VERSION_REFUSALS,
-        KeySessionUnavailable,
-    )
+    @refuses(*STATE_CHANGE_REFUSALS)
     @extend_schema(
         parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS], responses={200: shapes.State}
     )
@@ -128,13 +131,7 @@ class AutomationDocumentRestoreApi(AutomationDocumentView):
         summary="Restore a deleted note",
         examples=[OpenApiExample("Restore", value={"path": "notes/a.md"}, request_only=True)],
     )
-    @refuses(
-        NotFound,
-        InvalidDocumentPath,
-        MemoryNamespaceReserved,
-        *BASE_VERSION_REFUSALS,
-        KeySessionUnavailable,
-    )
+    @refuses(*STATE_CHANGE_REFUSALS)
     @extend_schema(
         parameters=BASE_VERSION_PARAMETERS, request=shapes.Restore, responses=shapes.State
     )
