@@ -16,13 +16,25 @@ from automation.providers import ChatMessage, ModelReply, ScriptedProvider, Tool
 from automation.services import MemoryState, conversation_create, message_admit
 from memory.edits import parse_changes
 from memory.services import memory_policy_set, memory_save
+from memory.spaces.handle import SpaceHandle, Visibility
 
 # Both memory space stores, as the memory app's tests run them (a fixture, imported to be found).
 from memory.tests.conftest import every_store  # noqa: F401
-from workspaces.models import FileVersion, KeySession
+from workspaces.models import Bot, FileVersion, KeySession
 from workspaces.services import key_session_open
 
 _keys = itertools.count(1)
+
+
+def bot_space(bot: Bot) -> SpaceHandle:
+    """The space of a bot whose spec is `{"visibility": "bot", "project": "app"}`."""
+    return SpaceHandle(
+        visibility=Visibility.BOT,
+        name="default",
+        tenant_id=bot.team_id,
+        project="app",
+        bot=bot.slug,
+    )
 
 
 @dataclass

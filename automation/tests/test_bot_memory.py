@@ -25,9 +25,10 @@ from automation.errors import (
     MemoryWriteStale,
 )
 from automation.models import BotDocumentSeen
+from automation.tests.conftest import bot_space
 from memory.bots import bot_spec_set
 from memory.errors import SecretDetected, SpaceInvalid
-from memory.spaces.handle import SpaceHandle, Visibility
+from memory.spaces.handle import SpaceHandle
 from memory.spaces.quotas import store_get
 from memory.spaces.services import SpaceWriter, space_document_delete, space_document_write
 from memory.tests.secret_corpus import fake
@@ -37,16 +38,6 @@ from workspaces.models import Bot, User
 pytestmark = pytest.mark.usefixtures("every_store")
 
 BOT_SPACE = {"visibility": "bot", "project": "app"}
-
-
-def bot_space(bot: Bot) -> SpaceHandle:
-    return SpaceHandle(
-        visibility=Visibility.BOT,
-        name="default",
-        tenant_id=bot.team_id,
-        project="app",
-        bot=bot.slug,
-    )
 
 
 def make_bot(tenant: Any, slug: str = "helper", **spec: Any) -> Bot:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from memory.spaces.handle import SpaceHandle, Visibility
+from automation.tests.conftest import bot_space
+from conftest import assert_error
 from memory.spaces.quotas import store_get
 from memory.spaces.services import SpaceWriter, space_document_write
 from workspaces.models import Bot
@@ -26,23 +27,6 @@ def client_of(tenant: Any, bot: Bot) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     return client
-
-
-def space_of(bot: Bot) -> SpaceHandle:
-    return SpaceHandle(
-        visibility=Visibility.BOT,
-        name="default",
-        tenant_id=bot.team_id,
-        project="app",
-        bot=bot.slug,
-    )
-
-
-def refused(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    error: dict[str, Any] = response.json()["error"]
-    assert error["code"] == code
-    return error
 
 
 @pytest.fixture
@@ -64,7 +48,7 @@ def test_write_list_and_read_as_the_bot(tenant, bot):
     assert written.json() == {"text": "written: notes/a.md (10 bytes, revision 1)"}
     assert listed.json() == {"text": "notes/a.md"}
     assert read.json() == {"text": "# A\nhello\n"}
-    stored = store_get().read(space_of(bot), "notes/a.md")
+    stored = store_get().read(bot_space(bot), "notes/a.md")
     assert stored is not None
     assert stored.meta.updated_by == "bot:alpha"
 
@@ -76,8 +60,8 @@ def test_bot_b_cannot_read_bot_a_space_nor_its_context(tenant, bot):
     read = beta.post(TOOLS + "read", {"path": "a.md"}, format="json")
     context = beta.get("/api/v1/bots/alpha/memory/context")
 
-    refused(read, 404, "NOT_FOUND")
-    refused(context, 404, "NOT_FOUND")
+    assert_error(read, 404, "NOT_FOUND")
+    assert_error(context, 404, "NOT_FOUND")
     assert beta.post(TOOLS + "list", {}, format="json").json() == {"text": "(empty)"}
 
 
@@ -86,15 +70,15 @@ def test_a_traversal_path_is_refused(tenant, bot):
 
     response = client.post(TOOLS + "write", {"path": "../b.md", "content": "x\n"}, format="json")
 
-    refused(response, 400, "INVALID_DOCUMENT_PATH")
-    assert store_get().list(space_of(bot)) == []
+    assert_error(response, 400, "INVALID_DOCUMENT_PATH")
+    assert store_get().list(bot_space(bot)) == []
 
 
 def test_a_stale_write_is_409_with_the_read_again_message(tenant, bot):
     client = client_of(tenant, bot)
     client.post(TOOLS + "write", {"path": "a.md", "content": "v1\n"}, format="json")
     space_document_write(
-        handle=space_of(bot),
+        handle=bot_space(bot),
         path="a.md",
         body=b"a person's v2\n",
         expected_revision=1,
@@ -103,10 +87,10 @@ def test_a_stale_write_is_409_with_the_read_again_message(tenant, bot):
 
     response = client.post(TOOLS + "write", {"path": "a.md", "content": "v3\n"}, format="json")
 
-    error = refused(response, 409, "MEMORY_WRITE_STALE")
+    error = assert_error(response, 409, "MEMORY_WRITE_STALE")
     assert "memory_read" in error["message"]
     assert error["detail"] == {"path": "a.md", "currentRevision": 2}
-    stored = store_get().read(space_of(bot), "a.md")
+    stored = store_get().read(bot_space(bot), "a.md")
     assert stored is not None
     assert stored.body == b"a person's v2\n"
 
@@ -118,15 +102,15 @@ def test_a_read_only_bot_is_refused_a_write(tenant):
         TOOLS + "write", {"path": "a.md", "content": "x\n"}, format="json"
     )
 
-    error = refused(response, 403, "BOT_MEMORY_TOOL_DENIED")
+    error = assert_error(response, 403, "BOT_MEMORY_TOOL_DENIED")
     assert error["detail"] == {"tool": "memory_write"}
-    assert store_get().list(space_of(reader)) == []
+    assert store_get().list(bot_space(reader)) == []
 
 
 def test_a_bot_without_memory_is_403(tenant):
     response = client_of(tenant, tenant.bot_create("plain")).post(TOOLS + "list", {}, format="json")
 
-    refused(response, 403, "BOT_MEMORY_DISABLED")
+    assert_error(response, 403, "BOT_MEMORY_DISABLED")
 
 
 def test_only_a_bot_token_reaches_the_routes(tenant, bot):
@@ -136,8 +120,8 @@ def test_only_a_bot_token_reaches_the_routes(tenant, bot):
 
     response = client.post(TOOLS + "list", {}, format="json")
 
-    refused(response, 403, "TOKEN_SCOPE_REFUSED")
-    refused(client.get("/api/v1/bots/alpha/memory/context"), 403, "TOKEN_SCOPE_REFUSED")
+    assert_error(response, 403, "TOKEN_SCOPE_REFUSED")
+    assert_error(client.get("/api/v1/bots/alpha/memory/context"), 403, "TOKEN_SCOPE_REFUSED")
 
 
 def test_the_context_gives_both_blocks_and_a_second_session_sees_the_first_note(tenant, bot):
@@ -152,7 +136,7 @@ def test_the_context_gives_both_blocks_and_a_second_session_sees_the_first_note(
 
     assert context.status_code == 200
     body = context.json()
-    assert body["scopeRoot"] == space_of(bot).id
+    assert body["scopeRoot"] == bot_space(bot).id
     assert body["index"].startswith("<workspace_memory_index ")
     assert 'path="notes/learned.md"' in body["index"]
     assert body["autoload"].startswith("<workspace_memory ")
@@ -197,7 +181,7 @@ def test_a_private_spec_takes_the_run(tenant):
     other_run = client.post(TOOLS + "list", {"run": "r2"}, format="json")
     context = client.get("/api/v1/bots/runner/memory/context?run=r1")
 
-    error = refused(missing, 400, "SPACE_INVALID")
+    error = assert_error(missing, 400, "SPACE_INVALID")
     assert error["detail"]["field"] == "run"
     assert written.status_code == 200
     assert other_run.json() == {"text": "(empty)"}
