@@ -7,6 +7,7 @@ change locks: a counter's row is the last lock a change takes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.db.models import F, Model, QuerySet
@@ -15,17 +16,21 @@ from django.db.models.functions import Greatest
 from workspaces.errors import TenantQuotaExceeded
 
 
-def counter_move(rows: QuerySet[Any], *, delta: int, quota: int) -> bool:
+def counter_move(
+    rows: QuerySet[Any], *, delta: int, quota: int, also: Mapping[str, Any] | None = None
+) -> bool:
     """One conditional UPDATE of the one counter row `rows` selects: growth applies only
     while the counter stays within `quota` (0: no cap), so concurrent writers cannot pass
-    it together; a shrink always applies, never below zero. False when no row was updated
-    (there is none, or the quota refuses)."""
+    it together; a shrink always applies, never below zero. `also` sets other columns of
+    the row in the same UPDATE. False when no row was updated (there is none, or the quota
+    refuses)."""
+    also = also or {}
     if delta == 0:
-        return rows.exists()
+        return rows.update(**also) == 1 if also else rows.exists()
     if delta < 0:
-        return rows.update(used_bytes=Greatest(F("used_bytes") + delta, 0)) == 1
+        return rows.update(used_bytes=Greatest(F("used_bytes") + delta, 0), **also) == 1
     within_quota = rows if quota == 0 else rows.filter(used_bytes__lte=quota - delta)
-    return within_quota.update(used_bytes=F("used_bytes") + delta) == 1
+    return within_quota.update(used_bytes=F("used_bytes") + delta, **also) == 1
 
 
 def tenant_counter_charge(*, rows: QuerySet[Any], new_row: Model, delta: int, quota: int) -> None:

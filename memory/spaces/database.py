@@ -612,9 +612,8 @@ def _space_charge(space: MemorySpace, delta: int, quota: int) -> None:
     """Move the space's counter by `delta` and record the change's time (what a private
     space's lifetime counts from). Every write and delete of a space ends here."""
     rows = MemorySpace.objects.filter(pk=space.pk)
-    if not counter_move(rows, delta=delta, quota=quota):
+    if not counter_move(rows, delta=delta, quota=quota, also={"last_written_at": timezone.now()}):
         raise SpaceQuotaExceeded(usedBytes=space.used_bytes, deltaBytes=delta, quotaBytes=quota)
-    rows.update(last_written_at=timezone.now())
 
 
 class _Row(Protocol):
