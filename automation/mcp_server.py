@@ -356,16 +356,10 @@ class WorkspaceList(BaseModel):
     workspaces: list[WorkspaceOut]
 
 
-class TurnAnswer(BaseModel):
+class TurnAnswer(TurnProgress):
     """A turn's progress, and what memory it was given: `memory_explanation` says, when the
     model was given none, which rule withheld it."""
 
-    conversation_id: uuid.UUID
-    admission_id: uuid.UUID
-    turn_id: uuid.UUID
-    state: str
-    answer: str | None
-    failure_code: str | None
     memory_recall: str | None = Field(
         description="provided, off, empty, or why memory was withheld; null before any read."
     )
@@ -480,7 +474,7 @@ def _turn_answer(credential: Credential, turn: TurnProgress) -> TurnAnswer:
     status = admission.recall_status or None
     is_withheld = status is not None and status != RecallStatus.PROVIDED
     return TurnAnswer(
-        **vars(turn),
+        **turn.model_dump(),
         memory_recall=status,
         memory_explanation=recall_explanation(admission) if is_withheld else None,
     )

@@ -11,6 +11,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
+from pydantic import BaseModel, ConfigDict
 
 from automation.errors import CredentialSuperseded, WorkspaceAiDisabled
 from automation.models import Admission, Conversation, DeliveryCredential, Message, Turn
@@ -263,9 +264,11 @@ def turn_answer(*, turn: Turn) -> str | None:
     return str(body.get("content", ""))
 
 
-@dataclass(frozen=True)
-class TurnProgress:
-    """Where a turn stands, with its answer once it has one."""
+class TurnProgress(BaseModel):
+    """Where a turn stands, with its answer once it has one. A pydantic model, so that the MCP
+    tool's answer extends it instead of declaring its fields again."""
+
+    model_config = ConfigDict(frozen=True)
 
     conversation_id: uuid.UUID
     admission_id: uuid.UUID
