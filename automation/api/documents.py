@@ -4,7 +4,6 @@ a request names is judged before its headers and body (docs/architecture.md)."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -12,31 +11,11 @@ from automation.api import serializers as shapes
 from automation.api.access import AutomationDocumentView, caller_document_actor
 from memory import documents
 from memory.api import document_common as common
-from memory.api.document_common import PATH_REQUIRED, validated
+from memory.api.document_common import validated
 from memory.documents import DocumentActor, Operation
-from memory.errors import MemoryNamespaceReserved
-from memory_project.api.schema import refuses
-from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSALS, base_version_from
-from workspaces.errors import (
-    DocumentExists,
-    DocumentTooLarge,
-    InvalidDocumentPath,
-    InvalidText,
-    KeySessionUnavailable,
-    NotFound,
-    QueryInvalid,
-    RateLimited,
-    TenantQuotaExceeded,
-)
-
-# What a delete or a restore of a note refuses with (schema only).
-STATE_CHANGE_REFUSALS = (
-    NotFound,
-    InvalidDocumentPath,
-    MemoryNamespaceReserved,
-    *BASE_VERSION_REFUSALS,
-    KeySessionUnavailable,
-)
+from memory_project.api.schema import operation
+from workspaces.api.headers import base_version_from
+from workspaces.errors import KeySessionUnavailable, NotFound, QueryInvalid, RateLimited
 
 
 def _paths(actor: DocumentActor, operation: Operation, *raw_paths: str) -> list[str]:
@@ -44,35 +23,11 @@ def _paths(actor: DocumentActor, operation: Operation, *raw_paths: str) -> list[
 
 
 class AutomationDocumentApi(AutomationDocumentView):
-    @extend_schema(summary="Read a note, or list notes")
-    @refuses(
-        NotFound, InvalidDocumentPath, QueryInvalid, MemoryNamespaceReserved, KeySessionUnavailable
-    )
-    @shapes.READ_OR_LIST.schema()
+    @shapes.SCHEMAS.read()
     def get(self, request: Request, workspace_id: int) -> Response:
         return shapes.READ_OR_LIST.respond(request, caller_document_actor(request, workspace_id))
 
-    @extend_schema(
-        summary="Write a note",
-        examples=[
-            OpenApiExample("Save", value={"content": "# Meeting notes\n"}, request_only=True)
-        ],
-    )
-    @refuses(
-        NotFound,
-        InvalidDocumentPath,
-        MemoryNamespaceReserved,
-        *BASE_VERSION_REFUSALS,
-        InvalidText,
-        DocumentTooLarge,
-        TenantQuotaExceeded,
-        KeySessionUnavailable,
-    )
-    @extend_schema(
-        parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS],
-        request=shapes.Save,
-        responses=shapes.Written,
-    )
+    @shapes.SCHEMAS.write()
     def put(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
         (path,) = _paths(actor, Operation.WRITE, request.query_params.get("path", ""))
@@ -83,11 +38,7 @@ class AutomationDocumentApi(AutomationDocumentView):
         )
         return Response(shapes.Written(revision).data)
 
-    @extend_schema(summary="Delete a note")
-    @refuses(*STATE_CHANGE_REFUSALS)
-    @extend_schema(
-        parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS], responses={200: shapes.State}
-    )
+    @shapes.SCHEMAS.delete()
     def delete(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
         (path,) = _paths(actor, Operation.DELETE, request.query_params.get("path", ""))
@@ -98,23 +49,7 @@ class AutomationDocumentApi(AutomationDocumentView):
 
 
 class AutomationDocumentMoveApi(AutomationDocumentView):
-    @extend_schema(
-        summary="Move a note to another path",
-        examples=[
-            OpenApiExample(
-                "Move", value={"from": "notes/a.md", "to": "archive/a.md"}, request_only=True
-            )
-        ],
-    )
-    @refuses(
-        NotFound,
-        InvalidDocumentPath,
-        MemoryNamespaceReserved,
-        *BASE_VERSION_REFUSALS,
-        DocumentExists,
-        KeySessionUnavailable,
-    )
-    @extend_schema(parameters=BASE_VERSION_PARAMETERS, request=shapes.Move, responses=shapes.State)
+    @shapes.SCHEMAS.move()
     def post(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
         data = validated(shapes.Move(data=request.data))
@@ -127,14 +62,7 @@ class AutomationDocumentMoveApi(AutomationDocumentView):
 
 
 class AutomationDocumentRestoreApi(AutomationDocumentView):
-    @extend_schema(
-        summary="Restore a deleted note",
-        examples=[OpenApiExample("Restore", value={"path": "notes/a.md"}, request_only=True)],
-    )
-    @refuses(*STATE_CHANGE_REFUSALS)
-    @extend_schema(
-        parameters=BASE_VERSION_PARAMETERS, request=shapes.Restore, responses=shapes.State
-    )
+    @shapes.SCHEMAS.restore()
     def post(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
         data = validated(shapes.Restore(data=request.data))
@@ -146,9 +74,12 @@ class AutomationDocumentRestoreApi(AutomationDocumentView):
 
 
 class AutomationDocumentSearchApi(AutomationDocumentView):
-    @extend_schema(summary="Search notes")
-    @refuses(NotFound, QueryInvalid, KeySessionUnavailable, RateLimited)
-    @extend_schema(
+    @operation(
+        "Search notes",
+        NotFound,
+        QueryInvalid,
+        KeySessionUnavailable,
+        RateLimited,
         parameters=[shapes.SearchQuery],
         responses=shapes.SearchResults,
         description=(

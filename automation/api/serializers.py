@@ -1,8 +1,9 @@
 """The automation document routes' shapes: the document routes' own
 (`memory.api.document_common`) under the automation routes' schema component names, and
-search, which only these routes offer. Used as `shapes.<Name>` by the routes and the MCP
-server. The component names are those the schema has always published (the serializers
-were nested in their views then), so generated clients keep their types."""
+search, which only these routes offer; and the routes' operation schemas (`SCHEMAS`). Used
+as `shapes.<Name>` by the routes and the MCP server. The component names are those the
+schema has always published (the serializers were nested in their views then), so
+generated clients keep their types."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from rest_framework import serializers
 from rest_framework.serializers import Serializer
 
 from memory.api import document_common as common
+from memory.errors import MemoryNamespaceReserved
+from workspaces.errors import KeySessionUnavailable, NotFound
 from workspaces.models import AuthorKind
 
 
@@ -66,4 +69,15 @@ READ_OR_LIST = common.ReadOrList(
         "(`prefix`, `includeDeleted`) a cursor page at a time, never any under the memory "
         "namespace."
     ),
+)
+
+SCHEMAS = common.DocumentSchemas(
+    noun="note",
+    refusals=(NotFound, MemoryNamespaceReserved, KeySessionUnavailable),
+    read_or_list=READ_OR_LIST,
+    save_request=Save,
+    move_request=Move,
+    restore_request=Restore,
+    written=Written,
+    state=State,
 )

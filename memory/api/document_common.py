@@ -25,10 +25,20 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from memory import documents
 from memory_project.api.pagination import PAGE_PARAMETERS, paginated
+from memory_project.api.schema import Refusal, operation
 from memory_project.api.serializers import QuerySerializer, StrictSerializer
 from workspaces.api.access import caller_membership
-from workspaces.api.headers import entity_tag
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSALS, entity_tag
 from workspaces.api.input import validated
+from workspaces.errors import (
+    DocumentExists,
+    DocumentTooLarge,
+    DocumentUnreadable,
+    InvalidDocumentPath,
+    InvalidText,
+    QueryInvalid,
+    TenantQuotaExceeded,
+)
 from workspaces.models import ChangeKind
 
 PATH_PARAMETER = OpenApiParameter(
@@ -220,6 +230,79 @@ class ReadOrList:
                 self.item(documents.document_visible(actor=actor, files=page), many=True).data
             ),
         )
+
+
+@dataclass(frozen=True)
+class DocumentSchemas:
+    """The schema of one surface's document operations, declared once so that its route
+    module holds only parse, call, render. Both surfaces call the same service, so an
+    operation refuses alike on both, beside what the surface's caller can be refused
+    (`refusals`); the surfaces differ in the noun of their summaries and in the component
+    names of their shapes."""
+
+    noun: str
+    refusals: tuple[Refusal, ...]
+    read_or_list: ReadOrList
+    save_request: type[serializers.Serializer]
+    move_request: type[serializers.Serializer]
+    restore_request: type[serializers.Serializer]
+    written: type[serializers.Serializer]
+    state: type[serializers.Serializer]
+    write_parameters: tuple[OpenApiParameter, ...] = ()
+
+    def read(self) -> Callable[..., Any]:
+        listed = self.read_or_list.schema()
+        described = operation(
+            f"Read a {self.noun}, or list {self.noun}s",
+            *self.refusals,
+            InvalidDocumentPath,
+            QueryInvalid,
+            DocumentUnreadable,
+        )
+        return lambda method: described(listed(method))
+
+    def write(self) -> Callable[..., Any]:
+        return operation(
+            f"Write a {self.noun}",
+            *self._changing(InvalidText, DocumentTooLarge, TenantQuotaExceeded),
+            example=("Save", {"content": "# Meeting notes\n"}),
+            parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS, *self.write_parameters],
+            request=self.save_request,
+            responses=self.written,
+        )
+
+    def delete(self) -> Callable[..., Any]:
+        return operation(
+            f"Delete a {self.noun}",
+            *self._changing(),
+            parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS],
+            responses={200: self.state},
+        )
+
+    def move(self) -> Callable[..., Any]:
+        return operation(
+            f"Move a {self.noun} to another path",
+            *self._changing(DocumentExists),
+            example=("Move", {"from": "notes/a.md", "to": "archive/a.md"}),
+            parameters=BASE_VERSION_PARAMETERS,
+            request=self.move_request,
+            responses=self.state,
+        )
+
+    def restore(self) -> Callable[..., Any]:
+        return operation(
+            f"Restore a deleted {self.noun}",
+            *self._changing(TenantQuotaExceeded),
+            example=("Restore", {"path": "notes/a.md"}),
+            parameters=BASE_VERSION_PARAMETERS,
+            request=self.restore_request,
+            responses=self.state,
+        )
+
+    def _changing(self, *refusals: Refusal) -> tuple[Refusal, ...]:
+        """What a change of a document refuses with: the caller, the path, X-Base-Version,
+        then the operation's own `refusals`."""
+        return (*self.refusals, InvalidDocumentPath, *BASE_VERSION_REFUSALS, *refusals)
 
 
 def person_actor(request: Request, workspace_id: int) -> documents.DocumentActor:

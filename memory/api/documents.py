@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
@@ -12,62 +11,37 @@ from rest_framework.views import APIView
 
 from memory import documents
 from memory.api import document_common as common
-from memory_project.api.schema import refuses
 from workspaces.api.access import MEMBER_REFUSALS
-from workspaces.api.headers import (
-    BASE_VERSION_PARAMETERS,
-    BASE_VERSION_REFUSALS,
-    base_version_from,
-    flag_from,
-)
-from workspaces.errors import (
-    DocumentExists,
-    DocumentTooLarge,
-    DocumentUnreadable,
-    InvalidDocumentPath,
-    InvalidText,
-    QueryInvalid,
-    TenantQuotaExceeded,
-)
+from workspaces.api.headers import base_version_from, flag_from
 from workspaces.models import File
 
-READ_OR_LIST = common.ReadOrList(
-    component_name="DocumentReadOrList",
-    document=common.DocumentSerializer,
-    item=common.DocumentListItemSerializer,
-    description=(
-        "With `path`: read that document (one object). Without: list documents by path "
-        "(`prefix`, `includeDeleted`), one cursor page of DocumentListItem rows at a time."
+SCHEMAS = common.DocumentSchemas(
+    noun="document",
+    refusals=MEMBER_REFUSALS,
+    read_or_list=common.ReadOrList(
+        component_name="DocumentReadOrList",
+        document=common.DocumentSerializer,
+        item=common.DocumentListItemSerializer,
+        description=(
+            "With `path`: read that document (one object). Without: list documents by path "
+            "(`prefix`, `includeDeleted`), one cursor page of DocumentListItem rows at a time."
+        ),
     ),
+    save_request=common.DocumentSaveSerializer,
+    move_request=common.DocumentMoveSerializer,
+    restore_request=common.DocumentRestoreSerializer,
+    written=common.DocumentWrittenSerializer,
+    state=common.DocumentStateSerializer,
+    write_parameters=(common.CLEAR_HEADER,),
 )
 
 
 class DocumentApi(APIView):
-    @extend_schema(summary="Read a document, or list documents")
-    @refuses(*MEMBER_REFUSALS, InvalidDocumentPath, QueryInvalid, DocumentUnreadable)
-    @READ_OR_LIST.schema()
+    @SCHEMAS.read()
     def get(self, request: Request, workspace_id: int) -> Response:
-        return READ_OR_LIST.respond(request, common.person_actor(request, workspace_id))
+        return SCHEMAS.read_or_list.respond(request, common.person_actor(request, workspace_id))
 
-    @extend_schema(
-        summary="Write a document",
-        examples=[
-            OpenApiExample("Save", value={"content": "# Meeting notes\n"}, request_only=True)
-        ],
-    )
-    @refuses(
-        *MEMBER_REFUSALS,
-        *BASE_VERSION_REFUSALS,
-        InvalidDocumentPath,
-        InvalidText,
-        DocumentTooLarge,
-        TenantQuotaExceeded,
-    )
-    @extend_schema(
-        parameters=[common.PATH_REQUIRED, *BASE_VERSION_PARAMETERS, common.CLEAR_HEADER],
-        request=common.DocumentSaveSerializer,
-        responses=common.DocumentWrittenSerializer,
-    )
+    @SCHEMAS.write()
     def put(self, request: Request, workspace_id: int) -> Response:
         actor = common.person_actor(request, workspace_id)
         base_version = base_version_from(request)
@@ -84,12 +58,7 @@ class DocumentApi(APIView):
         )
         return Response(common.DocumentWrittenSerializer(revision).data)
 
-    @extend_schema(summary="Delete a document")
-    @refuses(*MEMBER_REFUSALS, *BASE_VERSION_REFUSALS, InvalidDocumentPath)
-    @extend_schema(
-        parameters=[common.PATH_REQUIRED, *BASE_VERSION_PARAMETERS],
-        responses={200: common.DocumentStateSerializer},
-    )
+    @SCHEMAS.delete()
     def delete(self, request: Request, workspace_id: int) -> Response:
         file = documents.document_delete(
             actor=common.person_actor(request, workspace_id),
@@ -99,8 +68,7 @@ class DocumentApi(APIView):
         return Response(common.DocumentStateSerializer(file).data)
 
 
-# A move or a restore: membership, X-Base-Version, then the body (the schema reads it too).
-@extend_schema(parameters=BASE_VERSION_PARAMETERS, responses=common.DocumentStateSerializer)
+# A move or a restore: membership, X-Base-Version, then the body.
 class _DocumentStateChangeApi(APIView):
     serializer_class: type[Serializer]
     service: Callable[..., File]
@@ -115,26 +83,14 @@ class _DocumentStateChangeApi(APIView):
         return Response(common.DocumentStateSerializer(file).data)
 
 
-@extend_schema(
-    summary="Move a document to another path",
-    examples=[
-        OpenApiExample(
-            "Move", value={"from": "notes/a.md", "to": "archive/a.md"}, request_only=True
-        )
-    ],
-)
-@refuses(*MEMBER_REFUSALS, *BASE_VERSION_REFUSALS, InvalidDocumentPath, DocumentExists)
+@SCHEMAS.move()
 class DocumentMoveApi(_DocumentStateChangeApi):
     serializer_class = common.DocumentMoveSerializer
     service = staticmethod(documents.document_move)
     path_arguments = {"raw_source": "from", "raw_destination": "to"}
 
 
-@extend_schema(
-    summary="Restore a deleted document",
-    examples=[OpenApiExample("Restore", value={"path": "notes/a.md"}, request_only=True)],
-)
-@refuses(*MEMBER_REFUSALS, *BASE_VERSION_REFUSALS, InvalidDocumentPath, TenantQuotaExceeded)
+@SCHEMAS.restore()
 class DocumentRestoreApi(_DocumentStateChangeApi):
     serializer_class = common.DocumentRestoreSerializer
     service = staticmethod(documents.document_restore)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import exceptions as drf
 
 from memory_project.api.exceptions import code_and_status
@@ -48,6 +49,23 @@ def refuses(*errors: Refusal) -> Callable[[Any], Any]:
         return target
 
     return mark
+
+
+def operation(
+    summary: str,
+    *refusals: Refusal,
+    example: tuple[str, Any] | None = None,
+    **schema: Any,
+) -> Callable[[Any], Any]:
+    """An operation's whole schema in one declaration: its summary, the refusals it declares
+    (`refuses`), a named JSON example of its request body, and whatever else `extend_schema`
+    takes (parameters, request, responses, description)."""
+    if example is not None:
+        name, value = example
+        schema["examples"] = [OpenApiExample(name, value=value, request_only=True)]
+    described = extend_schema(summary=summary, **schema)
+    declared = refuses(*refusals)
+    return lambda target: declared(described(target))
 
 
 class QualifiedAutoSchema(AutoSchema):
