@@ -11,6 +11,10 @@ class AutomationConfig(AppConfig):
         from automation import tasks  # noqa: F401
         from automation.api import schema  # noqa: F401
         from automation.panels import ASSISTANT_PANEL
+        from automation.selectors import capture_links_for_revisions
         from memory.panels import frame_panel_register
+        from memory.provenance import capture_links_register
 
         frame_panel_register(ASSISTANT_PANEL)
+        # Blame names the turn behind each line a capture wrote.
+        capture_links_register(capture_links_for_revisions)

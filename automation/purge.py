@@ -55,6 +55,8 @@ PURGE_PLAN: tuple[PurgeStep, ...] = (
     PurgeStep("automation.Conversation", "workspace__team__org"),
     PurgeStep("automation.BotDocumentSeen", "bot__team__org"),
     PurgeStep("memory.Proposal", "workspace__team__org"),
+    PurgeStep("memory.LineReview", "workspace__team__org"),
+    PurgeStep("memory.LineProvenance", "revision__file__workspace__team__org"),
     PurgeStep("memory.MemoryPolicy", "workspace__team__org"),
     PurgeStep("memory.SpaceDocument", "space__tenant__org"),
     PurgeStep("memory.MemorySpace", "tenant__org"),

@@ -14,9 +14,17 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict
 
 from automation.errors import CredentialSuperseded, WorkspaceAiDisabled
-from automation.models import Admission, Conversation, DeliveryCredential, Message, Turn
+from automation.models import (
+    Admission,
+    CommitFence,
+    Conversation,
+    DeliveryCredential,
+    Message,
+    Turn,
+)
 from memory.documents import ActorKind, DocumentActor
 from memory.models import MEMORY_PATH, MemoryPolicy
+from memory.provenance import CaptureLink
 from memory.selectors import MemoryText, memory_policy_get
 from workspaces.crypto import RecordAddress, record_open, revision_open
 from workspaces.errors import CredentialExpired, NotFound
@@ -398,3 +406,15 @@ def recall_facts(*, admission: Admission, now: datetime) -> RecallFacts | None:
         memory_bytes=size_bytes or 0,
         memory_ciphertext=bytes(ciphertext) if ciphertext is not None else None,
     )
+
+
+def capture_links_for_revisions(revision_ids: list[int]) -> dict[int, CaptureLink]:
+    """The conversation and admission behind each of `revision_ids` that a capture wrote
+    (its commit fence names it), for the memory document's line provenance."""
+    fences = CommitFence.objects.filter(revision_id__in=revision_ids).values_list(
+        "revision_id", "admission_id", "admission__conversation_id"
+    )
+    return {
+        revision_id: CaptureLink(conversation_id=conversation_id, admission_id=admission_id)
+        for revision_id, admission_id, conversation_id in fences
+    }

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from memory.spaces.handle import USER_BOUND, Visibility
 from workspaces.constraints import choices_check, minimum_check
-from workspaces.models import Team, User, Workspace, WrappedDataKey
+from workspaces.models import FileVersion, Team, User, Workspace, WrappedDataKey
 
 
 class MemoryMode(models.TextChoices):
@@ -131,6 +131,69 @@ class Proposal(models.Model):
 
     def __str__(self) -> str:
         return f"proposal {self.id} ({self.status})"
+
+
+class LineProvenance(models.Model):
+    """Where each line of one memory revision came from: the revision that introduced it and
+    its line there, never text (`memory.provenance`).
+
+    A cache derived from the sealed revisions, so it can always be rebuilt: written once, by
+    the first blame that needs it, and never changed. `origin_runs` holds runs of lines,
+    each `[origin version, index of its first line in that revision, count]`, so a line that
+    survives a hundred revisions costs nothing more.
+    """
+
+    revision = models.OneToOneField(
+        FileVersion, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    line_count = models.BigIntegerField()
+    origin_runs = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "line provenances"
+        constraints = [
+            minimum_check(
+                "line_count", 0, "memory_lineprovenance_line_count_non_negative", "LINE_INVALID"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"provenance of revision {self.revision_id} ({self.line_count} lines)"
+
+
+class LineReview(models.Model):
+    """A person's "still true": a line kept on review, recorded without a revision.
+
+    The line is named by where it came from (its origin revision and its index there),
+    which it keeps for as long as it stays unchanged, so the review follows it through
+    later revisions and lapses with it once it is edited. Every review is kept; the
+    latest counts.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    origin = models.ForeignKey(FileVersion, on_delete=models.CASCADE, related_name="+")
+    origin_line = models.BigIntegerField()
+    # The memory version the person was looking at when they kept the line.
+    reviewed_version = models.BigIntegerField()
+    reviewer = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            minimum_check(
+                "origin_line", 0, "memory_linereview_origin_line_non_negative", "LINE_INVALID"
+            ),
+            minimum_check(
+                "reviewed_version", 1, "memory_linereview_version_positive", "VERSION_INVALID"
+            ),
+        ]
+        indexes = [models.Index(fields=["origin", "origin_line", "-reviewed_at"])]
+
+    def __str__(self) -> str:
+        return f"review of line {self.origin_line} of revision {self.origin_id}"
 
 
 # Memory spaces (memory/spaces/): the rows of the database adapter. A body is stored only

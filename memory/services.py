@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from memory.edits import MemoryChange, apply_memory_changes
 from memory.errors import PolicyRevisionConflict, ProposalRetired, SecretDetected
-from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
+from memory.models import MEMORY_PATH, LineReview, MemoryPolicy, Proposal
+from memory.provenance import memory_line_origins
 from memory.secrets import secret_find
 from memory.selectors import (
     PolicyState,
@@ -27,7 +28,7 @@ from memory.selectors import (
     memory_version_get,
 )
 from workspaces.crypto import RecordAddress, record_seal
-from workspaces.errors import VersionConflict
+from workspaces.errors import NotFound, VersionConflict
 from workspaces.models import AuditEvent, FileVersion, User, Workspace
 from workspaces.selectors import file_version_plaintext
 from workspaces.services import audit_record, file_write, workspace_key_ensure
@@ -289,4 +290,31 @@ def memory_write(
         )
     return memory_save(
         workspace=workspace, author=author, base_version=base_version, content=content
+    )
+
+
+def memory_line_keep(
+    *, workspace: Workspace, reviewer: User, base_version: int, line: int
+) -> LineReview:
+    """Record that `reviewer` kept line `line` (from 1) of version `base_version` as still
+    true. No revision is written and the text does not change.
+
+    The review names the line by its origin (the revision that introduced it and its index
+    there), so it holds for as long as the line stays unchanged. `base_version` must be the
+    current version, since line numbers are those of one version; a Save that lands after
+    the check changes nothing of that: the origin it named is still that line's.
+    """
+    current, origins = memory_line_origins(workspace=workspace)
+    current_version = current.version if current else 0
+    if current_version != base_version:
+        raise VersionConflict(currentVersion=current_version)
+    if current is None or not 1 <= line <= len(origins):
+        raise NotFound("No such line in this version.")
+    version, index = origins[line - 1]
+    return LineReview.objects.create(
+        workspace=workspace,
+        origin=FileVersion.objects.get(file_id=current.file_id, version=version),
+        origin_line=index,
+        reviewed_version=current_version,
+        reviewer=reviewer,
     )

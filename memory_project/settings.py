@@ -240,6 +240,9 @@ MEMORY_STORE_WAIT_SECONDS = env_int("MEMORY_STORE_WAIT_SECONDS", 5, minimum=1, m
 # A `private` space (one run's) is removed by the nightly expiry this many days after its
 # last write (or its creation, if nothing was written since).
 MEMORY_PRIVATE_TTL_DAYS = env_int("MEMORY_PRIVATE_TTL_DAYS", 7, minimum=1, maximum=3650)
+# A line of the memory document not changed or kept on review for this many days is stale:
+# the Memory frame asks whether it is still true (memory/provenance.py).
+MEMORY_STALE_DAYS = env_int("MEMORY_STALE_DAYS", 90, minimum=1, maximum=3650)
 # Bounds on one archive import, counted as the archive is read (so a gzip bomb stops at
 # the bound instead of being inflated first): its entries, and its decompressed bytes.
 MEMORY_IMPORT_MAX_ENTRIES = env_int("MEMORY_IMPORT_MAX_ENTRIES", 10_000, minimum=1)

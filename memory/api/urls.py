@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.api import bots, documents, export, mirror, search, spaces, views
+from memory.api import blame, bots, documents, export, mirror, search, spaces, views
 
 urlpatterns = [
     path(
@@ -22,6 +22,16 @@ urlpatterns = [
         "workspaces/<int:workspace_id>/memory/versions/<int:version>",
         views.MemoryVersionDetailApi.as_view(),
         name="memory-version-detail",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/memory/blame",
+        blame.MemoryBlameApi.as_view(),
+        name="memory-blame",
+    ),
+    path(
+        "workspaces/<int:workspace_id>/memory/reviews",
+        blame.MemoryLineReviewApi.as_view(),
+        name="memory-line-review",
     ),
     path(
         "workspaces/<int:workspace_id>/memory/policy",

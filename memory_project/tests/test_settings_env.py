@@ -129,6 +129,19 @@ def test_a_private_space_lifetime_is_read_at_start_up(monkeypatch):
     assert start_up(monkeypatch, MEMORY_PRIVATE_TTL_DAYS="30")["MEMORY_PRIVATE_TTL_DAYS"] == 30
 
 
+@pytest.mark.parametrize("raw", ["0", "-5", "3651", "ninety"])
+def test_a_stale_line_age_out_of_range_stops_start_up(monkeypatch, raw):
+    with pytest.raises(ImproperlyConfigured, match="MEMORY_STALE_DAYS"):
+        start_up(monkeypatch, MEMORY_STALE_DAYS=raw)
+
+
+def test_the_stale_line_age_is_90_days_unless_set(monkeypatch):
+    monkeypatch.delenv("MEMORY_STALE_DAYS", raising=False)
+
+    assert start_up(monkeypatch)["MEMORY_STALE_DAYS"] == 90
+    assert start_up(monkeypatch, MEMORY_STALE_DAYS="30")["MEMORY_STALE_DAYS"] == 30
+
+
 def test_short_jwt_signing_key_stops_start_up(monkeypatch):
     with pytest.raises(ImproperlyConfigured, match="JWT_SIGNING_KEY"):
         start_up(monkeypatch, JWT_SIGNING_KEY="too-short")
