@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import MemoryPolicy
-from workspaces.constraints import choices_check, length_check
+from workspaces.constraints import choices_check, length_check, minimum_check
 from workspaces.models import Bot, FileVersion, KeySession, User, Workspace
 
 
@@ -317,3 +317,60 @@ class BotDocumentSeen(models.Model):
 
     def __str__(self) -> str:
         return f"{self.bot_id} saw {self.path}@{self.revision}"
+
+
+class PurgeReceipt(models.Model):
+    """The signed record that the nightly purge deleted one org (automation/receipts.py).
+
+    `document` is the exact file staff download and `manage.py purge_receipt verify`
+    checks; the columns beside it repeat what staff search and list by. `org_id` is a plain
+    id, not a foreign key: the receipt must outlive the org it describes, so nothing may
+    cascade it away. It holds ids, counts and digests, never a name or memory text.
+    """
+
+    org_id = models.BigIntegerField()
+    org_name_sha256 = models.CharField(max_length=64)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    deleted_rows = models.BigIntegerField()
+    deleted_ids_sha256 = models.CharField(max_length=64)
+    signing_key_id = models.CharField(max_length=16)
+    document = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org_id"],
+                name="automation_purgereceipt_org_unique",
+                violation_error_code="RECEIPT_EXISTS",
+            ),
+            models.CheckConstraint(
+                condition=Q(finished_at__gte=models.F("started_at")),
+                name="automation_purgereceipt_finished_after_started",
+                violation_error_code="RECEIPT_INVALID",
+            ),
+            minimum_check(
+                "deleted_rows",
+                1,
+                "automation_purgereceipt_deleted_rows_positive",
+                "RECEIPT_INVALID",
+            ),
+            length_check(
+                "org_name_sha256",
+                64,
+                "automation_purgereceipt_name_digest_length",
+                "DIGEST_INVALID",
+            ),
+            length_check(
+                "deleted_ids_sha256",
+                64,
+                "automation_purgereceipt_ids_digest_length",
+                "DIGEST_INVALID",
+            ),
+            length_check(
+                "signing_key_id", 16, "automation_purgereceipt_key_id_length", "KEY_ID_INVALID"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"purge receipt of org {self.org_id}"

@@ -5,9 +5,19 @@ model that holds an org's data, with the path from it to the org, children befor
 parents; a test enumerates the app registry, so a new model that is neither in the plan
 nor deliberately retained fails the suite instead of being missed.
 
+Every data key of the org (each workspace's, and its teams' space keys: every model that
+is a `WrappedDataKey`), and the cache's unwrapped copies of them, is destroyed before any
+other row: once the keys are gone, a backup holding the org's ciphertext (revisions, space
+documents, transcripts, proposals) can no longer be read. The plan lists the keys first,
+`_keys_first` refuses a plan that does not, and each run checks that no key row is left
+before it deletes anything else.
+
 Each batch deletes at most `PURGE_BATCH_ROWS` rows in its own short transaction, so no
 lock is held for long. Rows are deleted with one DELETE per batch rather than Django's
 `delete()`, which would read every related row into Python first.
+
+When the org is gone, the purge records a signed `PurgeReceipt` (automation/receipts.py):
+the rows it deleted per model, a digest of their ids, and that the keys went first.
 """
 
 from __future__ import annotations
@@ -21,10 +31,26 @@ from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from automation.models import Admission
+from automation.models import Admission, PurgeReceipt
+from automation.receipts import (
+    RECEIPT_FORMAT,
+    RECEIPT_TYPE,
+    deleted_ids_digest,
+    deployment_public_key,
+    name_digest,
+    receipt_sign,
+    timestamp,
+)
 from automation.tokens import delivery_credential_cache_key
 from memory.spaces.filesystem import FilesystemStore
-from workspaces.models import AuditEvent, KeySession, Org, Team, key_session_cache_key
+from workspaces.models import (
+    AuditEvent,
+    KeySession,
+    Org,
+    Team,
+    WrappedDataKey,
+    key_session_cache_key,
+)
 from workspaces.services import audit_record, cached_secrets_discard
 from workspaces.sql import pk_param, table
 
@@ -44,9 +70,24 @@ class PurgeStep:
     def model(self) -> type[models.Model]:
         return apps.get_model(self.label)
 
+    @property
+    def destroys_keys(self) -> bool:
+        return issubclass(self.model, WrappedDataKey)
 
-# Children before parents: when a step runs, nothing left references its rows.
+    def rows(self, org_id: int) -> models.QuerySet[models.Model]:
+        return self.model._base_manager.filter(**{self.org_path: org_id})
+
+
+class PurgeOrderBroken(RuntimeError):
+    """A data key of the org would outlive the first row of anything else. The purge stops
+    before deleting that row; a later sweep takes the stalled org over."""
+
+
+# The data keys first (nothing references them), then children before parents: when a
+# step runs, nothing left references its rows.
 PURGE_PLAN: tuple[PurgeStep, ...] = (
+    PurgeStep("workspaces.WorkspaceKey", "workspace__team__org"),
+    PurgeStep("memory.SpaceKey", "tenant__org"),
     PurgeStep("automation.CommitFence", "admission__workspace__team__org"),
     PurgeStep("automation.Message", "conversation__workspace__team__org"),
     PurgeStep("automation.Turn", "admission__workspace__team__org"),
@@ -61,10 +102,8 @@ PURGE_PLAN: tuple[PurgeStep, ...] = (
     PurgeStep("memory.SpaceDocument", "space__tenant__org"),
     PurgeStep("memory.MemorySpace", "tenant__org"),
     PurgeStep("memory.TenantSpaceUsage", "team__org"),
-    PurgeStep("memory.SpaceKey", "tenant__org"),
     PurgeStep("workspaces.FileVersion", "file__workspace__team__org"),
     PurgeStep("workspaces.File", "workspace__team__org"),
-    PurgeStep("workspaces.WorkspaceKey", "workspace__team__org"),
     PurgeStep("workspaces.KeySessionRevocation", "key_session__workspace__team__org"),
     PurgeStep("workspaces.KeySession", "workspace__team__org"),
     PurgeStep("workspaces.WorkspaceMembership", "workspace__team__org"),
@@ -83,6 +122,9 @@ RETAINED: dict[str, str] = {
     ),
     "workspaces.User": "a person is not owned by one org; only their memberships of it are removed",
     "workspaces.Org": "deleted by the purge itself, last, once nothing references it",
+    "automation.PurgeReceipt": (
+        "the proof of the purge must outlive it; it holds ids, counts and digests, never content"
+    ),
 }
 
 
@@ -98,23 +140,42 @@ def org_purge_due(*, now: datetime | None = None) -> list[int]:
 
 
 def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
-    """Purge one org if it is (still) pending and past its grace, or its purge stalled.
+    """Purge one org if it is (still) pending and past its grace, or its purge stalled,
+    and record its signed receipt.
 
     Returns False when there was nothing to do: restored in time, already purged, or
     being purged by someone else right now.
     """
     now = now or timezone.now()
-    claimed = Org.objects.filter(_purgeable(now), pk=org_id).update(
+    # Two claims, not one: the receipt says whether this run took over a stalled one
+    # (whose deletions it cannot count).
+    claimed = Org.objects.filter(_due(now), pk=org_id).update(
         status=Org.Status.PURGING, purge_claimed_at=now
     )
-    if claimed != 1:
+    resumed = not claimed and bool(
+        Org.objects.filter(_stalled(now), pk=org_id).update(
+            status=Org.Status.PURGING, purge_claimed_at=now
+        )
+    )
+    if not (claimed or resumed):
         return False
+    org_name = Org.objects.values_list("name", flat=True).get(pk=org_id)
+    _keys_first(PURGE_PLAN)
     # The filesystem store's spaces first, while the teams that name them still exist: a
     # purge that dies after this is taken over and finds nothing left there. Both stores
     # are purged whichever is configured, so switching MEMORY_STORE leaves nothing behind.
     team_ids = list(Team.objects.filter(org_id=org_id).values_list("pk", flat=True))
     spaces_removed = FilesystemStore(root=settings.DATA_DIR / "spaces").purge_tenants(team_ids)
-    counts = {step.label: _purge_step(step, org_id) for step in PURGE_PLAN}
+    # The cache's unwrapped copies of the workspace keys go with the wrapped keys, before
+    # anything they could decrypt.
+    _forget_cached_secrets(KeySession, list(_org_key_session_ids(org_id)))
+    deleted = {step.label: _purge_step(step, org_id) for step in PURGE_PLAN if step.destroys_keys}
+    _require_no_keys_left(org_id)
+    for step in PURGE_PLAN:
+        if not step.destroys_keys:
+            deleted[step.label] = _purge_step(step, org_id)
+    deleted[Org._meta.label] = [org_id]
+    counts = {label: len(pks) for label, pks in deleted.items()}
     with transaction.atomic():
         audit_record(
             actor=None,
@@ -125,18 +186,93 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
         # By now nothing references the org, so the collector's look for related rows is
         # one empty read.
         Org.objects.filter(pk=org_id, status=Org.Status.PURGING).delete()
+        _receipt_record(
+            org_id=org_id,
+            org_name=org_name,
+            started_at=now,
+            deleted=deleted,
+            filesystem_documents=spaces_removed,
+            resumed=resumed,
+        )
     return True
 
 
-def _purgeable(now: datetime) -> Q:
-    return Q(status=Org.Status.PENDING_DELETION, deletion_due_at__lte=now) | Q(
-        status=Org.Status.PURGING, purge_claimed_at__lte=now - PURGE_RECLAIM_AFTER
+def _receipt_record(
+    *,
+    org_id: int,
+    org_name: str,
+    started_at: datetime,
+    deleted: dict[str, list[object]],
+    filesystem_documents: int,
+    resumed: bool,
+) -> PurgeReceipt:
+    finished_at = timezone.now()
+    ids_digest = deleted_ids_digest((label, pk) for label, pks in deleted.items() for pk in pks)
+    counts = {label: len(pks) for label, pks in deleted.items()}
+    document = receipt_sign(
+        {
+            "type": RECEIPT_TYPE,
+            "format": RECEIPT_FORMAT,
+            "org": {"id": org_id, "nameSha256": name_digest(org_name)},
+            "startedAt": timestamp(started_at),
+            "finishedAt": timestamp(finished_at),
+            "deletedRows": counts,
+            "deletedIds": {"count": sum(counts.values()), "sha256": ids_digest},
+            "filesystemSpaceDocuments": filesystem_documents,
+            # True by construction: `_keys_first` and `_require_no_keys_left` stop the
+            # purge before any other row is deleted while a key of the org remains, and a
+            # run that took over a stalled one repeated both.
+            "keysDestroyedBeforeRevisions": True,
+            "resumedAfterStall": resumed,
+        }
+    )
+    return PurgeReceipt.objects.create(
+        org_id=org_id,
+        org_name_sha256=name_digest(org_name),
+        started_at=started_at,
+        finished_at=finished_at,
+        deleted_rows=sum(counts.values()),
+        deleted_ids_sha256=ids_digest,
+        signing_key_id=deployment_public_key().key_id,
+        document=document,
     )
 
 
-def _purge_step(step: PurgeStep, org_id: int) -> int:
-    deleted = 0
-    rows = step.model._base_manager.filter(**{step.org_path: org_id}).order_by("pk")
+def _keys_first(plan: tuple[PurgeStep, ...]) -> None:
+    """Refuse a plan in which a data key's step follows any other step."""
+    seen_other = False
+    for step in plan:
+        if step.destroys_keys and seen_other:
+            raise PurgeOrderBroken(f"{step.label} must come before every step that is not a key")
+        seen_other = seen_other or not step.destroys_keys
+
+
+def _require_no_keys_left(org_id: int) -> None:
+    for step in PURGE_PLAN:
+        if step.destroys_keys and step.rows(org_id).exists():
+            raise PurgeOrderBroken(f"a {step.label} of org {org_id} is still there")
+
+
+def _org_key_session_ids(org_id: int) -> list[object]:
+    return list(KeySession.objects.filter(workspace__team__org=org_id).values_list("pk", flat=True))
+
+
+def _purgeable(now: datetime) -> Q:
+    return _due(now) | _stalled(now)
+
+
+def _due(now: datetime) -> Q:
+    return Q(status=Org.Status.PENDING_DELETION, deletion_due_at__lte=now)
+
+
+def _stalled(now: datetime) -> Q:
+    return Q(status=Org.Status.PURGING, purge_claimed_at__lte=now - PURGE_RECLAIM_AFTER)
+
+
+def _purge_step(step: PurgeStep, org_id: int) -> list[object]:
+    """Delete the org's rows of one step; return their primary keys."""
+    deleted: list[object] = []
+    rows = step.rows(org_id).order_by("pk")
     while rows.exists():
         # Keyset pagination: each batch starts after the last primary key it deleted, so
         # rows of other orgs interleaved with this org's are walked past once in all,
@@ -151,7 +287,7 @@ def _purge_step(step: PurgeStep, org_id: int) -> int:
                 _forget_cached_secrets(step.model, batch)
                 _rows_delete(step.model, batch)
                 Org.objects.filter(pk=org_id).update(purge_claimed_at=timezone.now())
-            deleted += len(batch)
+            deleted.extend(batch)
             last = batch[-1]
     return deleted
 

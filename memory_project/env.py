@@ -6,6 +6,8 @@ typo in a deployment is found at boot instead of becoming a silent default.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
 import secrets
@@ -13,6 +15,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    load_pem_private_key,
+)
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -149,6 +158,47 @@ def env_secret(name: str, fallback_file: Path, environ: Mapping[str, str] = os.e
     if not fallback_file.exists():
         _create_secret_file(fallback_file)
     return fallback_file.read_text().strip()
+
+
+def env_ed25519_key(name: str, fallback_file: Path, environ: Mapping[str, str] = os.environ) -> str:
+    """Read an Ed25519 private key from the environment, else from a generated file kept
+    beside the data, and return its 32-byte seed in base64.
+
+    The variable holds the seed in base64 or a PKCS#8 PEM; the file holds the seed in
+    base64 and, like `env_secret`'s, is created once with mode 0600, so the embedded
+    default signs with one stable key across restarts.
+    """
+    value = environ.get(name, "").strip()
+    source = name
+    if not value:
+        if not fallback_file.exists():
+            seed = base64.b64encode(secrets.token_bytes(32)).decode()
+            private_file_write(fallback_file, seed, replace=False)
+        value = fallback_file.read_text().strip()
+        source = str(fallback_file)
+    seed_bytes = _ed25519_seed(value)
+    if seed_bytes is None:
+        raise ImproperlyConfigured(
+            f"{source} must hold an Ed25519 private key: its 32-byte seed in base64, or a "
+            "PKCS#8 PEM"
+        )
+    return base64.b64encode(seed_bytes).decode()
+
+
+def _ed25519_seed(value: str) -> bytes | None:
+    if value.startswith("-----BEGIN"):
+        try:
+            key = load_pem_private_key(value.encode(), password=None)
+        except (ValueError, TypeError):
+            return None
+        if not isinstance(key, Ed25519PrivateKey):
+            return None
+        return key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+    try:
+        seed = base64.b64decode(value, validate=True)
+    except binascii.Error:
+        return None
+    return seed if len(seed) == 32 else None
 
 
 def _long_enough(name: str, value: str) -> str:

@@ -17,6 +17,7 @@ from memory_project.env import (
     env_base_url,
     env_bool,
     env_choice,
+    env_ed25519_key,
     env_int,
     env_list,
     env_origins,
@@ -38,6 +39,11 @@ DEPLOYMENT_KEY = env_secret("CRYPTOGRAPHY_KEY", DATA_DIR / "cryptography_key")
 DEPLOYMENT_PREVIOUS_KEYS = env_list("CRYPTOGRAPHY_PREVIOUS_KEYS", [])
 if DEPLOYMENT_KEY == SECRET_KEY:
     raise ImproperlyConfigured("CRYPTOGRAPHY_KEY must differ from SECRET_KEY")
+# Signs the receipt the nightly purge records for each org it deletes (automation/receipts.py).
+# Its public key is in every receipt and printed by `manage.py purge_receipt public-key`.
+PURGE_RECEIPT_SIGNING_KEY = env_ed25519_key(
+    "PURGE_RECEIPT_SIGNING_KEY", DATA_DIR / "purge_receipt_signing_key"
+)
 # django-cryptography's own default key; its import replaces this with a derived key.
 CRYPTOGRAPHY_KEY = DEPLOYMENT_KEY
 
