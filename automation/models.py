@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import MemoryPolicy
-from workspaces.constraints import choices_check, length_check, minimum_check
+from workspaces.constraints import choices_check, length_check, minimum_check, unique
 from workspaces.models import Bot, FileVersion, KeySession, User, Workspace
 
 
@@ -124,15 +124,15 @@ class Admission(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["conversation", "idempotency_key"],
-                name="automation_admission_idempotency_key_unique",
-                violation_error_code="IDEMPOTENCY_KEY_REUSED",
+            unique(
+                ["conversation", "idempotency_key"],
+                "automation_admission_idempotency_key_unique",
+                "IDEMPOTENCY_KEY_REUSED",
             ),
-            models.UniqueConstraint(
-                fields=["credential_digest"],
-                name="automation_admission_credential_digest_unique",
-                violation_error_code="DIGEST_TAKEN",
+            unique(
+                ["credential_digest"],
+                "automation_admission_credential_digest_unique",
+                "DIGEST_TAKEN",
             ),
             choices_check(
                 "mode", MemoryPolicy.Mode, "automation_admission_mode_valid", "MODE_INVALID"
@@ -168,12 +168,11 @@ class Admission(models.Model):
                 name="automation_admission_expires_after_admitted",
                 violation_error_code="EXPIRY_INVALID",
             ),
-            models.CheckConstraint(
-                condition=Q(policy_revision__gte=0)
-                & Q(clear_generation__gte=0)
-                & Q(ai_consent_revision__gte=0),
-                name="automation_admission_revisions_non_negative",
-                violation_error_code="REVISION_INVALID",
+            minimum_check(
+                ("policy_revision", "clear_generation", "ai_consent_revision"),
+                0,
+                "automation_admission_revisions_non_negative",
+                "REVISION_INVALID",
             ),
         ]
         indexes = [models.Index(fields=["conversation", "-admitted_at"])]
@@ -273,10 +272,8 @@ class Message(models.Model):
     class Meta:
         constraints = [
             choices_check("role", MessageRole, "automation_message_role_valid", "ROLE_INVALID"),
-            models.UniqueConstraint(
-                fields=["turn", "sequence"],
-                name="automation_message_sequence_unique_in_turn",
-                violation_error_code="SEQUENCE_TAKEN",
+            unique(
+                ["turn", "sequence"], "automation_message_sequence_unique_in_turn", "SEQUENCE_TAKEN"
             ),
         ]
         indexes = [models.Index(fields=["conversation", "created_at"])]
@@ -300,15 +297,11 @@ class BotDocumentSeen(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["bot", "space_digest", "path"],
-                name="automation_botdocumentseen_unique",
-                violation_error_code="SEEN_TAKEN",
+            unique(
+                ["bot", "space_digest", "path"], "automation_botdocumentseen_unique", "SEEN_TAKEN"
             ),
-            models.CheckConstraint(
-                condition=Q(revision__gte=1),
-                name="automation_botdocumentseen_revision_positive",
-                violation_error_code="VERSION_INVALID",
+            minimum_check(
+                "revision", 1, "automation_botdocumentseen_revision_positive", "VERSION_INVALID"
             ),
             length_check(
                 "space_digest", 64, "automation_botdocumentseen_digest_length", "DIGEST_INVALID"

@@ -27,7 +27,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import QuerySet
 
 from memory.errors import AutoloadPatternInvalid, BotSlugTaken, BotSpecInvalid, SpaceInvalid
@@ -36,7 +36,7 @@ from memory.spaces.index import autoload_select
 from workspaces.errors import NotFound
 from workspaces.models import AuditAction, AutoMemorySetting, Bot, BotRuntime, Team, User
 from workspaces.services import audit_record, team_owner_require
-from workspaces.violations import violation_code
+from workspaces.violations import violation_raises
 
 
 class Severity(enum.StrEnum):
@@ -309,22 +309,17 @@ def bot_create(
             field="slug",
         )
     setting = bot_spec_require_valid(runtime=runtime, memory=memory, auto_memory=auto_memory)
-    try:
-        with transaction.atomic():
-            bot = Bot.objects.create(
-                team=team,
-                slug=slug,
-                name=name,
-                runtime=runtime,
-                memory_spec=None if memory is None else dict(memory),
-                auto_memory=setting,
-            )
-            _bot_audit(bot, actor=actor or staff, action=AuditAction.BOT_CREATED)
-            return bot
-    except IntegrityError as error:
-        if violation_code(error) != BotSlugTaken.code:
-            raise
-        raise BotSlugTaken(slug=slug) from None
+    with violation_raises(BotSlugTaken, slug=slug):
+        bot = Bot.objects.create(
+            team=team,
+            slug=slug,
+            name=name,
+            runtime=runtime,
+            memory_spec=None if memory is None else dict(memory),
+            auto_memory=setting,
+        )
+        _bot_audit(bot, actor=actor or staff, action=AuditAction.BOT_CREATED)
+    return bot
 
 
 def bot_spec_set(

@@ -11,7 +11,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memory.spaces.handle import USER_BOUND, Visibility
-from workspaces.constraints import choices_check, minimum_check
+from workspaces.constraints import choices_check, minimum_check, set_iff_check, unique
 from workspaces.models import FileVersion, Team, User, Workspace, WrappedDataKey
 
 
@@ -115,16 +115,19 @@ class Proposal(models.Model):
             choices_check(
                 "reason", ProposalReason, "memory_proposal_reason_valid", "REASON_INVALID"
             ),
-            models.CheckConstraint(
-                condition=Q(status=ProposalStatus.OPEN, resolved_at__isnull=True)
-                | (~Q(status=ProposalStatus.OPEN) & Q(resolved_at__isnull=False)),
-                name="memory_proposal_resolved_iff_closed",
-                violation_error_code="STATUS_INVALID",
+            set_iff_check(
+                "resolved_at",
+                "status",
+                ProposalStatus.OPEN,
+                "memory_proposal_resolved_iff_closed",
+                "STATUS_INVALID",
+                is_set=False,
             ),
-            models.CheckConstraint(
-                condition=Q(base_version__gte=0) & Q(clear_generation__gte=0),
-                name="memory_proposal_versions_non_negative",
-                violation_error_code="VERSION_INVALID",
+            minimum_check(
+                ("base_version", "clear_generation"),
+                0,
+                "memory_proposal_versions_non_negative",
+                "VERSION_INVALID",
             ),
         ]
         indexes = [models.Index(fields=["workspace", "status", "-created_at"])]
@@ -239,27 +242,26 @@ class MemorySpace(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["handle_id"],
-                name="memory_memoryspace_handle_unique",
-                violation_error_code="SPACE_EXISTS",
-            ),
+            unique(["handle_id"], "memory_memoryspace_handle_unique", "SPACE_EXISTS"),
             models.CheckConstraint(
                 condition=Q(visibility__in=_VISIBILITIES),
                 name="memory_memoryspace_visibility_valid",
                 violation_error_code="SPACE_INVALID",
             ),
-            models.CheckConstraint(
-                condition=Q(visibility=Visibility.GLOBAL.value, tenant__isnull=True)
-                | (~Q(visibility=Visibility.GLOBAL.value) & Q(tenant__isnull=False)),
-                name="memory_memoryspace_tenant_iff_not_global",
-                violation_error_code="SPACE_INVALID",
+            set_iff_check(
+                "tenant",
+                "visibility",
+                Visibility.GLOBAL.value,
+                "memory_memoryspace_tenant_iff_not_global",
+                "SPACE_INVALID",
+                is_set=False,
             ),
-            models.CheckConstraint(
-                condition=Q(visibility__in=_USER_BOUND_VISIBILITIES, user_id__isnull=False)
-                | (~Q(visibility__in=_USER_BOUND_VISIBILITIES) & Q(user_id__isnull=True)),
-                name="memory_memoryspace_user_iff_user_bound",
-                violation_error_code="SPACE_INVALID",
+            set_iff_check(
+                "user_id",
+                "visibility__in",
+                _USER_BOUND_VISIBILITIES,
+                "memory_memoryspace_user_iff_user_bound",
+                "SPACE_INVALID",
             ),
             minimum_check("used_bytes", 0, "memory_memoryspace_used_non_negative", "USAGE_INVALID"),
         ]
@@ -288,10 +290,8 @@ class SpaceDocument(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["space", "path"],
-                name="memory_spacedocument_path_unique_in_space",
-                violation_error_code="VERSION_CONFLICT",
+            unique(
+                ["space", "path"], "memory_spacedocument_path_unique_in_space", "VERSION_CONFLICT"
             ),
             minimum_check(
                 "revision", 1, "memory_spacedocument_revision_positive", "VERSION_INVALID"

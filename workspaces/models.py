@@ -9,7 +9,13 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from workspaces.constraints import choices_check, length_check, minimum_check
+from workspaces.constraints import (
+    choices_check,
+    length_check,
+    minimum_check,
+    set_iff_check,
+    unique,
+)
 from workspaces.crypto import WrappedKeyField
 
 
@@ -45,11 +51,7 @@ class Org(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["name"],
-                name="workspaces_org_name_unique",
-                violation_error_code="NAME_TAKEN",
-            ),
+            unique(["name"], "workspaces_org_name_unique", "NAME_TAKEN"),
             choices_check("status", OrgStatus, "workspaces_org_status_valid", "ORG_STATUS_INVALID"),
             models.CheckConstraint(
                 condition=(
@@ -63,11 +65,12 @@ class Org(models.Model):
                 name="workspaces_org_deletion_due_iff_pending",
                 violation_error_code="ORG_STATUS_INVALID",
             ),
-            models.CheckConstraint(
-                condition=Q(status=OrgStatus.PURGING, purge_claimed_at__isnull=False)
-                | (~Q(status=OrgStatus.PURGING) & Q(purge_claimed_at__isnull=True)),
-                name="workspaces_org_purge_claim_iff_purging",
-                violation_error_code="ORG_STATUS_INVALID",
+            set_iff_check(
+                "purge_claimed_at",
+                "status",
+                OrgStatus.PURGING,
+                "workspaces_org_purge_claim_iff_purging",
+                "ORG_STATUS_INVALID",
             ),
             minimum_check(
                 "memory_quota_bytes", 0, "workspaces_org_memory_quota_non_negative", "QUOTA_INVALID"
@@ -105,11 +108,7 @@ class Team(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["org", "name"],
-                name="workspaces_team_name_unique_in_org",
-                violation_error_code="NAME_TAKEN",
-            ),
+            unique(["org", "name"], "workspaces_team_name_unique_in_org", "NAME_TAKEN"),
             choices_check(
                 "auto_memory_default",
                 AutoMemorySetting,
@@ -164,11 +163,7 @@ class TeamMembership(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["team", "user"],
-                name="workspaces_teammembership_unique",
-                violation_error_code="ALREADY_MEMBER",
-            ),
+            unique(["team", "user"], "workspaces_teammembership_unique", "ALREADY_MEMBER"),
             choices_check("role", TeamRole, "workspaces_teammembership_role_valid", "ROLE_INVALID"),
         ]
 
@@ -187,11 +182,7 @@ class Workspace(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["team", "name"],
-                name="workspaces_workspace_name_unique_in_team",
-                violation_error_code="NAME_TAKEN",
-            ),
+            unique(["team", "name"], "workspaces_workspace_name_unique_in_team", "NAME_TAKEN"),
             minimum_check(
                 "ai_consent_revision",
                 0,
@@ -221,10 +212,8 @@ class WorkspaceMembership(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["workspace", "user"],
-                name="workspaces_workspacemembership_unique",
-                violation_error_code="ALREADY_MEMBER",
+            unique(
+                ["workspace", "user"], "workspaces_workspacemembership_unique", "ALREADY_MEMBER"
             ),
             choices_check(
                 "role", WorkspaceRole, "workspaces_workspacemembership_role_valid", "ROLE_INVALID"
@@ -280,11 +269,7 @@ class Bot(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["team", "slug"],
-                name="workspaces_bot_slug_unique_in_team",
-                violation_error_code="BOT_SLUG_TAKEN",
-            ),
+            unique(["team", "slug"], "workspaces_bot_slug_unique_in_team", "BOT_SLUG_TAKEN"),
             choices_check(
                 "runtime", BotRuntime, "workspaces_bot_runtime_valid", "BOT_RUNTIME_INVALID"
             ),
@@ -333,11 +318,7 @@ class ApiToken(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["token_hash"],
-                name="workspaces_apitoken_hash_unique",
-                violation_error_code="TOKEN_HASH_TAKEN",
-            ),
+            unique(["token_hash"], "workspaces_apitoken_hash_unique", "TOKEN_HASH_TAKEN"),
             models.CheckConstraint(
                 condition=Q(expires_at__gt=models.F("created_at")),
                 name="workspaces_apitoken_expires_after_created",
@@ -349,11 +330,12 @@ class ApiToken(models.Model):
             choices_check(
                 "scope", TokenScope, "workspaces_apitoken_scope_valid", "TOKEN_SCOPE_INVALID"
             ),
-            models.CheckConstraint(
-                condition=Q(scope=TokenScope.BOT, bot__isnull=False)
-                | (~Q(scope=TokenScope.BOT) & Q(bot__isnull=True)),
-                name="workspaces_apitoken_bot_iff_bot_scope",
-                violation_error_code="TOKEN_BOT_INVALID",
+            set_iff_check(
+                "bot",
+                "scope",
+                TokenScope.BOT,
+                "workspaces_apitoken_bot_iff_bot_scope",
+                "TOKEN_BOT_INVALID",
             ),
         ]
 
@@ -415,10 +397,8 @@ class File(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["workspace", "path"],
-                name="workspaces_file_path_unique_in_workspace",
-                violation_error_code="DOCUMENT_EXISTS",
+            unique(
+                ["workspace", "path"], "workspaces_file_path_unique_in_workspace", "DOCUMENT_EXISTS"
             ),
             minimum_check(
                 "current_version", 1, "workspaces_file_current_version_positive", "VERSION_INVALID"
@@ -466,11 +446,7 @@ class FileVersion(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["file", "version"],
-                name="workspaces_fileversion_unique",
-                violation_error_code="VERSION_CONFLICT",
-            ),
+            unique(["file", "version"], "workspaces_fileversion_unique", "VERSION_CONFLICT"),
             minimum_check(
                 "version", 1, "workspaces_fileversion_version_positive", "VERSION_INVALID"
             ),

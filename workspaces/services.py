@@ -67,7 +67,7 @@ from workspaces.ratelimit import client_address
 from workspaces.selectors import team_owner_is, workspace_data_key
 from workspaces.sql import datetime_param, table
 from workspaces.tokens import bearer_secret_digest, jwt_encode, pat_generate
-from workspaces.violations import violation_code
+from workspaces.violations import violation_code, violation_raises
 
 if TYPE_CHECKING:
     from workspaces.authentication import Credential, CredentialKind
@@ -83,13 +83,8 @@ def workspace_create(*, team: Team, name: str, admin: User, ai_enabled: bool = F
     """Create a workspace in a team, with `admin`, its creator, as its first admin. A name
     the team already has is NameTaken, and nothing is created."""
     with transaction.atomic():
-        try:
-            with transaction.atomic():
-                workspace = Workspace.objects.create(team=team, name=name, ai_enabled=ai_enabled)
-        except IntegrityError as error:
-            if violation_code(error) != NameTaken.code:
-                raise
-            raise NameTaken(name=name) from None
+        with violation_raises(NameTaken, name=name):
+            workspace = Workspace.objects.create(team=team, name=name, ai_enabled=ai_enabled)
         team_membership_ensure(team=team, user=admin)
         WorkspaceMembership.objects.create(
             workspace=workspace, user=admin, role=WorkspaceMembership.Role.ADMIN
@@ -135,15 +130,10 @@ def workspace_member_add(
     if team_membership is None:
         raise NotTeamMember(**named)
     with transaction.atomic():
-        try:
-            with transaction.atomic():
-                membership = WorkspaceMembership.objects.create(
-                    workspace=workspace, user=team_membership.user, role=role
-                )
-        except IntegrityError as error:
-            if violation_code(error) != AlreadyMember.code:
-                raise
-            raise AlreadyMember(userId=team_membership.user_id) from None
+        with violation_raises(AlreadyMember, userId=team_membership.user_id):
+            membership = WorkspaceMembership.objects.create(
+                workspace=workspace, user=team_membership.user, role=role
+            )
         audit_record(
             actor=actor,
             action=AuditEvent.Action.MEMBER_ADDED,
@@ -965,18 +955,13 @@ def file_move(*, workspace: Workspace, source: str, destination: str, base_versi
     """
     now = timezone.now()
     with transaction.atomic():
-        try:
-            with transaction.atomic():
-                updated = File.objects.filter(
-                    workspace=workspace,
-                    path=source,
-                    current_version=base_version,
-                    deleted_at__isnull=True,
-                ).update(path=destination, updated_at=now)
-        except IntegrityError as error:
-            if violation_code(error) != DocumentExists.code:
-                raise
-            raise DocumentExists(path=destination) from None
+        with violation_raises(DocumentExists, path=destination):
+            updated = File.objects.filter(
+                workspace=workspace,
+                path=source,
+                current_version=base_version,
+                deleted_at__isnull=True,
+            ).update(path=destination, updated_at=now)
         if updated != 1:
             raise _state_conflict(workspace=workspace, path=source)
     return File.objects.get(workspace=workspace, path=destination)

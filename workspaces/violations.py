@@ -3,17 +3,23 @@
 Every named constraint carries, as its `violation_error_code`, the code of the domain error
 its violation means (docs/errors.md). A service catches IntegrityError inside a savepoint,
 asks `violation_code` which code the violation carries, raises that domain error with the
-detail it knows, and re-raises anything else.
+detail it knows, and re-raises anything else; `violation_raises` does that for a block
+whose one expected violation is a domain error.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
+from typing import Any
 
 from django.apps import apps
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.db.models import BaseConstraint, UniqueConstraint
+
+from workspaces.errors import DomainError
 
 # SQLite names a CHECK constraint in its message, but a UNIQUE one only by its columns.
 _SQLITE_CHECK = re.compile(r"CHECK constraint failed: (\w+)")
@@ -27,6 +33,19 @@ def violation_code(error: IntegrityError) -> str | None:
     """
     name = violated_constraint(error)
     return None if name is None else _constraints_by_name()[name].violation_error_code
+
+
+@contextmanager
+def violation_raises(error: type[DomainError], **detail: Any) -> Iterator[None]:
+    """Run the block in a savepoint; a violation of a constraint whose code is `error`'s
+    becomes `error` with `detail`, and any other IntegrityError propagates."""
+    try:
+        with transaction.atomic():
+            yield
+    except IntegrityError as violation:
+        if violation_code(violation) != error.code:
+            raise
+        raise error(**detail) from None
 
 
 def violated_constraint(error: IntegrityError) -> str | None:

@@ -28,7 +28,6 @@ from typing import Protocol
 
 from django.conf import settings
 from django.db import (
-    IntegrityError,
     InterfaceError,
     OperationalError,
     connection,
@@ -60,7 +59,7 @@ from workspaces.crypto import (
     deployment_key_id,
 )
 from workspaces.errors import DocumentUnreadable, NotFound, VersionConflict
-from workspaces.violations import violation_code
+from workspaces.violations import violation_raises
 
 # The columns of a space row that are its handle's fields of the same name.
 _HANDLE_AXES = ("name", "tenant_id", "project", "bot", "user_id", "run")
@@ -587,14 +586,9 @@ def _paths_near(space: MemorySpace, path: str) -> list[str]:
 def _document_create(
     space: MemorySpace, path: str, fields: dict[str, object], current_revision: int
 ) -> None:
-    try:
-        with transaction.atomic():
-            SpaceDocument.objects.create(space=space, path=path, **fields)
-    except IntegrityError as error:
-        # The path is taken: to a create-only write that is a stale view of the space.
-        if violation_code(error) != VersionConflict.code:
-            raise
-        raise VersionConflict(currentVersion=current_revision) from None
+    # A taken path: to a create-only write that is a stale view of the space.
+    with violation_raises(VersionConflict, currentVersion=current_revision):
+        SpaceDocument.objects.create(space=space, path=path, **fields)
 
 
 def _tenant_charge(tenant_id: int, delta: int, quota: int) -> None:

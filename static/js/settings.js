@@ -28,18 +28,29 @@ function button(label, accessibleName, onClick, className = "button-danger") {
   return element;
 }
 
+// Fill the table body `rowsId` with one row per item of the list at `url` (every page), built
+// by `rowOf(item, row)`; a failure is announced in `status` instead.
+async function fillTable(url, status, failed, rowsId, rowOf) {
+  const result = await listAll(url);
+  if (!result.ok) {
+    announce(status, failure(failed, result), "error");
+    return;
+  }
+  const rows = result.data.map((item) => {
+    const row = document.createElement("tr");
+    rowOf(item, row);
+    return row;
+  });
+  byId(rowsId).replaceChildren(...rows);
+}
+
 // ---- members ---------------------------------------------------------------------------------
 
 const membersStatus = byId("members-status");
 
-async function loadMembers() {
-  const result = await listAll(config.urls.members);
-  if (!result.ok) {
-    announce(membersStatus, failure("Members could not be loaded", result), "error");
-    return;
-  }
-  const rows = result.data.map((member) => {
-    const row = document.createElement("tr");
+function loadMembers() {
+  const failed = "Members could not be loaded";
+  return fillTable(config.urls.members, membersStatus, failed, "members-rows", (member, row) => {
     const isMe = member.userId === config.userId;
     cell(row, isMe ? `${member.username} (you)` : member.username, "Member");
     cell(row, member.role === "admin" ? "Admin" : "Member", "Role");
@@ -52,9 +63,7 @@ async function loadMembers() {
         button("Remove", `Remove ${member.username}`, () => removeMember(member, false)),
       );
     }
-    return row;
   });
-  byId("members-rows").replaceChildren(...rows);
 }
 
 async function removeMember(member, isLeaving) {
@@ -100,14 +109,9 @@ function setUpMemberAdd() {
 const tokensStatus = byId("tokens-status");
 const SCOPES = { api: "API", mcp: "MCP server" };
 
-async function loadTokens() {
-  const result = await listAll(config.urls.tokens);
-  if (!result.ok) {
-    announce(tokensStatus, failure("Tokens could not be loaded", result), "error");
-    return;
-  }
-  const rows = result.data.map((token) => {
-    const row = document.createElement("tr");
+function loadTokens() {
+  const failed = "Tokens could not be loaded";
+  return fillTable(config.urls.tokens, tokensStatus, failed, "token-rows", (token, row) => {
     cell(row, token.name, "Name");
     cell(row, SCOPES[token.scope] ?? token.scope, "Scope");
     cell(row, when(token.createdAt), "Created");
@@ -119,9 +123,7 @@ async function loadTokens() {
     if (!token.revokedAt && !isExpired) {
       action.append(button("Revoke", `Revoke token ${token.name}`, () => revokeToken(token)));
     }
-    return row;
   });
-  byId("token-rows").replaceChildren(...rows);
 }
 
 async function revokeToken(token) {
