@@ -13,7 +13,7 @@ from automation.bot_memory import bot_memory_access, memory_read
 from automation.purge import PURGE_PLAN, PURGE_RECLAIM_AFTER, RETAINED, org_purge, org_purge_due
 from automation.tools import TurnContext, create_note, remember_in_memory
 from conftest import postgres_only, run_concurrently
-from memory.services import memory_policy_set
+from memory.services import memory_line_keep, memory_policy_set
 from memory.spaces.database import DatabaseStore
 from memory.spaces.filesystem import FilesystemStore
 from memory.spaces.handle import SpaceHandle, Visibility
@@ -60,6 +60,7 @@ def populate(assistant) -> None:
     space_write(DatabaseStore(), org_space(tenant.team), b"a space document")
     reader = tenant.bot_create("reader", memory={"visibility": "org", "name": "notes"})
     memory_read(access=bot_memory_access(bot=reader), path="a.md")
+    memory_line_keep(workspace=tenant.workspace, reviewer=tenant.member, base_version=2, line=1)
 
 
 def org_space(team) -> SpaceHandle:

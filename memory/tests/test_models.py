@@ -8,7 +8,7 @@ from django.db import models
 from django.utils import timezone
 
 from conftest import violates
-from memory.models import MemoryPolicy, Proposal
+from memory.models import LineProvenance, LineReview, MemoryPolicy, Proposal
 
 
 @pytest.fixture
@@ -55,6 +55,30 @@ def test_proposal_constraints_refuse_bad_rows(proposal, constraint, change):
     violates(constraint, lambda: Proposal.objects.filter(pk=proposal.pk).update(**change))
 
 
+def test_a_cached_line_count_cannot_be_negative(memory_revision):
+    violates(
+        "memory_lineprovenance_line_count_non_negative",
+        lambda: LineProvenance.objects.create(
+            revision=memory_revision, line_count=-1, origin_runs=[]
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("constraint", "change"),
+    [
+        ("memory_linereview_origin_line_non_negative", {"origin_line": -1}),
+        ("memory_linereview_version_positive", {"reviewed_version": 0}),
+    ],
+)
+def test_line_review_constraints_refuse_bad_rows(tenant, memory_revision, constraint, change):
+    review = LineReview.objects.create(
+        workspace=tenant.workspace, origin=memory_revision, origin_line=0, reviewed_version=1
+    )
+
+    violates(constraint, lambda: LineReview.objects.filter(pk=review.pk).update(**change))
+
+
 def test_every_check_constraint_of_this_app_is_tested_above():
     declared = {
         constraint.name
@@ -71,6 +95,9 @@ def test_every_check_constraint_of_this_app_is_tested_above():
         "memory_proposal_reason_valid",
         "memory_proposal_resolved_iff_closed",
         "memory_proposal_versions_non_negative",
+        "memory_lineprovenance_line_count_non_negative",
+        "memory_linereview_origin_line_non_negative",
+        "memory_linereview_version_positive",
         # Memory spaces' constraints: memory/tests/spaces/test_models.py.
         "memory_memoryspace_visibility_valid",
         "memory_memoryspace_tenant_iff_not_global",

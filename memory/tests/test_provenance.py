@@ -10,7 +10,6 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import violates
 from memory import provenance
 from memory.models import MEMORY_PATH, LineProvenance, LineReview
 from memory.provenance import (
@@ -167,33 +166,6 @@ def test_a_cache_row_holds_origins_and_never_text(tenant):
 
     row = LineProvenance.objects.get()
     assert (row.line_count, row.origin_runs) == (1, [[1, 0, 1]])
-
-
-def test_line_count_cannot_be_negative(memory_revision):
-    violates(
-        "memory_lineprovenance_line_count_non_negative",
-        lambda: LineProvenance.objects.create(
-            revision=memory_revision, line_count=-1, origin_runs=[]
-        ),
-    )
-
-
-@pytest.mark.parametrize(
-    ("field", "constraint"),
-    [
-        ("origin_line", "memory_linereview_origin_line_non_negative"),
-        ("reviewed_version", "memory_linereview_version_positive"),
-    ],
-)
-def test_a_review_names_a_real_place(tenant, memory_revision, field, constraint):
-    values = {"origin_line": 0, "reviewed_version": 1, field: -1}
-
-    violates(
-        constraint,
-        lambda: LineReview.objects.create(
-            workspace=tenant.workspace, origin=memory_revision, reviewer=tenant.member, **values
-        ),
-    )
 
 
 # ---- stale lines and Keep --------------------------------------------------------------------

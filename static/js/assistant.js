@@ -3,7 +3,7 @@
 
 import { memoryFrame } from "./memory.js";
 import { sentence } from "./errors.js";
-import { announce, api, byId, config, failure, listAll } from "./shared.js";
+import { announce, api, byId, config, element, failure, listAll } from "./shared.js";
 
 const SEND_WAIT_FOR_SAVE_MS = 5000;
 const TURN_POLL_MS = 1000;
@@ -26,15 +26,6 @@ const WITHHELD_REASONS = {
 function newIdempotencyKey() {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function element(tag, { className, text, attrs } = {}, children = []) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
-  for (const child of children) node.append(child);
-  return node;
 }
 
 class AssistantPanel {
@@ -62,6 +53,14 @@ class AssistantPanel {
     byId("assistant-new").addEventListener("click", () => this.newConversation());
     this.picker = byId("assistant-conversation");
     this.picker.addEventListener("change", () => this.switchTo(this.picker.value));
+    // "Where did this come from?" asks for the turn behind a remembered line; the panel
+    // shows it when the conversation is one of this person's.
+    document.addEventListener("assistant:open-turn", (event) => {
+      const { conversationId, admissionId } = event.detail;
+      if (!(this.conversations || []).some((c) => c.id === conversationId)) return;
+      event.preventDefault();
+      this.openTurn(conversationId, admissionId);
+    });
     this.load();
   }
 
@@ -102,6 +101,30 @@ class AssistantPanel {
     await this.refresh();
     this.showNewest();
     announce(this.status, "Showing an earlier conversation.", "info", { focus: false });
+  }
+
+  async openTurn(conversationId, admissionId) {
+    if (conversationId !== this.conversationId) {
+      this.conversationId = conversationId;
+      this.pending = null;
+      this.picker.value = conversationId;
+      await this.refresh();
+    }
+    const transcript = byId("transcript");
+    const receipt = [...this.receipts.values()].find((r) => r.admissionId === admissionId);
+    const turn = receipt && transcript.querySelector(`[data-turn-id="${receipt.turnId}"]`);
+    if (!turn) {
+      announce(this.status, "That turn is no longer in the conversation.");
+      return;
+    }
+    transcript.querySelectorAll(".turn-highlighted").forEach((node) => {
+      node.classList.remove("turn-highlighted");
+    });
+    turn.classList.add("turn-highlighted");
+    turn.tabIndex = -1;
+    turn.scrollIntoView({ block: "center", behavior: "instant" });
+    turn.focus();
+    announce(this.status, "Showing the turn that remembered this line.", "info", { focus: false });
   }
 
   // Keep the newest message in view: the transcript scrolls within itself, and the page

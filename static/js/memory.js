@@ -38,6 +38,11 @@ class MemoryFrame extends DocumentEditor {
 
   render() {
     super.render();
+    // Tell the views beside the frame (where lines came from) that it holds another version.
+    if (this.shownVersion !== undefined && this.shownVersion !== this.baseVersion) {
+      document.dispatchEvent(new CustomEvent("memory:version", { detail: { version: this.baseVersion } }));
+    }
+    this.shownVersion = this.baseVersion;
     const bytes = byteLength(this.textarea.value);
     this.part("oversize").hidden = bytes <= config.recallMaxBytes;
     const undo = this.part("undo");

@@ -87,6 +87,16 @@ export async function listAll(url) {
   return { ok: true, status: 200, data: rows };
 }
 
+// A new element with its class, text, attributes and children.
+export function element(tag, { className, text, attrs } = {}, children = []) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
 // Put a result in a status region; by default move focus there, so keyboard and screen
 // reader users land on the outcome of what they just did.
 export function announce(region, text, kind = "info", { focus = true } = {}) {
