@@ -3,7 +3,7 @@
 
 import { memoryFrame } from "./memory.js";
 import { sentence } from "./errors.js";
-import { announce, api, byId, config, failure, listAll } from "./shared.js";
+import { announce, api, byId, config, element, failure, listAll } from "./shared.js";
 
 const SEND_WAIT_FOR_SAVE_MS = 5000;
 const TURN_POLL_MS = 1000;
@@ -23,18 +23,17 @@ const WITHHELD_REASONS = {
   superseded: "Memory withheld: a newer message took over this conversation.",
 };
 
+// Why the assistant suggested a change instead of making it (a proposal's reason).
+const PROPOSAL_REASONS = {
+  read_only: "Suggested because memory is read only.",
+  version_conflict: "Suggested because memory changed while the assistant was working.",
+  instruction_flagged:
+    "Held for you to review: a line reads as an instruction to the assistant, not a note.",
+};
+
 function newIdempotencyKey() {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function element(tag, { className, text, attrs } = {}, children = []) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
-  for (const child of children) node.append(child);
-  return node;
 }
 
 class AssistantPanel {
@@ -371,10 +370,7 @@ class AssistantPanel {
 
   renderProposal(proposal) {
     const description = proposal.changes.map(describeChange).join("; ");
-    const reason =
-      proposal.reason === "read_only"
-        ? "Suggested because memory is read only."
-        : "Suggested because memory changed while the assistant was working.";
+    const reason = PROPOSAL_REASONS[proposal.reason];
     const apply = element("button", {
       className: "button-primary",
       text: "Apply",
@@ -393,6 +389,17 @@ class AssistantPanel {
         proposal.changes.map((change) => element("li", { text: describeChange(change) })),
       ),
       element("p", { className: "hint", text: reason }),
+      ...(proposal.flags.length
+        ? [
+            element(
+              "ul",
+              { className: "proposal-flags warning" },
+              proposal.flags.map((flag) =>
+                element("li", { text: `${flag.message} (${flag.rule})` }),
+              ),
+            ),
+          ]
+        : []),
       element("div", { className: "actions" }, [apply, dismiss]),
     ]);
   }
