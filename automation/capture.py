@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from automation.errors import (
     CaptureConflict,
+    CaptureFlagged,
     CaptureRetired,
     MemoryOversized,
 )
@@ -38,7 +39,8 @@ from automation.models import (
 )
 from automation.selectors import fence_failed_predicates
 from memory.edits import MemoryChange, apply_memory_changes
-from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
+from memory.instruction_lint import InstructionFinding, instruction_findings_added
+from memory.models import MEMORY_PATH, MemoryPolicy, Proposal, ProposalReason
 from memory.secrets import secret_refuse
 from memory.selectors import memory_current_get
 from memory.services import memory_policy_row_ensure, memory_proposal_create
@@ -103,7 +105,9 @@ def capture_commit(
     false the CHECK aborts it and nothing remains. On a version conflict the newer text stays and
     the change is stored as a proposal (never rebased). A result that holds a credential is
     refused (SECRET_DETECTED) before the transaction, so the admission stays unconsumed. A
-    refusal is recorded on the admission (`_refusal_recorded`).
+    line added or replaced that the instruction lint flags is never committed: the change is
+    stored as a proposal naming the rules (CAPTURE_FLAGGED). A refusal is recorded on the
+    admission (`_refusal_recorded`).
     """
     with _refusal_recorded(admission):
         request_digest = capture_request_digest(expected_version=expected_version, changes=changes)
@@ -143,6 +147,8 @@ def capture_commit(
         # The text as this capture would store it, so a credential a person saved earlier is
         # refused too: an automatic revision never re-stores one (a `remove` of it passes).
         secret_refuse(new_text, path=MEMORY_PATH)
+        if findings := instruction_findings_added(current_text, new_text):
+            raise _flagged_with_proposal(admission, changes, expected_version, data_key, findings)
         _checkpoint("validated")
         now = timezone.now()
         try:
@@ -310,19 +316,51 @@ def _proposal_authority_refuse(admission: Admission, key_session_id: uuid.UUID) 
         raise CaptureRetired(predicate=failed[0], failed=failed)
 
 
-def _conflict_with_proposal(
-    admission: Admission, changes: list[MemoryChange], current_version: int, data_key: bytes
-) -> CaptureConflict:
-    proposal = memory_proposal_create(
+def _proposal_kept(
+    admission: Admission,
+    changes: list[MemoryChange],
+    base_version: int,
+    data_key: bytes,
+    reason: ProposalReason,
+) -> Proposal:
+    return memory_proposal_create(
         workspace=admission.workspace,
         admission_id=admission.pk,
         changes=changes,
-        base_version=current_version,
+        base_version=base_version,
         clear_generation=admission.clear_generation,
-        reason="version_conflict",
+        reason=reason,
         data_key=data_key,
     )
+
+
+def _conflict_with_proposal(
+    admission: Admission, changes: list[MemoryChange], current_version: int, data_key: bytes
+) -> CaptureConflict:
+    proposal = _proposal_kept(
+        admission, changes, current_version, data_key, Proposal.Reason.VERSION_CONFLICT
+    )
     return CaptureConflict(currentVersion=current_version, proposalId=str(proposal.pk))
+
+
+def _flagged_with_proposal(
+    admission: Admission,
+    changes: list[MemoryChange],
+    base_version: int,
+    data_key: bytes,
+    findings: list[InstructionFinding],
+) -> CaptureFlagged:
+    """Keep a change the lint flagged as a proposal; `detail.findings` locates each line in
+    memory as the capture would have left it (1-based), by rule id, never by its text."""
+    proposal = _proposal_kept(
+        admission, changes, base_version, data_key, Proposal.Reason.INSTRUCTION_FLAGGED
+    )
+    return CaptureFlagged(
+        proposalId=str(proposal.pk),
+        reason=Proposal.Reason.INSTRUCTION_FLAGGED.value,
+        rules=proposal.flagged_rules,
+        findings=[{"line": finding.line, "rule": finding.rule} for finding in findings],
+    )
 
 
 def _capture_receipt(*, admission_id: uuid.UUID, is_replay: bool) -> CaptureReceipt:

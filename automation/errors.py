@@ -18,6 +18,19 @@ class CaptureConflict(VersionConflict):
     )
 
 
+class CaptureFlagged(DomainError):
+    """A line the change adds reads as an instruction to the assistant (the instruction
+    lint): the change comes back as a proposal naming the rules, even in Auto."""
+
+    code = "CAPTURE_FLAGGED"
+    status = 422
+    default_message = (
+        "A line of this change reads as an instruction to the assistant rather than a note "
+        "about the workspace; the change was kept as a proposal for a person to review, and "
+        "nothing was written."
+    )
+
+
 class CredentialSuperseded(DomainError):
     """A newer message in the conversation took its credential slot: the older turn's
     delivery credential still names its turn, but that turn may no longer act."""

@@ -122,6 +122,11 @@ def _describe_tool_result(content: str) -> str:
     status = result.get("status")
     if status == "remembered":
         return f"Remembered (memory version {result['version']})."
+    if status == "proposed" and result.get("rules"):
+        return (
+            "I suggested that change; it reads as an instruction to me, so it is waiting for "
+            f"you to review ({', '.join(result['rules'])})."
+        )
     if status == "proposed":
         return "I suggested that change; it is waiting for you to apply or dismiss it."
     if status == "unchanged":

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ParamSpec
 
 from automation.capture import capture_commit, capture_propose
-from automation.errors import CaptureConflict, CaptureRetired, MemoryOversized
+from automation.errors import CaptureConflict, CaptureFlagged, CaptureRetired, MemoryOversized
 from automation.models import Admission
 from automation.providers import ToolSpec
 from automation.selectors import document_actor_for_turn
@@ -45,7 +45,8 @@ def remember_in_memory(context: TurnContext, changes: Any) -> dict[str, Any]:
     """Commit (Auto), propose (Read only) or do nothing (Off), per the admitted mode.
 
     "remembered" is said only with a committed capture receipt. A version conflict never
-    rebases: the change comes back as a proposal against the newer text.
+    rebases: the change comes back as a proposal against the newer text; so does a change
+    the instruction lint flags, with the rules it tripped.
     """
     admission = context.admission
     if admission.mode == MemoryPolicy.Mode.OFF:
@@ -71,6 +72,13 @@ def remember_in_memory(context: TurnContext, changes: Any) -> dict[str, Any]:
             "reason": "version_conflict",
             "proposalId": conflict.detail["proposalId"],
             "currentVersion": conflict.detail["currentVersion"],
+        }
+    except CaptureFlagged as flagged:
+        return {
+            "status": "proposed",
+            "reason": flagged.detail["reason"],
+            "proposalId": flagged.detail["proposalId"],
+            "rules": flagged.detail["rules"],
         }
     except (
         CaptureRetired,

@@ -78,10 +78,12 @@ class ProposalStatus(models.TextChoices):
 class ProposalReason(models.TextChoices):
     READ_ONLY = "read_only", "Memory is read only"
     VERSION_CONFLICT = "version_conflict", "Memory changed since the assistant read it"
+    INSTRUCTION_FLAGGED = "instruction_flagged", "A line reads as an instruction to the assistant"
 
 
 class Proposal(models.Model):
-    """A change the assistant suggested but did not write: in Read only, or after a conflict.
+    """A change the assistant suggested but did not write: in Read only, after a conflict, or
+    because a line it adds reads as an instruction to the assistant (even in Auto).
 
     The changes are memory text, so they are stored sealed under the workspace key, like
     revisions. A proposal carries the Clear generation it was made under: once memory is
@@ -100,6 +102,9 @@ class Proposal(models.Model):
     base_version = models.BigIntegerField()
     clear_generation = models.BigIntegerField()
     reason = models.CharField(max_length=32, choices=Reason.choices)
+    # The ids of the instruction lint's rules the lines it adds trip (`memory.instruction_lint`),
+    # whatever its reason: a person sees the warning before applying any proposal.
+    flagged_rules = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     created_at = models.DateTimeField(default=timezone.now)
     resolved_at = models.DateTimeField(null=True, blank=True)
@@ -128,6 +133,12 @@ class Proposal(models.Model):
                 0,
                 "memory_proposal_versions_non_negative",
                 "VERSION_INVALID",
+            ),
+            # A proposal kept back because of the lint names at least one rule.
+            models.CheckConstraint(
+                condition=~Q(reason=ProposalReason.INSTRUCTION_FLAGGED) | ~Q(flagged_rules=[]),
+                name="memory_proposal_flagged_names_rules",
+                violation_error_code="REASON_INVALID",
             ),
         ]
         indexes = [models.Index(fields=["workspace", "status", "-created_at"])]

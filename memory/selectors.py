@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from memory.edits import MemoryChange, parse_changes
+from memory.instruction_lint import InstructionFinding, instruction_findings
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
 from workspaces.crypto import RecordAddress, record_open
 from workspaces.errors import DocumentUnreadable, NotFound
@@ -22,6 +23,7 @@ from workspaces.selectors import (
     file_version_plaintext,
     workspace_data_key,
 )
+from workspaces.services import document_encode
 
 
 @dataclass(frozen=True)
@@ -129,3 +131,10 @@ def memory_proposal_get(*, workspace: Workspace, proposal_id: uuid.UUID) -> Prop
     if proposal is None:
         raise NotFound("No such proposal.")
     return proposal
+
+
+def memory_lint(*, content: str) -> list[InstructionFinding]:
+    """The instruction lint's findings on a person's draft of memory, judged whole within
+    the ceiling a Save keeps (INVALID_TEXT, DOCUMENT_TOO_LARGE as a Save answers them)."""
+    document_encode(content)
+    return instruction_findings(content)

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from memory.edits import MemoryChange, apply_memory_changes
 from memory.errors import PolicyRevisionConflict, ProposalRetired, SecretDetected
+from memory.instruction_lint import lines_flagged_rules
 from memory.models import MEMORY_PATH, LineReview, MemoryPolicy, Proposal
 from memory.provenance import memory_line_origins
 from memory.secrets import secret_find
@@ -187,7 +188,9 @@ def memory_proposal_create(
     proposal is text the model wrote into the workspace, as much as a capture is. Only the
     added text is judged (`line`, `heading`); a `target` quotes memory as it already is, so
     a proposal to remove a credential passes. `detail.change` names the change (from 0, as
-    MEMORY_EDIT_INVALID does) and `detail.line` is 1: every change is one line.
+    MEMORY_EDIT_INVALID does) and `detail.line` is 1: every change is one line. The same
+    added text is put through the instruction lint, and the rules it trips are kept on the
+    proposal for the person who reviews it.
     """
     for index, change in enumerate(changes):
         for added in (change.heading, change.line):
@@ -197,6 +200,7 @@ def memory_proposal_create(
                 )
     proposal_id = uuid.uuid4()
     payload = json.dumps([change.as_dict() for change in changes]).encode()
+    added_lines = [text for change in changes for text in (change.heading, change.line) if text]
     return Proposal.objects.create(
         id=proposal_id,
         workspace=workspace,
@@ -209,6 +213,7 @@ def memory_proposal_create(
         base_version=base_version,
         clear_generation=clear_generation,
         reason=reason,
+        flagged_rules=lines_flagged_rules(added_lines),
     )
 
 

@@ -354,6 +354,7 @@ def _api_urls(workspace_id: int) -> dict[str, str]:
         "memory": reverse("memory-document", kwargs={"workspace_id": workspace_id}),
         "versions": reverse("memory-version-list", kwargs={"workspace_id": workspace_id}),
         "policy": reverse("memory-policy", kwargs={"workspace_id": workspace_id}),
+        "lint": reverse("memory-lint", kwargs={"workspace_id": workspace_id}),
         "proposals": reverse("memory-proposal-list", kwargs={"workspace_id": workspace_id}),
         "blame": reverse("memory-blame", kwargs={"workspace_id": workspace_id}),
         "reviews": reverse("memory-line-review", kwargs={"workspace_id": workspace_id}),

@@ -634,6 +634,22 @@ def _keys_rewrap(model: type[Model], batch_size: int) -> int:
         total += len(batch)
 
 
+def document_encode(plaintext: str) -> bytes:
+    """`plaintext` as UTF-8, within the one ceiling every document writer keeps.
+
+    Refuses text that UTF-8 cannot hold (a lone surrogate, INVALID_TEXT) and text over
+    `MEMORY_MAX_DOCUMENT_BYTES` (DOCUMENT_TOO_LARGE).
+    """
+    try:
+        encoded = plaintext.encode()
+    except UnicodeEncodeError:
+        raise InvalidText() from None
+    limit = settings.MEMORY_MAX_DOCUMENT_BYTES
+    if len(encoded) > limit:
+        raise DocumentTooLarge(limitBytes=limit, bytes=len(encoded))
+    return encoded
+
+
 def file_write(
     *,
     workspace: Workspace,
@@ -654,13 +670,7 @@ def file_write(
     storage usage commit together; a write that would take the usage past the org's quota
     is TenantQuotaExceeded and writes nothing.
     """
-    try:
-        encoded = plaintext.encode()
-    except UnicodeEncodeError:
-        raise InvalidText() from None
-    limit = settings.MEMORY_MAX_DOCUMENT_BYTES
-    if len(encoded) > limit:
-        raise DocumentTooLarge(limitBytes=limit, bytes=len(encoded))
+    encoded = document_encode(plaintext)
     now = timezone.now()
     with transaction.atomic():
         if base_version == 0:

@@ -14,6 +14,7 @@ from automation import capture, selectors, services
 from automation.authentication import DeliveryCredentialAuthentication, DeliveryGrant
 from automation.errors import (
     CaptureConflict,
+    CaptureFlagged,
     CaptureRetired,
     CredentialSuperseded,
     IdempotencyKeyRequired,
@@ -336,6 +337,7 @@ class AutomationMemoryApi(APIView):
         KeySessionUnavailable,
         KeySessionStoreUnavailable,
         CaptureConflict,
+        CaptureFlagged,
         CaptureRetired,
         CredentialSuperseded,
         MemoryOversized,

@@ -14,6 +14,11 @@ urlpatterns = [
         name="memory-export",
     ),
     path(
+        "workspaces/<int:workspace_id>/memory/lint",
+        views.MemoryLintApi.as_view(),
+        name="memory-lint",
+    ),
+    path(
         "workspaces/<int:workspace_id>/memory/versions",
         views.MemoryVersionListApi.as_view(),
         name="memory-version-list",

@@ -23,6 +23,14 @@ const WITHHELD_REASONS = {
   superseded: "Memory withheld: a newer message took over this conversation.",
 };
 
+// Why the assistant suggested a change instead of making it (a proposal's reason).
+const PROPOSAL_REASONS = {
+  read_only: "Suggested because memory is read only.",
+  version_conflict: "Suggested because memory changed while the assistant was working.",
+  instruction_flagged:
+    "Held for you to review: a line reads as an instruction to the assistant, not a note.",
+};
+
 function newIdempotencyKey() {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
@@ -394,10 +402,7 @@ class AssistantPanel {
 
   renderProposal(proposal) {
     const description = proposal.changes.map(describeChange).join("; ");
-    const reason =
-      proposal.reason === "read_only"
-        ? "Suggested because memory is read only."
-        : "Suggested because memory changed while the assistant was working.";
+    const reason = PROPOSAL_REASONS[proposal.reason];
     const apply = element("button", {
       className: "button-primary",
       text: "Apply",
@@ -416,6 +421,17 @@ class AssistantPanel {
         proposal.changes.map((change) => element("li", { text: describeChange(change) })),
       ),
       element("p", { className: "hint", text: reason }),
+      ...(proposal.flags.length
+        ? [
+            element(
+              "ul",
+              { className: "proposal-flags warning" },
+              proposal.flags.map((flag) =>
+                element("li", { text: `${flag.message} (${flag.rule})` }),
+              ),
+            ),
+          ]
+        : []),
       element("div", { className: "actions" }, [apply, dismiss]),
     ]);
   }

@@ -1,6 +1,16 @@
 // The Memory frame: the one memory document, with Clear, Undo and the memory mode.
 
-import { DocumentEditor, announce, api, byId, byteLength, config, failure } from "./shared.js";
+import {
+  DocumentEditor,
+  announce,
+  api,
+  byId,
+  byteLength,
+  config,
+  dialogChoice,
+  element,
+  failure,
+} from "./shared.js";
 
 const MODE_LABELS = { off: "Off", read_only: "Read only", auto: "Auto" };
 
@@ -63,6 +73,52 @@ class MemoryFrame extends DocumentEditor {
   setBusy(isBusy) {
     super.setBusy(isBusy);
     if (!isBusy) this.render();
+  }
+
+  // A Save is never refused for what the instruction lint finds: the person sees the lines
+  // the server's rules flag (the lint route, so the frame holds no copy of the rules) and
+  // chooses. Only lines the draft adds or changes are shown, as a capture judges them.
+  async save(options = {}) {
+    if (!this.inFlight && this.isDirty && !(await this.confirmFlaggedLines())) {
+      announce(this.status, "Not saved. Your draft is kept for you to edit.");
+      return null;
+    }
+    return super.save(options);
+  }
+
+  async confirmFlaggedLines() {
+    const content = this.textarea.value;
+    const lint = await api("POST", this.urls.lint, { body: { content } });
+    // The lint only advises: when it cannot answer, the Save goes ahead and answers itself.
+    if (!lint.ok) return true;
+    const lines = content.split("\n");
+    const saved = new Set(this.baseText.split("\n"));
+    const flagged = new Map();
+    for (const finding of lint.data.findings) {
+      const text = lines[finding.line - 1];
+      if (saved.has(text)) continue;
+      if (!flagged.has(finding.line)) flagged.set(finding.line, { text, findings: [] });
+      flagged.get(finding.line).findings.push(finding);
+    }
+    if (flagged.size === 0) return true;
+    byId("lint-dialog-findings").replaceChildren(
+      ...[...flagged].map(([line, { text, findings }]) =>
+        element("li", { className: "lint-finding", attrs: { "data-line": String(line) } }, [
+          element("p", { className: "lint-line" }, [
+            element("strong", { text: `Line ${line}: ` }),
+            element("code", { text }),
+          ]),
+          element(
+            "ul",
+            {},
+            findings.map((finding) =>
+              element("li", { text: `${finding.message} (${finding.rule})` }),
+            ),
+          ),
+        ]),
+      ),
+    );
+    return (await dialogChoice(byId("lint-dialog"))) === "save";
   }
 
   write(content, base) {

@@ -106,6 +106,16 @@ export function announce(region, text, kind = "info", { focus = true } = {}) {
   if (focus) region.focus();
 }
 
+// A new element with its class, text, attributes and children.
+export function element(tag, { className, text, attrs } = {}, children = []) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
 // "Not saved: <what happened and what to do>. <suffix> (CODE)": the code stays, last, for
 // a report to support.
 export function failure(verb, result, suffix = "") {
@@ -118,6 +128,12 @@ function askDraftDecision(purpose) {
   if (!dialog) return Promise.resolve("cancel");
   byId("draft-dialog-text").textContent =
     `Your draft is not saved. Save it first, discard it, or cancel ${purpose}?`;
+  return dialogChoice(dialog);
+}
+
+// Show a modal `dialog` whose buttons carry a `value`; resolves with the value pressed, or
+// "cancel" on Escape. The Cancel button has the focus, so Enter never confirms by accident.
+export function dialogChoice(dialog) {
   return new Promise((resolve) => {
     const buttons = dialog.querySelectorAll("button[value]");
     const finish = (value) => {
