@@ -10,7 +10,8 @@ class AutomationConfig(AppConfig):
         # be looked up by name and run eagerly when no broker is configured.
         from automation import tasks  # noqa: F401
         from automation.api import schema  # noqa: F401
-        from automation.panels import ASSISTANT_PANEL
+        from automation.panels import ASSISTANT_PANEL, MEMORY_PREVIEW_PANEL
         from memory.panels import frame_panel_register
 
         frame_panel_register(ASSISTANT_PANEL)
+        frame_panel_register(MEMORY_PREVIEW_PANEL)

@@ -111,6 +111,14 @@ class Assistant:
         )
 
 
+def memory_in_auto(tenant: Any, content: str = "- likes tea\n") -> None:
+    """Set the tenant's memory mode to Auto and save `content` as version 1, by the member."""
+    memory_policy_set(
+        workspace=tenant.workspace, mode="auto", expected_revision=0, actor=tenant.member
+    )
+    memory_save(workspace=tenant.workspace, author=tenant.member, base_version=0, content=content)
+
+
 @pytest.fixture
 def make_assistant(tenant) -> Callable[..., Assistant]:
     def make(*, mode: str = "auto", memory: str | None = "- likes tea\n") -> Assistant:
