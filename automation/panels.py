@@ -1,4 +1,4 @@
-"""The Assistant panel of the Memory frame, registered with memory's frame hook."""
+"""The assistant's panels of the Memory frame, registered with memory's frame hook."""
 
 from __future__ import annotations
 
@@ -22,4 +22,9 @@ def assistant_api_urls() -> dict[str, str]:
 
 ASSISTANT_PANEL = FramePanel(
     template_name="automation/_assistant_panel.html", api_urls=assistant_api_urls
+)
+
+# The preview's route is in the panel's own markup (it names the page's workspace).
+MEMORY_PREVIEW_PANEL = FramePanel(
+    template_name="automation/_memory_preview_panel.html", api_urls=dict
 )

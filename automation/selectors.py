@@ -6,7 +6,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import connection
 from django.db.models import QuerySet
@@ -342,10 +342,32 @@ class RecallFacts:
         )
 
 
-def recall_facts(*, admission: Admission, now: datetime) -> RecallFacts | None:
+class RecallSender(Protocol):
+    """Whom a recall reads for: an admitted turn, or the next turn a person would send (a
+    preview, which has no conversation yet). Read-only, so a row and a frozen dataclass
+    both fit."""
+
+    @property
+    def owner_id(self) -> int: ...
+    @property
+    def workspace_id(self) -> int: ...
+    @property
+    def conversation_id(self) -> uuid.UUID | None: ...
+    @property
+    def key_session_id(self) -> uuid.UUID | None: ...
+    @property
+    def acknowledged_version(self) -> int | None: ...
+    @property
+    def save_in_flight(self) -> bool | None: ...
+    @property
+    def has_unresolved_conflict(self) -> bool | None: ...
+
+
+def recall_facts(*, admission: RecallSender, now: datetime) -> RecallFacts | None:
     """Read, in one statement, the live facts a recall checks: workspace AI, the sender's
     membership, the conversation's credential slot (and whether it is unexpired at `now`),
     the memory mode, the key session's row, and the memory document's current revision.
+    A sender without a conversation (a preview) finds no credential slot.
 
     Hand-written SQL because it runs before every model call: the same query built with
     the ORM (nine subqueries) cost four times as long, almost all of it in Python.

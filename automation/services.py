@@ -31,7 +31,8 @@ from automation.models import (
     RecallStatus,
     Turn,
 )
-from automation.selectors import recall_facts, turn_expiry_refuse
+from automation.prompts import memory_block
+from automation.selectors import RecallFacts, RecallSender, recall_facts, turn_expiry_refuse
 from automation.tokens import delivery_credential_cache_key, delivery_credential_generate
 from memory.edits import is_encodable
 from memory.models import MemoryPolicy
@@ -46,6 +47,7 @@ from workspaces.models import (
     KeySession,
     User,
     Workspace,
+    WorkspaceMembership,
 )
 from workspaces.services import (
     key_session_cached_data_key,
@@ -335,19 +337,28 @@ def _recall_inspect(admission: Admission) -> Recall:
         return Recall(RecallStatus.NO_ACCESS, None)
     slot = live.credential_slot(admission=admission)
     turn_expiry_refuse(admission=admission, slot=slot, now=now)
+    return _recall_decide(live, admission, is_superseded=not slot.is_current)
+
+
+def _recall_decide(live: RecallFacts, sender: RecallSender, *, is_superseded: bool) -> Recall:
+    """What memory a model call for `sender` is given, decided on the live facts. Recall
+    and preview both decide here, so a preview cannot disagree with the call it previews.
+
+    Reads the key session's cached key without restarting its idle timeout: whether a
+    read counts as use is the caller's decision."""
     if not live.is_member or not live.ai_enabled:
         return Recall(RecallStatus.NO_ACCESS, None)
-    if not slot.is_current:
+    if is_superseded:
         return Recall(RecallStatus.SUPERSEDED, None)
     if live.mode == MemoryPolicy.Mode.OFF:
         return Recall(RecallStatus.OFF, None)
     data_key = (
         key_session_cached_data_key(
-            session_id=admission.key_session_id,
-            workspace_id=admission.workspace_id,
+            session_id=sender.key_session_id,
+            workspace_id=sender.workspace_id,
             restart_idle=False,
         )
-        if admission.key_session_id is not None and live.key_session_usable
+        if sender.key_session_id is not None and live.key_session_usable
         else None
     )
     if data_key is None:
@@ -355,16 +366,16 @@ def _recall_inspect(admission: Admission) -> Recall:
     if live.memory_deleted:
         return Recall(RecallStatus.DELETED, live.memory_version)
     try:
-        current = live.memory_text(data_key=data_key, workspace_id=admission.workspace_id)
+        current = live.memory_text(data_key=data_key, workspace_id=sender.workspace_id)
     except DocumentUnreadable:
         # A revision that fails its integrity check is withheld like any other memory
         # the turn cannot have; the turn itself goes on.
         return Recall(RecallStatus.UNAVAILABLE, live.memory_version)
-    if admission.save_in_flight:
+    if sender.save_in_flight:
         return Recall(RecallStatus.PENDING, current.version)
-    if admission.has_unresolved_conflict:
+    if sender.has_unresolved_conflict:
         return Recall(RecallStatus.CONFLICT, current.version)
-    acknowledged = admission.acknowledged_version
+    acknowledged = sender.acknowledged_version
     if acknowledged is not None and acknowledged > current.version:
         # The sender saw a Save acknowledged that this server does not hold.
         return Recall(RecallStatus.STALE, current.version)
@@ -373,3 +384,60 @@ def _recall_inspect(admission: Admission) -> Recall:
     if not current.is_recallable:
         return Recall(RecallStatus.OVERSIZED, current.version)
     return Recall(RecallStatus.PROVIDED, current.version, current.content)
+
+
+@dataclass(frozen=True)
+class NextTurn:
+    """The turn a person would send next, as `message_admit` would admit it: their key
+    session and the memory state their client reports. It has no conversation yet, so no
+    credential slot to be superseded or expire."""
+
+    owner_id: int
+    workspace_id: int
+    key_session_id: uuid.UUID | None
+    acknowledged_version: int | None
+    save_in_flight: bool | None
+    has_unresolved_conflict: bool | None
+    conversation_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True)
+class MemoryPreview:
+    """What the next model call would be given: `block` is exactly the text appended to its
+    system message (empty when memory is off or empty)."""
+
+    status: str
+    version: int | None
+    block: str
+
+
+def memory_preview(
+    *,
+    membership: WorkspaceMembership,
+    key_session_id: uuid.UUID | None,
+    memory_state: MemoryState | None,
+) -> MemoryPreview:
+    """Show a member what the next model call of a turn they send now would be given: the
+    memory block, the note saying why memory is withheld, or nothing. Decided by recall's
+    own decision on the same live facts and rendered by the model binding's own function.
+
+    Changes nothing: no memory receipt is written, and the key session's idle timeout is
+    not restarted, because a person looking at the preview is not the assistant using
+    memory; a session nothing else uses still idles out.
+    """
+    turn = NextTurn(
+        owner_id=membership.user_id,
+        workspace_id=membership.workspace_id,
+        key_session_id=key_session_id,
+        acknowledged_version=memory_state.acknowledged_version if memory_state else None,
+        save_in_flight=memory_state.save_in_flight if memory_state else None,
+        has_unresolved_conflict=memory_state.has_unresolved_conflict if memory_state else None,
+    )
+    live = recall_facts(admission=turn, now=timezone.now())
+    recall = (
+        Recall(RecallStatus.NO_ACCESS, None)
+        if live is None
+        else _recall_decide(live, turn, is_superseded=False)
+    )
+    block = memory_block(status=recall.status, version=recall.version, text=recall.text)
+    return MemoryPreview(status=recall.status, version=recall.version, block=block)

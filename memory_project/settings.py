@@ -335,6 +335,7 @@ SPECTACULAR_SETTINGS = {
         "PersonTokenScope": ["api", "mcp"],
         "WorkspaceRole": "workspaces.models.WorkspaceRole",
         "MessageRole": "automation.models.MessageRole",
+        "RecallStatus": "automation.models.RecallStatus",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

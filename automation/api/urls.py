@@ -19,6 +19,11 @@ urlpatterns = [
         name="memory-receipts",
     ),
     path(
+        "workspaces/<int:workspace_id>/memory/preview",
+        views.MemoryPreviewApi.as_view(),
+        name="memory-preview",
+    ),
+    path(
         "automation/workspaces/<int:workspace_id>/memory",
         views.AutomationMemoryApi.as_view(),
         name="automation-memory",

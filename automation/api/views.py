@@ -59,6 +59,13 @@ KEY_SESSION_HEADER = OpenApiParameter(
     "X-Key-Session", str, OpenApiParameter.HEADER, description="An open key session's id."
 )
 
+MEMORY_STATE_HEADER = OpenApiParameter(
+    "X-Memory-State",
+    str,
+    OpenApiParameter.HEADER,
+    description="`version=<acknowledged version>; saving=<0|1>; conflict=<0|1>`",
+)
+
 
 def _own_conversation(request: Request, conversation_id: uuid.UUID) -> Conversation:
     """The caller's own conversation (`conversation_get_for_owner`): NotFound otherwise."""
@@ -190,12 +197,7 @@ class MessageSendApi(APIView):
         parameters=[
             IDEMPOTENCY_HEADER,
             KEY_SESSION_HEADER,
-            OpenApiParameter(
-                "X-Memory-State",
-                str,
-                OpenApiParameter.HEADER,
-                description="`version=<acknowledged version>; saving=<0|1>`",
-            ),
+            MEMORY_STATE_HEADER,
         ],
         request=InputSerializer,
         responses={202: OutputSerializer},
@@ -278,6 +280,53 @@ class MemoryReceiptsApi(APIView):
             ordering=("-admitted_at", "-id"),
             render=lambda page: self.OutputSerializer(page, many=True).data,
         )
+
+
+class MemoryPreviewApi(APIView):
+    """What the assistant will be given: the memory block (or the withheld note) of the next
+    model call, for a turn the caller would send now with these headers."""
+
+    class OutputSerializer(serializers.Serializer):
+        status = serializers.ChoiceField(choices=RecallStatus.choices)
+        version = serializers.IntegerField(allow_null=True)
+        # Exactly the text appended to the model call's system message; empty for off/empty.
+        block = serializers.CharField(allow_blank=True)
+
+    @extend_schema(
+        summary="Preview the memory block the assistant's next model call will be given",
+        examples=[
+            OpenApiExample(
+                "Provided",
+                value={
+                    "status": "provided",
+                    "version": 3,
+                    "block": '<workspace-memory version="3">\n(preamble)\n\n- Prefers tabs\n'
+                    "</workspace-memory>",
+                },
+                response_only=True,
+            ),
+            OpenApiExample(
+                "Withheld",
+                value={
+                    "status": "unavailable",
+                    "version": None,
+                    "block": "<workspace-memory-status>Saved memory is not provided because "
+                    "(reason).</workspace-memory-status>",
+                },
+                response_only=True,
+            ),
+        ],
+    )
+    @refuses(*MEMBER_REFUSALS, InvalidHeader)
+    @extend_schema(parameters=[KEY_SESSION_HEADER, MEMORY_STATE_HEADER], responses=OutputSerializer)
+    def get(self, request: Request, workspace_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        preview = services.memory_preview(
+            membership=membership,
+            key_session_id=_key_session_from(request),
+            memory_state=_memory_state_from(request),
+        )
+        return Response(self.OutputSerializer(preview).data)
 
 
 class AutomationMemoryApi(APIView):

@@ -63,14 +63,24 @@ class Assistant:
             memory_state=memory_state,
         ).admission
 
-    def post_message(self, client: Any, *, idempotency_key: str, text: str = "hello") -> Any:
-        """Send a message over the API, as the member's browser does, with the key session."""
+    def post_message(
+        self,
+        client: Any,
+        *,
+        idempotency_key: str,
+        text: str = "hello",
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        """Send a message over the API, as the member's browser does: with the key session,
+        unless `headers` says otherwise."""
+        if headers is None:
+            headers = {"HTTP_X_KEY_SESSION": str(self.key_session.pk)}
         return client.post(
             f"/api/v1/agents/assistant/{self.conversation.pk}/messages",
             {"text": text},
             format="json",
             HTTP_IDEMPOTENCY_KEY=idempotency_key,
-            HTTP_X_KEY_SESSION=str(self.key_session.pk),
+            **headers,
         )
 
     def save_memory(self, content: str, *, base_version: int = 1) -> FileVersion:
@@ -99,6 +109,14 @@ class Assistant:
             expected_version=expected_version,
             changes=parse_changes(changes or [{"op": "add", "line": "- likes green tea"}]),
         )
+
+
+def memory_in_auto(tenant: Any, content: str = "- likes tea\n") -> None:
+    """Set the tenant's memory mode to Auto and save `content` as version 1, by the member."""
+    memory_policy_set(
+        workspace=tenant.workspace, mode="auto", expected_revision=0, actor=tenant.member
+    )
+    memory_save(workspace=tenant.workspace, author=tenant.member, base_version=0, content=content)
 
 
 @pytest.fixture

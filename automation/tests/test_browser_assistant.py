@@ -10,9 +10,10 @@ import pytest
 from playwright.sync_api import expect
 
 from automation.models import Admission
-from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
+from automation.tests.conftest import memory_in_auto
+from memory.models import MEMORY_PATH, Proposal
 from memory.selectors import memory_current_get
-from memory.services import memory_policy_set, memory_save
+from memory.services import memory_save
 from workspaces.models import FileVersion, KeySession
 from workspaces.tests.browser import (
     open_page,
@@ -45,15 +46,7 @@ def revision(tenant, version: int) -> FileVersion:
 def test_remember_in_auto_shows_remembered_with_the_committed_revision(
     browser_context, live_server, tenant
 ):
-    memory_policy_set(
-        workspace=tenant.workspace,
-        mode=MemoryPolicy.Mode.AUTO,
-        expected_revision=0,
-        actor=tenant.member,
-    )
-    memory_save(
-        workspace=tenant.workspace, author=tenant.member, base_version=0, content="- likes tea\n"
-    )
+    memory_in_auto(tenant)
     page = open_frame(browser_context, live_server, tenant)
 
     send(page, "remember likes green tea")

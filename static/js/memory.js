@@ -135,6 +135,23 @@ class MemoryFrame extends DocumentEditor {
   afterAcknowledged(version) {
     this.lastSaveAck = version;
     this.part("clear-retry").hidden = true;
+    this.announceChange();
+  }
+
+  adopt(version, content) {
+    super.adopt(version, content);
+    this.announceChange();
+  }
+
+  async showConflict(result) {
+    await super.showConflict(result);
+    this.announceChange();
+  }
+
+  // Panels beside the frame that depend on the saved memory, its mode or this page's
+  // memory state (what the assistant will be given) listen for this.
+  announceChange() {
+    byId("memory-frame").dispatchEvent(new CustomEvent("memory-changed"));
   }
 
   // What X-Memory-State reports: only this page's own acknowledged writes, whether one is
@@ -279,6 +296,7 @@ class MemoryFrame extends DocumentEditor {
     this.part("mode-current").textContent = MODE_LABELS[policy.mode];
     const radio = byId(`mode-${policy.mode}`);
     if (radio) radio.checked = true;
+    this.announceChange();
   }
 }
 
