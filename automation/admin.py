@@ -11,8 +11,11 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from automation.explain import capture_explanation, recall_explanation
@@ -22,6 +25,7 @@ from automation.models import (
     Conversation,
     DeliveryCredential,
     Message,
+    PurgeReceipt,
     Turn,
 )
 from memory.admin import ProposalAdmin
@@ -321,3 +325,60 @@ class ProposingTurnProposalAdmin(ProposalAdmin):
     readonly_fields = (*ProposalAdmin.readonly_fields, "admission_link")
 
     admission_link = id_link_column("Admission", "automation.admission", "admission_id")
+
+
+@admin.register(PurgeReceipt)
+class PurgeReceiptAdmin(ViewOnlyAdmin):
+    """The signed receipts of purged orgs, each downloadable byte for byte for
+    `manage.py purge_receipt verify`. The document is never shown on a page: it is served
+    whole, as the file that was signed."""
+
+    fields = (
+        "org_id",
+        "org_name_sha256",
+        "started_at",
+        "finished_at",
+        "deleted_rows",
+        "deleted_ids_sha256",
+        "signing_key_id",
+        "download_link",
+    )
+    readonly_fields = ("download_link",)
+    list_display = (
+        "org_id",
+        "started_at",
+        "finished_at",
+        "deleted_rows",
+        "signing_key_id",
+        "download_link",
+    )
+    list_select_related = ()
+    list_filter = ("finished_at",)
+    search_fields = ("org_id__exact", "=org_name_sha256", "=deleted_ids_sha256")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[PurgeReceipt]:
+        return super().get_queryset(request).defer("document")
+
+    def get_urls(self) -> list[URLPattern]:
+        download = path(
+            "<int:receipt_id>/download/",
+            self.admin_site.admin_view(self.download_view),
+            name="automation_purgereceipt_download",
+        )
+        return [download, *super().get_urls()]
+
+    def download_view(self, request: HttpRequest, receipt_id: int) -> HttpResponse:
+        # admin_view has already sent anyone who is not active staff to the sign-in page.
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        receipt = get_object_or_404(PurgeReceipt, pk=receipt_id)
+        response = HttpResponse(bytes(receipt.document), content_type="application/json")
+        response["Content-Disposition"] = (
+            f'attachment; filename="purge-receipt-org-{receipt.org_id}.json"'
+        )
+        return response
+
+    @admin.display(description="Receipt")
+    def download_link(self, receipt: PurgeReceipt) -> str:
+        url = reverse("admin:automation_purgereceipt_download", args=[receipt.pk])
+        return format_html('<a href="{}" download>Download (signed JSON)</a>', url)

@@ -168,13 +168,12 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
     spaces_removed = FilesystemStore(root=settings.DATA_DIR / "spaces").purge_tenants(team_ids)
     # The cache's unwrapped copies of the workspace keys go with the wrapped keys, before
     # anything they could decrypt.
-    _forget_cached_secrets(KeySession, list(_org_key_session_ids(org_id)))
+    _forget_cached_secrets(KeySession, _org_key_session_ids(org_id))
     deleted = {step.label: _purge_step(step, org_id) for step in PURGE_PLAN if step.destroys_keys}
     _require_no_keys_left(org_id)
     for step in PURGE_PLAN:
         if not step.destroys_keys:
             deleted[step.label] = _purge_step(step, org_id)
-    deleted[Org._meta.label] = [org_id]
     counts = {label: len(pks) for label, pks in deleted.items()}
     with transaction.atomic():
         audit_record(
@@ -190,7 +189,7 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
             org_id=org_id,
             org_name=org_name,
             started_at=now,
-            deleted=deleted,
+            deleted={**deleted, Org._meta.label: [org_id]},
             filesystem_documents=spaces_removed,
             resumed=resumed,
         )

@@ -234,10 +234,12 @@ class TransactionTimer:
         finally:
             self.autocommit_ms.append((time.perf_counter_ns() - begun) / 1e6)
 
-    def step_labelled(self, purge_step: Callable[[PurgeStep, int], int]) -> Callable[..., int]:
+    def step_labelled(
+        self, purge_step: Callable[[PurgeStep, int], list[object]]
+    ) -> Callable[..., list[object]]:
         """`automation.purge._purge_step`, recording which step each transaction belongs to."""
 
-        def labelled(step: PurgeStep, org_id: int) -> int:
+        def labelled(step: PurgeStep, org_id: int) -> list[object]:
             self.step = step.model._meta.label
             try:
                 return purge_step(step, org_id)

@@ -21,16 +21,17 @@ from automation.explain import (
     recall_explanation,
 )
 from automation.models import Admission, CommitFence, DeliveryCredential, RecallStatus, Turn
+from automation.purge import org_purge
 from automation.selectors import FENCE_PREDICATES, transcript_for_conversation
 from automation.services import conversation_create, memory_recall
 from automation.tests.conftest import Assistant
-from automation.tests.test_purge import populate
+from automation.tests.test_purge import make_due, populate
 from automation.tools import TurnContext, remember_in_memory
 from memory.documents import ActorKind, DocumentActor, document_write
 from memory.models import Proposal
 from memory.selectors import memory_current_get
 from memory.services import memory_policy_set, memory_save
-from workspaces.models import ApiToken, AuditEvent, FileVersion, KeySessionRevocation
+from workspaces.models import ApiToken, AuditEvent, FileVersion, KeySessionRevocation, Org
 from workspaces.selectors import workspace_data_key
 from workspaces.services import api_token_create, key_session_open, key_session_revoke
 
@@ -54,6 +55,7 @@ VIEW_ONLY = [
     "automation.message",
     "automation.deliverycredential",
     "automation.conversation",
+    "automation.purgereceipt",
 ]
 
 
@@ -94,7 +96,15 @@ def world_of(tenant, text: str = MARKER) -> Assistant:
         [{"op": "add", "line": f"- {text} proposal"}],
     )
     memory_recall(admission=proposing)
+    purged_org_receipt(f"purged beside {tenant.org.name}")
     return assistant
+
+
+def purged_org_receipt(name: str) -> None:
+    """The receipt of an org that held nothing but itself, purged for real."""
+    org = Org.objects.create(name=name)
+    make_due(org)
+    assert org_purge(org_id=org.pk)
 
 
 def spellings_of(key: bytes) -> set[str]:

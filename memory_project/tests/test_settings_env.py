@@ -1,14 +1,23 @@
 from __future__ import annotations
 
+import base64
 import runpy
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+)
 from django.core.exceptions import ImproperlyConfigured
 
 from memory_project import settings as settings_module
 from memory_project.env import (
     env_base_url,
     env_bool,
+    env_ed25519_key,
     env_int,
     env_origins,
     env_rate,
@@ -97,6 +106,52 @@ def test_generated_secret_is_stable_and_private(tmp_path):
 
     assert first == second
     assert len(first) >= 32
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_receipt_signing_key_is_read_as_a_base64_seed_or_a_pem(tmp_path):
+    key = Ed25519PrivateKey.generate()
+    seed = key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+    pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
+    name = "PURGE_RECEIPT_SIGNING_KEY"
+
+    from_seed = env_ed25519_key(
+        name, tmp_path / "k", environ={name: base64.b64encode(seed).decode()}
+    )
+    from_pem = env_ed25519_key(name, tmp_path / "k", environ={name: pem})
+
+    assert base64.b64decode(from_seed) == base64.b64decode(from_pem) == seed
+    assert not (tmp_path / "k").exists()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        base64.b64encode(b"x" * 31).decode(),
+        base64.b64encode(b"x" * 64).decode(),
+        "not base64!",
+        X25519PrivateKey.generate()
+        .private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+        .decode(),
+        "-----BEGIN PRIVATE KEY-----\ngarbage\n-----END PRIVATE KEY-----",
+    ],
+    ids=["short", "long", "not-base64", "not-ed25519", "broken-pem"],
+)
+def test_malformed_receipt_signing_key_stops_start_up(tmp_path, raw):
+    name = "PURGE_RECEIPT_SIGNING_KEY"
+
+    with pytest.raises(ImproperlyConfigured, match=name):
+        env_ed25519_key(name, tmp_path / "k", environ={name: raw})
+
+
+def test_generated_receipt_signing_key_is_stable_and_private(tmp_path):
+    path = tmp_path / "data" / "purge_receipt_signing_key"
+
+    first = env_ed25519_key("PURGE_RECEIPT_SIGNING_KEY", path, environ={})
+    second = env_ed25519_key("PURGE_RECEIPT_SIGNING_KEY", path, environ={})
+
+    assert first == second
+    assert len(base64.b64decode(first)) == 32
     assert path.stat().st_mode & 0o777 == 0o600
 
 
