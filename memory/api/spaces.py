@@ -327,6 +327,7 @@ class SpaceImportApi(APIView):
             target = serializers.CharField()
 
         imported = serializers.IntegerField()
+        replaced = serializers.IntegerField()
         skipped = serializers.IntegerField()
         renamed = serializers.IntegerField()
         ignored = serializers.ListField(child=serializers.CharField())

@@ -91,6 +91,7 @@ def test_a_round_trip_through_the_routes(client, tenant):
     assert response.status_code == 200, response.content
     assert response.json() == {
         "imported": 2,
+        "replaced": 0,
         "skipped": 0,
         "renamed": 0,
         "ignored": [],
@@ -103,6 +104,23 @@ def test_a_round_trip_through_the_routes(client, tenant):
     assert contents(org_handle(tenant, "copy")) == contents(org_handle(tenant))
     attributions = {meta.updated_by for meta in store_get().list(org_handle(tenant, "copy"))}
     assert attributions == {f"import:{tenant.member.pk}"}
+
+
+def test_an_overwrite_counts_each_document_once_and_replaced_apart(client, tenant):
+    put(client, "a.md", b"old\n")
+
+    response = post_import(client, ORG_SPACE, archive_of(layout(INCOMING)), strategy="overwrite")
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    # b.md is new, a.md overwrote ours: each in one count, the counts adding up to two.
+    assert {key: body[key] for key in ("imported", "replaced", "skipped", "renamed")} == {
+        "imported": 1,
+        "replaced": 1,
+        "skipped": 0,
+        "renamed": 0,
+    }
+    assert contents(org_handle(tenant)) == INCOMING
 
 
 def test_a_dry_run_answers_the_plan_and_writes_nothing(client, tenant):
