@@ -18,7 +18,8 @@ The bodies wait in a spooled temporary file, not in memory.
 Import is the one door through which untrusted bytes arrive in bulk. The archive is inflated
 in memory, never extracted to disk, and counted as it is read: more than
 MEMORY_IMPORT_MAX_BYTES decompressed bytes stop it at the bound (a gzip bomb is not inflated
-past it), and more than MEMORY_IMPORT_MAX_ENTRIES entries stop the reading of its entries. Every entry name is judged before anything
+past it), and more than MEMORY_IMPORT_MAX_ENTRIES entries stop the reading of its entries.
+Every entry name is judged before anything
 else (ARCHIVE_INVALID with `detail.reason` and `detail.entry`), every checksum verified
 (ARCHIVE_CHECKSUM_MISMATCH), then every document passes the one write path's refusals
 (`memory.spaces.services`) and the store writes them all or none.

@@ -10,6 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from conftest import Tenant, assert_error
+from memory.models import SpaceDocument
 from memory.spaces.archive import space_export
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
@@ -72,6 +73,24 @@ def test_export_of_a_space_holding_a_credential_is_json_with_no_archive_bytes(cl
     assert response["Content-Type"] == "application/json"
     assert "Content-Disposition" not in response
     assert error["detail"]["path"] == "leak.md"
+
+
+def test_export_of_a_document_that_fails_its_integrity_check_is_json_with_no_archive_bytes(
+    client, tenant, every_store
+):
+    if every_store != "database":
+        pytest.skip("only the database store seals bodies")
+    put(client, "a.md", b"# A\n")
+    row = SpaceDocument.objects.get()
+    tampered = bytearray(row.body_ciphertext)
+    tampered[20] ^= 0x01
+    SpaceDocument.objects.filter(pk=row.pk).update(body_ciphertext=bytes(tampered))
+
+    response = export(client, ORG_SPACE, HTTP_ACCEPT=GZIP)
+
+    error = assert_error(response, 422, "DOCUMENT_UNREADABLE")
+    assert "Content-Disposition" not in response
+    assert error["detail"] == {"path": "a.md", "revision": 1}
 
 
 def test_export_of_a_space_never_written_is_an_empty_archive(client):
