@@ -60,6 +60,7 @@ from workspaces.api.headers import (
 from workspaces.authentication import request_credential
 from workspaces.errors import (
     DocumentTooLarge,
+    DocumentUnreadable,
     InvalidDocumentPath,
     InvalidText,
     NotFound,
@@ -212,7 +213,7 @@ class SpaceDocumentApi(RawBodyApi):
     parser_classes = [MarkdownParser]
 
     @extend_schema(summary="Read a memory space document (raw Markdown)")
-    @refuses(SpaceInvalid, InvalidDocumentPath, NotFound, StoreUnavailable)
+    @refuses(SpaceInvalid, InvalidDocumentPath, NotFound, DocumentUnreadable, StoreUnavailable)
     @extend_schema(
         parameters=[*SPACE_PARAMETERS, PATH_PARAMETER],
         responses={
@@ -281,7 +282,7 @@ class SpaceDocumentApi(RawBodyApi):
 
 class SpaceExportApi(RawBodyApi):
     @extend_schema(summary="Export a memory space as an archive")
-    @refuses(SpaceInvalid, SecretDetected, StoreUnavailable)
+    @refuses(SpaceInvalid, SecretDetected, DocumentUnreadable, StoreUnavailable)
     @extend_schema(
         parameters=SPACE_PARAMETERS,
         responses={
@@ -327,6 +328,7 @@ class SpaceImportApi(APIView):
             target = serializers.CharField()
 
         imported = serializers.IntegerField()
+        replaced = serializers.IntegerField()
         skipped = serializers.IntegerField()
         renamed = serializers.IntegerField()
         ignored = serializers.ListField(child=serializers.CharField())

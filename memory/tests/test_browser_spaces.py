@@ -112,7 +112,7 @@ def test_a_space_is_exported_and_an_archive_previewed_then_imported(
     expect(page.get_by_role("button", name="Import", exact=True)).to_be_disabled()
     page.get_by_role("button", name="Preview import").click()
     expect(page.locator("#space-import-summary")).to_have_text(
-        "Preview: 1 imported, 0 skipped, 1 renamed. Nothing is written yet."
+        "Preview: 1 imported, 0 replaced, 0 skipped, 1 renamed. Nothing is written yet."
     )
     expect(page.locator("#space-import-documents li")).to_have_text(
         ["a.md → a.import.md (renamed)", "b.md (new)"]
@@ -122,7 +122,7 @@ def test_a_space_is_exported_and_an_archive_previewed_then_imported(
 
     page.get_by_role("button", name="Import", exact=True).click()
     expect(page.locator("#space-import-status")).to_have_text(
-        "Imported: 1 imported, 0 skipped, 1 renamed."
+        "Imported: 1 imported, 0 replaced, 0 skipped, 1 renamed."
     )
     expect(page.locator("#space-documents tr")).to_have_count(3)
     expect(page.get_by_role("button", name="Import", exact=True)).to_be_disabled()

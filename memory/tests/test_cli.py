@@ -424,8 +424,8 @@ def test_remote_export_then_import_round_trip(remote, tmp_path):
 
     assert exported["docCount"] == 2
     assert exported["archiveBytes"] == archive.stat().st_size
-    assert planned["imported"] == 2
-    assert imported["imported"] == 2
+    assert (planned["imported"], planned["replaced"]) == (2, 0)
+    assert (imported["imported"], imported["replaced"]) == (2, 0)
     copied = store_get().list(handle_of(tenant, "copy"))
     assert [(meta.path, meta.checksum) for meta in copied] == [
         ("a.md", body_checksum(b"# A\n")),

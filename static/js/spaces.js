@@ -198,7 +198,10 @@ const ACTIONS = {
 
 function importCounts(report) {
   const ignored = report.ignored.length ? `; ignored: ${report.ignored.join(", ")}` : "";
-  return `${report.imported} imported, ${report.skipped} skipped, ${report.renamed} renamed${ignored}`;
+  return (
+    `${report.imported} imported, ${report.replaced} replaced, ${report.skipped} skipped, ` +
+    `${report.renamed} renamed${ignored}`
+  );
 }
 
 function importReset() {

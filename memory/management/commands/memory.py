@@ -486,8 +486,8 @@ class Command(BaseCommand):
             return self.emit(report)
         prefix = "dry run, nothing written: would have " if options["dry_run"] else ""
         self.stdout.write(
-            f"{prefix}imported {report['imported']}, skipped {report['skipped']}, "
-            f"renamed {report['renamed']}"
+            f"{prefix}imported {report['imported']}, replaced {report['replaced']}, "
+            f"skipped {report['skipped']}, renamed {report['renamed']}"
         )
         for entry in report["ignored"]:
             self.stdout.write(f"ignored (outside docs/): {entry}")

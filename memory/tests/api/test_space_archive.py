@@ -10,6 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from conftest import Tenant, assert_error
+from memory.models import SpaceDocument
 from memory.spaces.archive import space_export
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
@@ -74,6 +75,24 @@ def test_export_of_a_space_holding_a_credential_is_json_with_no_archive_bytes(cl
     assert error["detail"]["path"] == "leak.md"
 
 
+def test_export_of_a_document_that_fails_its_integrity_check_is_json_with_no_archive_bytes(
+    client, tenant, every_store
+):
+    if every_store != "database":
+        pytest.skip("only the database store seals bodies")
+    put(client, "a.md", b"# A\n")
+    row = SpaceDocument.objects.get()
+    tampered = bytearray(row.body_ciphertext)
+    tampered[20] ^= 0x01
+    SpaceDocument.objects.filter(pk=row.pk).update(body_ciphertext=bytes(tampered))
+
+    response = export(client, ORG_SPACE, HTTP_ACCEPT=GZIP)
+
+    error = assert_error(response, 422, "DOCUMENT_UNREADABLE")
+    assert "Content-Disposition" not in response
+    assert error["detail"] == {"path": "a.md", "revision": 1}
+
+
 def test_export_of_a_space_never_written_is_an_empty_archive(client):
     response = export(client, ORG_SPACE)
 
@@ -91,6 +110,7 @@ def test_a_round_trip_through_the_routes(client, tenant):
     assert response.status_code == 200, response.content
     assert response.json() == {
         "imported": 2,
+        "replaced": 0,
         "skipped": 0,
         "renamed": 0,
         "ignored": [],
@@ -103,6 +123,23 @@ def test_a_round_trip_through_the_routes(client, tenant):
     assert contents(org_handle(tenant, "copy")) == contents(org_handle(tenant))
     attributions = {meta.updated_by for meta in store_get().list(org_handle(tenant, "copy"))}
     assert attributions == {f"import:{tenant.member.pk}"}
+
+
+def test_an_overwrite_counts_each_document_once_and_replaced_apart(client, tenant):
+    put(client, "a.md", b"old\n")
+
+    response = post_import(client, ORG_SPACE, archive_of(layout(INCOMING)), strategy="overwrite")
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    # b.md is new, a.md overwrote ours: each in one count, the counts adding up to two.
+    assert {key: body[key] for key in ("imported", "replaced", "skipped", "renamed")} == {
+        "imported": 1,
+        "replaced": 1,
+        "skipped": 0,
+        "renamed": 0,
+    }
+    assert contents(org_handle(tenant)) == INCOMING
 
 
 def test_a_dry_run_answers_the_plan_and_writes_nothing(client, tenant):
