@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict
+from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -33,7 +34,7 @@ from automation.errors import (
 from memory.api.document_common import validated
 from memory.api.spaces import SPACE_WRITE_REFUSALS
 from memory.errors import SpaceInvalid, StoreBusy, StoreUnavailable
-from memory_project.api.schema import refuses
+from memory_project.api.schema import Refusal, operation, refuses
 from memory_project.api.serializers import QuerySerializer, StrictSerializer
 from workspaces.authentication import BotBearerAuthentication, request_credential
 from workspaces.errors import (
@@ -79,67 +80,63 @@ class RunInput(StrictSerializer):
     run = serializers.CharField(required=False, default="", help_text=RUN_HELP)
 
 
-def _tool_response(request: Request, shape: type[RunInput], tool: Callable[..., str]) -> Response:
-    """Parse the tool's arguments, call it as the token's bot, answer its text."""
-    arguments = dict(validated(shape(data=request.data)))
-    access = _access(request, arguments.pop("run"))
-    return Response({"text": tool(access=access, **arguments)})
+# A memory tool's route: parse its arguments, call it as the token's bot, answer its text.
+class _BotMemoryToolApi(BotMemoryView):
+    serializer_class: type[RunInput]
+    tool: Callable[..., str]
+
+    def post(self, request: Request) -> Response:
+        arguments = dict(validated(self.serializer_class(data=request.data)))
+        access = _access(request, arguments.pop("run"))
+        return Response({"text": type(self).tool(access=access, **arguments)})
 
 
-class BotMemoryReadApi(BotMemoryView):
+def _tool_schema(summary: str, example: tuple[str, object], *refusals: Refusal) -> Any:
+    """A memory tool route's schema: what every tool refuses with, and its own `refusals`."""
+    return operation(
+        summary,
+        *ACCESS_REFUSALS,
+        InvalidDocumentPath,
+        *refusals,
+        example=example,
+        responses=ToolResult,
+    )
+
+
+@_tool_schema("memory_read: a document of the bot's space", ("Read", {"path": "notes/plan.md"}))
+class BotMemoryReadApi(_BotMemoryToolApi):
     class InputSerializer(RunInput):
         path = serializers.CharField(trim_whitespace=False)
 
-    @extend_schema(
-        summary="memory_read: a document of the bot's space",
-        request=InputSerializer,
-        responses=ToolResult,
-        examples=[OpenApiExample("Read", value={"path": "notes/plan.md"}, request_only=True)],
-    )
-    @refuses(*ACCESS_REFUSALS, InvalidDocumentPath)
-    def post(self, request: Request) -> Response:
-        return _tool_response(request, self.InputSerializer, memory_read)
+    serializer_class = InputSerializer
+    tool = staticmethod(memory_read)
 
 
-class BotMemoryListApi(BotMemoryView):
+@_tool_schema("memory_list: the paths of the bot's space, one a line", ("Everything", {"path": ""}))
+class BotMemoryListApi(_BotMemoryToolApi):
     class InputSerializer(RunInput):
         path = serializers.CharField(
             required=False, default="", allow_blank=True, trim_whitespace=False
         )
 
-    @extend_schema(
-        summary="memory_list: the paths of the bot's space, one a line",
-        request=InputSerializer,
-        responses=ToolResult,
-        examples=[OpenApiExample("Everything", value={"path": ""}, request_only=True)],
-    )
-    @refuses(*ACCESS_REFUSALS, InvalidDocumentPath)
-    def post(self, request: Request) -> Response:
-        return _tool_response(request, self.InputSerializer, memory_list)
+    serializer_class = InputSerializer
+    tool = staticmethod(memory_list)
 
 
-class BotMemoryWriteApi(BotMemoryView):
+@_tool_schema(
+    "memory_write: a document of the bot's space, on what it last read",
+    ("Write", {"path": "notes/plan.md", "content": "# Plan\n- ship it\n"}),
+    *SPACE_WRITE_REFUSALS,
+    InvalidText,
+    MemoryWriteStale,
+)
+class BotMemoryWriteApi(_BotMemoryToolApi):
     class InputSerializer(RunInput):
         path = serializers.CharField(trim_whitespace=False)
         content = serializers.CharField(allow_blank=True, trim_whitespace=False)
 
-    @extend_schema(
-        summary="memory_write: a document of the bot's space, on what it last read",
-        request=InputSerializer,
-        responses=ToolResult,
-        examples=[
-            OpenApiExample(
-                "Write",
-                value={"path": "notes/plan.md", "content": "# Plan\n- ship it\n"},
-                request_only=True,
-            )
-        ],
-    )
-    @refuses(
-        *ACCESS_REFUSALS, *SPACE_WRITE_REFUSALS, InvalidDocumentPath, InvalidText, MemoryWriteStale
-    )
-    def post(self, request: Request) -> Response:
-        return _tool_response(request, self.InputSerializer, memory_write)
+    serializer_class = InputSerializer
+    tool = staticmethod(memory_write)
 
 
 class BotMemoryContextApi(BotMemoryView):

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,7 +23,7 @@ from rest_framework.views import APIView
 from memory.bots import KEEP, bot_create, bot_get, bot_list, bot_update, memory_spec_diagnostics
 from memory.errors import AutoloadPatternInvalid, BotSlugTaken, BotSpecInvalid
 from memory_project.api.pagination import page_schema, paginated
-from memory_project.api.schema import refuses
+from memory_project.api.schema import operation, refuses
 from memory_project.api.serializers import StrictSerializer
 from workspaces.api.generic import RevokeApi
 from workspaces.api.input import validated
@@ -85,15 +84,9 @@ class BotSpecValidateApi(APIView):
     class OutputSerializer(serializers.Serializer):
         diagnostics = DiagnosticSerializer(many=True)
 
-    @extend_schema(
-        summary="Check a bot's memory spec",
-        examples=[
-            OpenApiExample(
-                "No memory spec", value={"runtime": "claw", "memory": None}, request_only=True
-            )
-        ],
-    )
-    @extend_schema(
+    @operation(
+        "Check a bot's memory spec",
+        example=("No memory spec", {"runtime": "claw", "memory": None}),
         request=SpecSerializer,
         responses=OutputSerializer,
         description="The diagnostics of a bot's spec (docs/bots.md); nothing is saved.",
@@ -114,8 +107,7 @@ class BotListCreateApi(APIView):
         id = serializers.CharField(max_length=64, help_text="A slug, unique in the team.")
         name = serializers.CharField(max_length=200)
 
-    @extend_schema(summary="List the team's bots")
-    @refuses(QueryInvalid)
+    @operation("List the team's bots", QueryInvalid)
     @page_schema(BotSerializer, name="Bot")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -126,18 +118,16 @@ class BotListCreateApi(APIView):
             render=lambda page: BotSerializer(page, many=True).data,
         )
 
-    @extend_schema(
-        summary="Create a bot",
-        examples=[
-            OpenApiExample(
-                "A bot",
-                value={"id": "helper", "name": "Helper", "runtime": "claw"},
-                request_only=True,
-            )
-        ],
+    @operation(
+        "Create a bot",
+        TeamOwnerRequired,
+        BotSpecInvalid,
+        AutoloadPatternInvalid,
+        BotSlugTaken,
+        example=("A bot", {"id": "helper", "name": "Helper", "runtime": "claw"}),
+        request=InputSerializer,
+        responses={201: BotSerializer},
     )
-    @refuses(TeamOwnerRequired, BotSpecInvalid, AutoloadPatternInvalid, BotSlugTaken)
-    @extend_schema(request=InputSerializer, responses={201: BotSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
         data = validated(self.InputSerializer(data=request.data))
@@ -158,26 +148,27 @@ class BotDetailApi(APIView):
         runtime = serializers.ChoiceField(choices=Bot.Runtime.choices, required=False)
         name = serializers.CharField(max_length=200, required=False)
 
-    @extend_schema(summary="Read a bot", responses=BotSerializer)
-    @refuses(NotFound)
+    @operation("Read a bot", NotFound, responses=BotSerializer)
     def get(self, request: Request, bot_id: str) -> Response:
         credential = request_credential(request)
         return Response(BotSerializer(bot_get(team=credential.team, slug=bot_id)).data)
 
-    @refuses(NotFound, TeamOwnerRequired, BotSpecInvalid, AutoloadPatternInvalid)
-    @extend_schema(
-        summary="Change a bot",
-        examples=[
-            OpenApiExample(
-                "Read-only memory",
-                value={"memory": {"visibility": "bot", "name": "notes", "write": False}},
-                request_only=True,
-            )
-        ],
+    @operation(
+        "Change a bot",
+        NotFound,
+        TeamOwnerRequired,
+        BotSpecInvalid,
+        AutoloadPatternInvalid,
+        example=(
+            "Read-only memory",
+            {"memory": {"visibility": "bot", "name": "notes", "write": False}},
+        ),
         request=InputSerializer,
         responses=BotSerializer,
-        description="Change the fields given; the resulting spec is judged against the "
-        "resulting runtime, and one with an error diagnostic is refused whole.",
+        description=(
+            "Change the fields given; the resulting spec is judged against the "
+            "resulting runtime, and one with an error diagnostic is refused whole."
+        ),
     )
     def patch(self, request: Request, bot_id: str) -> Response:
         credential = request_credential(request)
@@ -208,8 +199,7 @@ class BotTokenIssueApi(APIView):
             source="last_used_at", allow_null=True, help_text="To the minute; null: never."
         )
 
-    @extend_schema(summary="List a bot's tokens (never their secrets)")
-    @refuses(NotFound)
+    @operation("List a bot's tokens (never their secrets)", NotFound)
     @page_schema(ListedSerializer, name="BotToken")
     def get(self, request: Request, bot_id: str) -> Response:
         credential = request_credential(request)
@@ -221,12 +211,14 @@ class BotTokenIssueApi(APIView):
             render=lambda page: self.ListedSerializer(page, many=True).data,
         )
 
-    @extend_schema(
-        summary="Issue a token for a bot (shown once)",
-        examples=[OpenApiExample("A token", value={"name": "ci"}, request_only=True)],
+    @operation(
+        "Issue a token for a bot (shown once)",
+        NotFound,
+        TeamOwnerRequired,
+        example=("A token", {"name": "ci"}),
+        request=InputSerializer,
+        responses={201: CreatedSerializer},
     )
-    @refuses(NotFound, TeamOwnerRequired)
-    @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request, bot_id: str) -> Response:
         credential = request_credential(request)
         bot = bot_get(team=credential.team, slug=bot_id)

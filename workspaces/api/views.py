@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory_project.api.pagination import page_schema, paginated
-from memory_project.api.schema import refuses
+from memory_project.api.schema import operation, refuses
 from memory_project.api.serializers import StrictSerializer
 from workspaces import selectors, services
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
@@ -46,8 +45,7 @@ class WorkspaceListApi(APIView):
         name = serializers.CharField()
         aiEnabled = serializers.BooleanField(source="ai_enabled")
 
-    @extend_schema(summary="List your workspaces")
-    @refuses(QueryInvalid)
+    @operation("List your workspaces", QueryInvalid)
     @page_schema(OutputSerializer, name="Workspace")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -59,12 +57,13 @@ class WorkspaceListApi(APIView):
             render=lambda page: self.OutputSerializer(page, many=True).data,
         )
 
-    @extend_schema(
-        summary="Create a workspace (you are its admin)",
-        examples=[OpenApiExample("A workspace", value={"name": "Research"}, request_only=True)],
+    @operation(
+        "Create a workspace (you are its admin)",
+        NameTaken,
+        example=("A workspace", {"name": "Research"}),
+        request=InputSerializer,
+        responses={201: OutputSerializer},
     )
-    @refuses(NameTaken)
-    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
         data = validated(self.InputSerializer(data=request.data))
@@ -99,8 +98,7 @@ class WorkspaceMemberListApi(APIView):
                 )
             return data
 
-    @extend_schema(summary="List a workspace's members")
-    @refuses(*MEMBER_REFUSALS, QueryInvalid)
+    @operation("List a workspace's members", *MEMBER_REFUSALS, QueryInvalid)
     @page_schema(WorkspaceMemberOutputSerializer, name="WorkspaceMember")
     def get(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
@@ -111,14 +109,16 @@ class WorkspaceMemberListApi(APIView):
             render=lambda page: WorkspaceMemberOutputSerializer(page, many=True).data,
         )
 
-    @extend_schema(
-        summary="Add a member of the team to the workspace",
-        examples=[
-            OpenApiExample("By username", value={"username": "ada"}, request_only=True),
-        ],
+    @operation(
+        "Add a member of the team to the workspace",
+        *MEMBER_REFUSALS,
+        WorkspaceAdminRequired,
+        NotTeamMember,
+        AlreadyMember,
+        example=("By username", {"username": "ada"}),
+        request=InputSerializer,
+        responses={201: WorkspaceMemberOutputSerializer},
     )
-    @refuses(*MEMBER_REFUSALS, WorkspaceAdminRequired, NotTeamMember, AlreadyMember)
-    @extend_schema(request=InputSerializer, responses={201: WorkspaceMemberOutputSerializer})
     def post(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
         data = validated(self.InputSerializer(data=request.data))
@@ -134,9 +134,11 @@ class WorkspaceMemberListApi(APIView):
 
 
 class WorkspaceMemberApi(APIView):
-    @refuses(*MEMBER_REFUSALS, WorkspaceAdminRequired, LastWorkspaceAdmin)
-    @extend_schema(
-        summary="Remove a member, or leave",
+    @operation(
+        "Remove a member, or leave",
+        *MEMBER_REFUSALS,
+        WorkspaceAdminRequired,
+        LastWorkspaceAdmin,
         responses={204: None},
         description="Remove a member (admins only), or leave: your own user id.",
     )
@@ -207,8 +209,7 @@ class TokenListCreateApi(APIView):
     class CreatedSerializer(TokenOutputSerializer):
         token = serializers.CharField(help_text="Shown once; only its hash is kept.")
 
-    @extend_schema(summary="List your personal access tokens")
-    @refuses(QueryInvalid)
+    @operation("List your personal access tokens", QueryInvalid)
     @page_schema(TokenOutputSerializer, name="Token")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -220,18 +221,13 @@ class TokenListCreateApi(APIView):
             render=lambda page: TokenOutputSerializer(page, many=True).data,
         )
 
-    @extend_schema(
-        summary="Create a personal access token (shown once)",
-        examples=[
-            OpenApiExample(
-                "A token for the API",
-                value={"name": "laptop", "scope": "api", "expiresInDays": 30},
-                request_only=True,
-            )
-        ],
+    @operation(
+        "Create a personal access token (shown once)",
+        CredentialKindRefused,
+        example=("A token for the API", {"name": "laptop", "scope": "api", "expiresInDays": 30}),
+        request=InputSerializer,
+        responses={201: CreatedSerializer},
     )
-    @refuses(CredentialKindRefused)
-    @extend_schema(request=InputSerializer, responses={201: CreatedSerializer})
     def post(self, request: Request) -> Response:
         credential = request_credential(request)
         data = validated(self.InputSerializer(data=request.data))
@@ -264,9 +260,12 @@ class JwtIssueApi(APIView):
         expiresAt = serializers.DateTimeField()
         expiresInSeconds = serializers.IntegerField()
 
-    @extend_schema(summary="Exchange your credential for a short-lived JWT")
-    @refuses(CredentialKindRefused)
-    @extend_schema(request=None, responses={201: OutputSerializer})
+    @operation(
+        "Exchange your credential for a short-lived JWT",
+        CredentialKindRefused,
+        request=None,
+        responses={201: OutputSerializer},
+    )
     def post(self, request: Request) -> Response:
         token, expires_at = services.jwt_issue(credential=request_credential(request))
         body = {
@@ -291,16 +290,19 @@ class KeySessionListCreateApi(APIView):
     class ListedSerializer(OutputSerializer):
         live = serializers.BooleanField()
 
-    @extend_schema(summary="Open a key session on the workspace")
-    @refuses(*MEMBER_REFUSALS, KeySessionStoreUnavailable)
-    @extend_schema(request=None, responses={201: OutputSerializer})
+    @operation(
+        "Open a key session on the workspace",
+        *MEMBER_REFUSALS,
+        KeySessionStoreUnavailable,
+        request=None,
+        responses={201: OutputSerializer},
+    )
     def post(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
         session = services.key_session_open(workspace=membership.workspace, user=membership.user)
         return Response(self.OutputSerializer(session).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(summary="List your key sessions on the workspace")
-    @refuses(*MEMBER_REFUSALS, QueryInvalid)
+    @operation("List your key sessions on the workspace", *MEMBER_REFUSALS, QueryInvalid)
     @page_schema(ListedSerializer, name="KeySession")
     def get(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
@@ -335,8 +337,7 @@ class PingApi(APIView):
         ok = serializers.BooleanField()
         teamId = serializers.IntegerField()
 
-    @extend_schema(summary="Check a credential")
-    @extend_schema(responses=OutputSerializer)
+    @operation("Check a credential", responses=OutputSerializer)
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
         return Response(self.OutputSerializer({"ok": True, "teamId": credential.team.pk}).data)
