@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import figures
 from figures import p90
 
-from memory.provenance import memory_blame
-from memory.selectors import memory_current_get
+from memory.provenance import Blame, memory_blame
+from memory.selectors import MemoryText, memory_current_get
 from memory.services import memory_save
 from workspaces.models import Org, Team, User
 from workspaces.services import workspace_create
@@ -63,8 +64,10 @@ def run() -> list[dict[str, Any]]:
             workspace=workspace, author=owner, base_version=version, content=_document(version)
         )
         version += 1
-        sides = [(lambda: memory_blame(workspace=workspace), figure_ms)]
-        sides.append((lambda: memory_current_get(workspace=workspace), baseline_ms))
+        sides: list[tuple[Callable[[], Blame | MemoryText], list[float]]] = [
+            (lambda: memory_blame(workspace=workspace), figure_ms),
+            (lambda: memory_current_get(workspace=workspace), baseline_ms),
+        ]
         if round_ % 2:
             sides.reverse()
         answers = []
