@@ -87,15 +87,6 @@ export async function listAll(url) {
   return { ok: true, status: 200, data: rows };
 }
 
-// Put a result in a status region; by default move focus there, so keyboard and screen
-// reader users land on the outcome of what they just did.
-export function announce(region, text, kind = "info", { focus = true } = {}) {
-  if (!region) return;
-  region.textContent = text;
-  region.dataset.kind = kind;
-  if (focus) region.focus();
-}
-
 // A new element with its class, text, attributes and children.
 export function element(tag, { className, text, attrs } = {}, children = []) {
   const node = document.createElement(tag);
@@ -104,6 +95,15 @@ export function element(tag, { className, text, attrs } = {}, children = []) {
   for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
   for (const child of children) node.append(child);
   return node;
+}
+
+// Put a result in a status region; by default move focus there, so keyboard and screen
+// reader users land on the outcome of what they just did.
+export function announce(region, text, kind = "info", { focus = true } = {}) {
+  if (!region) return;
+  region.textContent = text;
+  region.dataset.kind = kind;
+  if (focus) region.focus();
 }
 
 // "Not saved: <what happened and what to do>. <suffix> (CODE)": the code stays, last, for
