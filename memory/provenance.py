@@ -135,31 +135,36 @@ def revision_origins(*, workspace: Workspace, revision: FileVersion) -> list[Ori
     latest cached revision before it (from the first revision when none is), caching each
     revision on the way. The cache is derived and written once per revision: two requests
     that fill it at once write the same rows, and the second insert is skipped."""
-    cached = LineProvenance.objects.filter(revision=revision).first()
-    if cached is not None:
-        return origins_of_runs(cached.origin_runs)
+    latest = (
+        LineProvenance.objects.filter(
+            revision__file_id=revision.file_id, revision__version__lte=revision.version
+        )
+        .order_by("-revision__version")
+        .values_list("revision__version", "origin_runs")
+        .first()
+    )
+    if latest is not None and latest[0] == revision.version:
+        return origins_of_runs(latest[1])
     data_key = workspace_data_key(workspace=workspace)
     if data_key is None:
         raise DocumentUnreadable(version=revision.version)
-    start = (
-        LineProvenance.objects.select_related("revision")
-        .filter(revision__file_id=revision.file_id, revision__version__lt=revision.version)
-        .order_by("-revision__version")
-        .first()
-    )
     lines: list[str] = []
     origins: list[Origin] = []
     after = 0
-    if start is not None:
-        lines = text_lines(_opened(start.revision, workspace, data_key))
-        origins = origins_of_runs(start.origin_runs)
-        after = start.revision.version
+    if latest is not None:
+        after, runs = latest
+        origins = origins_of_runs(runs)
+    # The cached revision itself comes first (its lines are what the next one is diffed
+    # against), then every revision after it up to `revision`.
     steps = FileVersion.objects.filter(
-        file_id=revision.file_id, version__gt=after, version__lte=revision.version
+        file_id=revision.file_id, version__gte=after, version__lte=revision.version
     ).order_by("version")
     computed = []
     for step in steps.iterator(chunk_size=50):
         current = text_lines(_opened(step, workspace, data_key))
+        if step.version == after:
+            lines = current
+            continue
         origins = origins_carry(lines, origins, current, step.version)
         lines = current
         computed.append(

@@ -10,7 +10,8 @@ from rest_framework.test import APIClient
 
 from conftest import postgres_only, run_concurrently, wait_until_a_backend_waits_on_a_lock
 from memory import services
-from memory.models import MEMORY_PATH
+from memory.models import MEMORY_PATH, LineProvenance
+from memory.provenance import memory_blame
 from memory.selectors import memory_current_get, memory_policy_get
 from workspaces.errors import VersionConflict
 from workspaces.models import FileVersion
@@ -151,3 +152,43 @@ def test_concurrent_first_writes_create_one_document_and_one_key(tenant):
     assert stored_versions(tenant) == [1]
     assert memory_current_get(workspace=tenant.workspace).version == 1
     connection.close()
+
+
+def test_two_blames_filling_the_origin_cache_at_once_keep_one_row_per_revision(tenant, monkeypatch):
+    for base in range(5):
+        services.memory_save(
+            workspace=tenant.workspace,
+            author=tenant.member,
+            base_version=base,
+            content=f"- kept\n- line {base}\n",
+        )
+    real_insert = LineProvenance.objects.bulk_create
+    holds = threading.local()
+    second_done = threading.Event()
+
+    def insert_after_the_second(rows, **options):
+        # The first blame has computed its rows; it inserts them only once the second one
+        # has inserted the same rows and committed.
+        if getattr(holds, "is_first", False):
+            assert second_done.wait(timeout=30)
+        return real_insert(rows, **options)
+
+    def first():
+        holds.is_first = True
+        return memory_blame(workspace=tenant.workspace)
+
+    def second():
+        try:
+            return memory_blame(workspace=tenant.workspace)
+        finally:
+            second_done.set()
+
+    monkeypatch.setattr(LineProvenance.objects, "bulk_create", insert_after_the_second)
+
+    results = run_concurrently(first, second)
+
+    assert not [result for result in results if isinstance(result, BaseException)], results
+    held, free = results
+    assert [line.origin.version for line in held.lines] == [1, 5]
+    assert held.lines == free.lines
+    assert LineProvenance.objects.filter(revision__file__workspace=tenant.workspace).count() == 5

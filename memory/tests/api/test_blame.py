@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from conftest import assert_error
+from conftest import MemoryApi, assert_error
 from memory.models import LineReview
 from memory.services import memory_save
 from workspaces.models import FileVersion, User
@@ -163,3 +165,21 @@ def test_blame_needs_a_credential(client, tenant):
     response = client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/memory/blame")
 
     assert_error(response, 401, "AUTHENTICATION_REQUIRED")
+
+
+def test_blame_runs_the_same_queries_for_two_origins_and_for_thirty(memory_api, make_tenant):
+    def queries_for(api, origins: int) -> int:
+        text = ""
+        for base in range(origins):
+            text += f"- line {base}\n"
+            api.save(text, base=base)
+        blame(api)  # fills the cache
+        with CaptureQueriesContext(connection) as queries:
+            response = blame(api)
+        assert len(response.json()["lines"]) == origins
+        return len(queries)
+
+    other = make_tenant()
+    many = MemoryApi(client=other.client_for(other.member), workspace_id=other.workspace.pk)
+
+    assert queries_for(memory_api, 2) == queries_for(many, 30)
