@@ -119,6 +119,8 @@ ORDINARY: list[str] = [
     "- 辻󠄀さんの名前は異体字で書く",
     "- デプロイは deploy.sh を使う (see https://wiki.example.com/deploy)",
     "- Prefers メール over Slack for urgent issues",
+    "- 来週の release notes は Alice が書く",
+    "- Standup は毎朝 9:30 from the Tokyo office",
     "- Config lives in `settings/base.py`; secrets come from the vault",
     '- Format: `{"name": "alice"}` is the user payload',
     "- Dan prefers morning meetings",

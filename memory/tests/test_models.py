@@ -49,10 +49,20 @@ def proposal(tenant) -> Proposal:
         ("memory_proposal_resolved_iff_closed", {"resolved_at": timezone.now()}),
         ("memory_proposal_versions_non_negative", {"base_version": -1}),
         ("memory_proposal_versions_non_negative", {"clear_generation": -1}),
+        ("memory_proposal_flagged_names_rules", {"reason": "instruction_flagged"}),
     ],
 )
 def test_proposal_constraints_refuse_bad_rows(proposal, constraint, change):
     violates(constraint, lambda: Proposal.objects.filter(pk=proposal.pk).update(**change))
+
+
+def test_a_flagged_proposal_naming_a_rule_is_a_valid_row(proposal):
+    Proposal.objects.filter(pk=proposal.pk).update(
+        reason="instruction_flagged", flagged_rules=["exfiltration"]
+    )
+
+    proposal.refresh_from_db()
+    assert (proposal.reason, proposal.flagged_rules) == ("instruction_flagged", ["exfiltration"])
 
 
 def test_every_check_constraint_of_this_app_is_tested_above():
@@ -71,6 +81,7 @@ def test_every_check_constraint_of_this_app_is_tested_above():
         "memory_proposal_reason_valid",
         "memory_proposal_resolved_iff_closed",
         "memory_proposal_versions_non_negative",
+        "memory_proposal_flagged_names_rules",
         # Memory spaces' constraints: memory/tests/spaces/test_models.py.
         "memory_memoryspace_visibility_valid",
         "memory_memoryspace_tenant_iff_not_global",
