@@ -66,7 +66,9 @@ def _character_class(unicode_set: str) -> str:
 
 
 # Every code point `workspaces.lookalikes.is_invisible` answers true for, as one character
-# class, so a line is searched for them at the regex engine's speed (the tab is allowed).
+# class, so a line is searched for them at the regex engine's speed (the tab is allowed). It
+# is read from ICU, whose Unicode may be newer than Python's: then it holds a few more (format
+# characters Python does not know yet), never fewer.
 _INVISIBLE = re.compile(
     "(?!\t)["
     + _character_class(
