@@ -1,28 +1,12 @@
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from memory.edits import parse_changes
 from memory.instruction_lint import RULES
 from memory.models import Proposal
 from memory.selectors import memory_current_get
-from memory.services import memory_clear, memory_proposal_create, memory_save
-from workspaces.services import workspace_key_ensure
-
-
-def proposal_create(tenant, line: str, reason: str) -> Proposal:
-    """A proposal adding `line`, made against version 1 (the `memory_revision`)."""
-    return memory_proposal_create(
-        workspace=tenant.workspace,
-        admission_id=uuid.uuid4(),
-        changes=parse_changes([{"op": "add", "line": line}]),
-        base_version=1,
-        clear_generation=0,
-        reason=reason,
-        data_key=workspace_key_ensure(workspace=tenant.workspace),
-    )
+from memory.services import memory_clear, memory_save
+from memory.tests.conftest import proposal_create
 
 
 @pytest.fixture
