@@ -11,8 +11,8 @@ and the Memory frame asks the lint route before a person's Save; it warns, it ne
 A line is judged in three readings: as written (hidden characters), as it reads in Latin
 letters (invisible characters dropped, full-width and lookalike letters read as the ASCII they
 look like, so `ignore` spelled with a Cyrillic i, U+0456, is `ignore`), and folded by NFKC and
-case for the Japanese rules. Every pattern uses bounded repetition only, so time is linear in
-the line.
+case for the Japanese (and a few Chinese) rules. Repetition is bounded or stops at the next
+delimiter, so time stays linear in the line.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def _either(english: str, cjk: str, *, literals: tuple[str, ...] = ()) -> Callab
 _IMPERATIVE = (
     r"(?:^[\s>*+\-#\d.)]*|[.;:,!?]\s*|\b(?:always|please|pls|then|and|also|must|should|"
     r"shall|will|to|you|automatically|silently|secretly|quietly|immediately|first|now)\s+)"
-    r"(?:\w+ly\s+)?"
+    r"(?:\w{1,30}ly\s+)?"
 )
 _SEND_VERBS = (
     r"(?:send|post|forward|upload|transmit|exfiltrate|leak|e-?mail|mail|submit|sync|relay|"
@@ -185,8 +185,10 @@ def _exfiltration(line: _Line) -> bool:
 # Data in a link: an image is fetched as soon as it is rendered, so its address alone carries
 # whatever was put into it; a link or an address with a placeholder in it is a template for
 # carrying data out; a data: URL is content, not a place.
+# The alt text and the tag stop at the next bracket, so a run of `![` or `<img` is scanned
+# once, not once per opening.
 _IMAGE = re.compile(
-    r"!\[[^\]\n]{0,1000}\]\(\s*<?([^\s)>]{1,8000})|<img\b[^>]{0,2000}?\bsrc\s*=\s*[\"']?"
+    r"!\[[^\[\]\n]{0,1000}\]\(\s*<?([^\s)>]{1,8000})|<img\b[^<>]{0,2000}?\bsrc\s*=\s*[\"']?"
     r"([^\"'\s>]{1,8000})"
 )
 _ADDRESS = re.compile(r"(?:https?|ftp)://[^\s]{1,8000}")
