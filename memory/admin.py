@@ -59,6 +59,7 @@ class ProposalAdmin(ViewOnlyAdmin):
         "id",
         "workspace",
         "reason",
+        "flagged_rules",
         "status",
         "base_version",
         "clear_generation",

@@ -11,8 +11,8 @@ and the Memory frame asks the lint route before a person's Save; it warns, it ne
 A line is judged in three readings: as written (hidden characters), as it reads in Latin
 letters (invisible characters dropped, full-width and lookalike letters read as the ASCII they
 look like, so `ignore` spelled with a Cyrillic i, U+0456, is `ignore`), and folded by NFKC and
-case for the Japanese rules. Every pattern uses bounded repetition only, so time is linear in
-the line.
+case for the Japanese (and a few Chinese) rules. Repetition is bounded or stops at the next
+delimiter, so time stays linear in the line.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class _Line:
     raw: str
     latin: str  # lower case, invisible characters dropped, lookalikes read as ASCII
     folded: str  # NFKC, case-folded, invisible characters dropped
-    is_japanese: bool  # holds kana or kanji
+    has_cjk: bool  # holds kana or kanji
 
 
 _LATIN = frozenset(string.ascii_lowercase + string.digits + string.punctuation + " ")
@@ -66,7 +66,9 @@ def _character_class(unicode_set: str) -> str:
 
 
 # Every code point `workspaces.lookalikes.is_invisible` answers true for, as one character
-# class, so a line is searched for them at the regex engine's speed (the tab is allowed).
+# class, so a line is searched for them at the regex engine's speed (the tab is allowed). It
+# is read from ICU, whose Unicode may be newer than Python's: then it holds a few more (format
+# characters Python does not know yet), never fewer.
 _INVISIBLE = re.compile(
     "(?!\t)["
     + _character_class(
@@ -100,24 +102,32 @@ _LATIN_TABLE = _LatinTable({code: chr(code).lower() for code in range(128)})
 def _reading(line: str) -> _Line:
     if line.isascii():
         lowered = line.lower()
-        return _Line(raw=line, latin=lowered, folded=lowered, is_japanese=False)
+        return _Line(raw=line, latin=lowered, folded=lowered, has_cjk=False)
     folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", line)).casefold()
     return _Line(
         raw=line,
         latin=line.translate(_LATIN_TABLE),
         folded=folded,
-        is_japanese=bool(_KANA_OR_KANJI.search(folded)),
+        has_cjk=bool(_KANA_OR_KANJI.search(folded)),
     )
 
 
-def _either(english: str, japanese: str) -> Callable[[_Line], bool]:
-    """A test of a line: `english` on its Latin reading or `japanese` on its folded one.
-    Every alternative of a `japanese` pattern holds kana or kanji, so a line without any
-    skips it."""
-    latin, folded = re.compile(english, re.MULTILINE), re.compile(japanese)
-    return lambda line: bool(
-        latin.search(line.latin) or (line.is_japanese and folded.search(line.folded))
-    )
+def _either(english: str, cjk: str, *, literals: tuple[str, ...] = ()) -> Callable[[_Line], bool]:
+    """A test of a line: `english` on its Latin reading or `cjk` (Japanese, and a few Chinese
+    phrasings) on its folded one. Every alternative of a `cjk` pattern holds kana or kanji,
+    so a line without any skips it. `literals`, when given, are strings of which every match
+    of `english` holds one (keep them in step with the pattern): a line holding none skips
+    it, which spares most lines the costliest patterns."""
+    latin, folded = re.compile(english, re.MULTILINE), re.compile(cjk)
+
+    def test(line: _Line) -> bool:
+        if (not literals or any(literal in line.latin for literal in literals)) and latin.search(
+            line.latin
+        ):
+            return True
+        return line.has_cjk and bool(folded.search(line.folded))
+
+    return test
 
 
 # Exfiltration: a sending verb in the imperative, an outside address, and something of the
@@ -126,7 +136,7 @@ def _either(english: str, japanese: str) -> Callable[[_Line], bool]:
 _IMPERATIVE = (
     r"(?:^[\s>*+\-#\d.)]*|[.;:,!?]\s*|\b(?:always|please|pls|then|and|also|must|should|"
     r"shall|will|to|you|automatically|silently|secretly|quietly|immediately|first|now)\s+)"
-    r"(?:\w+ly\s+)?"
+    r"(?:\w{1,30}ly\s+)?"
 )
 _SEND_VERBS = (
     r"(?:send|post|forward|upload|transmit|exfiltrate|leak|e-?mail|mail|submit|sync|relay|"
@@ -175,8 +185,10 @@ def _exfiltration(line: _Line) -> bool:
 # Data in a link: an image is fetched as soon as it is rendered, so its address alone carries
 # whatever was put into it; a link or an address with a placeholder in it is a template for
 # carrying data out; a data: URL is content, not a place.
+# The alt text and the tag stop at the next bracket, so a run of `![` or `<img` is scanned
+# once, not once per opening.
 _IMAGE = re.compile(
-    r"!\[[^\]\n]{0,1000}\]\(\s*<?([^\s)>]{1,8000})|<img\b[^>]{0,2000}?\bsrc\s*=\s*[\"']?"
+    r"!\[[^\[\]\n]{0,1000}\]\(\s*<?([^\s)>]{1,8000})|<img\b[^<>]{0,2000}?\bsrc\s*=\s*[\"']?"
     r"([^\"'\s>]{1,8000})"
 )
 _ADDRESS = re.compile(r"(?:https?|ftp)://[^\s]{1,8000}")
@@ -227,13 +239,21 @@ _OVERRIDE = _either(
     r"\s+(?:void|cancel|outdated|obsolete|wrong|invalid|fake|superseded|no\s+longer)"
     r"|\b(?:do\s+not|don'?t|stop|no\s+longer)\s+(?:follow|obey|respect)(?:ing)?\s+(?:the\s+|"
     r"your\s+|any\s+)?(?:previous|prior|system|original|above|earlier|safety|your)\s+"
-    r"(?:instructions|rules|prompts?|guidelines|policies)",
+    r"(?:instructions|rules|prompts?|guidelines|policies)"
+    r"|\b(?:ignore|disregard|forget)\s+(?:everything|all|anything)?\s*(?:the\s+)?(?:above|"
+    r"before|previous(?:ly)?|prior|so\s+far)(?:\s+(?:and|then)\b|\s*[,.;:!]|\s*$)",
     r"(?:以前|前|これまで|今まで|上記|上|先|過去|最初|元|既存|すべて|全て|全部|他)の(?:全ての|すべての)?"
     r"(?:指示|命令|指令|ルール|規則|プロンプト|設定|制約|ガイドライン)(?:は|を|も)?(?:すべて|全て|全部)?"
     r"(?:無視|忘れ|破棄|取り消|無効|撤回)"
     r"|システム\s*プロンプト(?:を|は)?(?:無視|忘れ|破棄|無効)"
     r"|(?:指示|命令|制約|ガイドライン)を(?:すべて|全て|全部)?(?:無視|忘れ|破棄)して"
-    r"|制限を(?:解除|無視|外)|新しい指示\s*:",
+    r"|制限を(?:解除|無視|外)|新しい指示\s*:"
+    r"|忽略(?:之前|以前|上面|上述|所有|全部)的?(?:所有)?(?:指令|指示|说明|规则|提示)",
+    literals=(
+        *("ignore", "disregard", "forget", "override", "bypass", "discard", "abandon"),
+        *("nullify", "overrule", "neglect", "instruction", "prompt", "directive", "your"),
+        *("follow", "obey", "respect"),
+    ),
 )
 
 _ROLE = _either(
@@ -250,12 +270,13 @@ _ROLE = _either(
     r"あなたは(?:今から|これから|今後|もう)|(?:今から|これから|今後)(?:は)?(?:あなたは|君は|お前は)"
     r"|(?:として|のように)(?:振る舞|ふるま)(?:って|え|いなさい|うこと)"
     r"|になりきって|になりきれ|の(?:ふり|フリ)をして|(?:ふり|フリ)をしろ|ロールプレイ"
-    r"|開発者モード|脱獄|ジェイルブレイク|あなたの(?:新しい)?(?:役割|役目|名前|人格|正体)は",
+    r"|開発者モード|脱獄|ジェイルブレイク|あなたの(?:新しい)?(?:役割|役目|名前|人格|正体)は|你现在是",
+    literals=("you", "pretend", "imagine", "role", "act", "behave", "mode", "anything", "jailbr"),
 )
 
 _ADDRESSEE = r"(?:assistant|ai|a\.i\.|llm|language\s+model|chatbot|bot|agent|model|claude|"
 _ADDRESSEE += r"chatgpt|gpt-?\d*o?|gemini|copilot)"
-_SPEAKER = re.compile(r"^[\s>*_\-#\[(]*(?:SYSTEM|ASSISTANT|DEVELOPER)\s*[\])]?\s*[:\uff1a]")
+_SPEAKER = re.compile(r"^[\s>*_\-#\[(]*(?:SYSTEM|ASSISTANT|DEVELOPER)\s*[\])]?\s*:")
 _TO_ASSISTANT = _either(
     r"^[\s>*_\-#\[(<]*(?:system|assistant|ai|a\.i\.|llm|developer|model|bot|agent)\s*[\])>]?"
     r"\s*:\s*(?:you\b|your\b|always\b|never\b|do\b|don'?t\b|ignore\b|remember\b|from\s+now|"
@@ -273,19 +294,31 @@ _TO_ASSISTANT = _either(
     r"|\b(?:attention|important|notice|warning)\s*[,:!-]+\s*" + _ADDRESSEE + r"s?\b"
     r"|\bthis\s+(?:is\s+)?(?:a\s+)?(?:message|instruction|note)\s+(?:to|for)\s+(?:you|the\s+"
     + _ADDRESSEE
-    + r")\b",
+    + r")\b"
+    r"|\byou\s+(?:are|have\s+been|were)\s+(?:now\s+)?(?:authori[sz]ed|allowed|permitted|"
+    r"cleared)\s+to\b"
+    r"|\b(?:user|admin|owner|operator)\s+(?:has\s+)?(?:authori[sz]ed|allowed|permitted|granted)"
+    r"\s+you\b"
+    r"|\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|show|let)\s+(?:the\s+)?(?:user|human)\b",
     r"(?:アシスタント|ai|エーアイ|モデル|エージェント|ボット|claude|chatgpt|gpt)(?:へ|に告ぐ|よ|さん)"
     r"\s*[、,:!]"
     r"|^[\s>*\-#]*(?:システム|アシスタント|ai)\s*[:]\s*(?:あなた|必ず|常に|以前|今後|これから|次の指示|"
     r"指示|命令)"
     r"|このメモ(?:を|が)(?:読んだ|読まれた|読み込んだ)|これを読(?:んだ|む)(?:ai|あなた|アシスタント|"
     r"モデル|エージェント)|(?:ai|アシスタント|モデル)への(?:指示|命令|メッセージ)"
-    r"|もしあなたが(?:ai|アシスタント|言語モデル)|あなたは(?:ai|アシスタント|言語モデル)(?:なので|だから)",
+    r"|もしあなたが(?:ai|アシスタント|言語モデル)|あなたは(?:ai|アシスタント|言語モデル)(?:なので|だから)"
+    r"|(?:ユーザー|利用者)に(?:は)?(?:言わ|知らせ|伝え|教え|見せ)(?:ないで|ないこと|るな)",
+    literals=(
+        *(":", ",", "!", "dear", "note", "read", "process", "you", "this", "user", "human"),
+        *("attention", "important", "notice", "warning"),
+    ),
 )
 
 
 def _addressed_to_assistant(line: _Line) -> bool:
-    return bool(_SPEAKER.search(line.raw)) or _TO_ASSISTANT(line)
+    # The speaker's label in capitals, also in full-width letters: NFKC, but case kept.
+    speaker = line.raw if line.raw.isascii() else unicodedata.normalize("NFKC", line.raw)
+    return bool(_SPEAKER.search(speaker)) or _TO_ASSISTANT(line)
 
 
 _TOOL_NAMES = (

@@ -49,6 +49,7 @@ def proposal(tenant) -> Proposal:
         ("memory_proposal_resolved_iff_closed", {"resolved_at": timezone.now()}),
         ("memory_proposal_versions_non_negative", {"base_version": -1}),
         ("memory_proposal_versions_non_negative", {"clear_generation": -1}),
+        ("memory_proposal_flagged_names_rules", {"reason": "instruction_flagged"}),
     ],
 )
 def test_proposal_constraints_refuse_bad_rows(proposal, constraint, change):
@@ -79,6 +80,15 @@ def test_line_review_constraints_refuse_bad_rows(tenant, memory_revision, constr
     violates(constraint, lambda: LineReview.objects.filter(pk=review.pk).update(**change))
 
 
+def test_a_flagged_proposal_naming_a_rule_is_a_valid_row(proposal):
+    Proposal.objects.filter(pk=proposal.pk).update(
+        reason="instruction_flagged", flagged_rules=["exfiltration"]
+    )
+
+    proposal.refresh_from_db()
+    assert (proposal.reason, proposal.flagged_rules) == ("instruction_flagged", ["exfiltration"])
+
+
 def test_every_check_constraint_of_this_app_is_tested_above():
     declared = {
         constraint.name
@@ -98,6 +108,7 @@ def test_every_check_constraint_of_this_app_is_tested_above():
         "memory_lineprovenance_line_count_non_negative",
         "memory_linereview_origin_line_non_negative",
         "memory_linereview_version_positive",
+        "memory_proposal_flagged_names_rules",
         # Memory spaces' constraints: memory/tests/spaces/test_models.py.
         "memory_memoryspace_visibility_valid",
         "memory_memoryspace_tenant_iff_not_global",

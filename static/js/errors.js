@@ -137,7 +137,7 @@ const SENTENCES = {
   DOCUMENT_UNREADABLE: "This stored version failed its integrity check, so it is not shown. An earlier version may open in Changes.",
   MEMORY_EDIT_INVALID: (detail) =>
     `The assistant's change ${Number(detail.change ?? 0) + 1} did not apply (${detail.reason || "invalid"}). Ask it again, more precisely.`,
-  CAPTURE_FLAGGED: "The assistant's change reads as an instruction to it rather than a note, so it was not saved; it waits under Suggestions for you to review.",
+  CAPTURE_FLAGGED: "The assistant's change reads as an instruction to it rather than a note, so it was not saved; it waits in Suggested changes for you to review.",
   MEMORY_OVERSIZED: "Memory is over the size the assistant may be given. Shorten it to have it used and added to.",
   BASE_VERSION_REQUIRED: "The page did not say which version it edited. Reload the page and try again.",
   IDEMPOTENCY_KEY_REQUIRED: "The page did not label the message. Reload the page and send again.",
