@@ -18,6 +18,7 @@ def test_the_owner_of_a_closed_org_reads_when_its_purge_is_due(new_context, live
         role=TeamMembership.Role.OWNER
     )
     due = org_deletion_request(org=tenant.org, actor=None).deletion_due_at
+    assert due is not None
     context = new_context()
     sign_in(context, live_server, tenant.admin)
 
