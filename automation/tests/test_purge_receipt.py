@@ -30,6 +30,7 @@ from automation.tests.test_purge import make_due, populate
 from conftest import violates
 from memory.models import SpaceDocument
 from workspaces.models import FileVersion, Org, WrappedDataKey
+from workspaces.services import org_deletion_request
 from workspaces.sql import table
 
 KEY_LABELS = {step.label for step in PURGE_PLAN if step.destroys_keys}
@@ -483,3 +484,15 @@ def test_the_download_is_refused_to_anyone_but_staff_who_may_view_receipts(
     assert as_person["Location"].startswith(reverse("admin:login"))
     assert as_staff_without_permission.status_code == 403
     assert bytes(row.document) not in as_person.content + as_staff_without_permission.content
+
+
+def test_a_sweep_run_with_a_later_clock_still_records_real_times(make_assistant):
+    assistant = make_assistant()
+    org = assistant.tenant.org
+    org_deletion_request(org=org, actor=None)
+    before = timezone.now()
+
+    assert org_purge_due(now=timezone.now() + timedelta(days=365)) == [org.pk]
+
+    row = PurgeReceipt.objects.get(org_id=org.pk)
+    assert before <= row.started_at <= row.finished_at <= timezone.now()
