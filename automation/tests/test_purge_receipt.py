@@ -453,13 +453,15 @@ def download_url(row: PurgeReceipt) -> str:
     return reverse("admin:automation_purgereceipt_download", args=[row.pk])
 
 
-def test_staff_download_the_receipt_byte_for_byte_from_the_admin(admin_client, receipt):
-    row = receipt[0]
+def test_staff_see_the_counts_and_download_the_receipt_byte_for_byte(admin_client, receipt):
+    row, before = receipt
     change_page = admin_client.get(reverse("admin:automation_purgereceipt_change", args=[row.pk]))
 
     response = admin_client.get(download_url(row))
 
     assert download_url(row) in change_page.content.decode()
+    for label, pks in before.items():
+        assert f"{label}: {len(pks)}" in change_page.content.decode()
     assert response.status_code == 200
     assert response.content == bytes(row.document)
     assert response["Content-Disposition"] == (
