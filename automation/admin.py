@@ -8,6 +8,7 @@ a transcript (messages appear by role and sequence only) or any credential diges
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from django.contrib import admin
@@ -16,7 +17,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from automation.explain import capture_explanation, recall_explanation
 from automation.models import (
@@ -341,9 +343,10 @@ class PurgeReceiptAdmin(ViewOnlyAdmin):
         "deleted_rows",
         "deleted_ids_sha256",
         "signing_key_id",
+        "rows_per_model",
         "download_link",
     )
-    readonly_fields = ("download_link",)
+    readonly_fields = ("rows_per_model", "download_link")
     list_display = (
         "org_id",
         "started_at",
@@ -377,6 +380,11 @@ class PurgeReceiptAdmin(ViewOnlyAdmin):
             f'attachment; filename="purge-receipt-org-{receipt.org_id}.json"'
         )
         return response
+
+    @admin.display(description="Rows deleted per model")
+    def rows_per_model(self, receipt: PurgeReceipt) -> str:
+        counts = json.loads(bytes(receipt.document))["receipt"]["deletedRows"]
+        return format_html_join(mark_safe("<br>"), "{}: {}", sorted(counts.items()))
 
     @admin.display(description="Receipt")
     def download_link(self, receipt: PurgeReceipt) -> str:

@@ -146,7 +146,8 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
     Returns False when there was nothing to do: restored in time, already purged, or
     being purged by someone else right now.
     """
-    now = now or timezone.now()
+    started_at = timezone.now()
+    now = now or started_at
     # Two claims, not one: the receipt says whether this run took over a stalled one
     # (whose deletions it cannot count).
     claimed = Org.objects.filter(_due(now), pk=org_id).update(
@@ -175,6 +176,16 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
         if not step.destroys_keys:
             deleted[step.label] = _purge_step(step, org_id)
     counts = {label: len(pks) for label, pks in deleted.items()}
+    # Digested and signed before the last transaction, which stays as short as the others.
+    receipt = _receipt_signed(
+        org_id=org_id,
+        org_name=org_name,
+        started_at=started_at,
+        finished_at=timezone.now(),
+        deleted={**deleted, Org._meta.label: [org_id]},
+        filesystem_documents=spaces_removed,
+        resumed=resumed,
+    )
     with transaction.atomic():
         audit_record(
             actor=None,
@@ -185,27 +196,21 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
         # By now nothing references the org, so the collector's look for related rows is
         # one empty read.
         Org.objects.filter(pk=org_id, status=Org.Status.PURGING).delete()
-        _receipt_record(
-            org_id=org_id,
-            org_name=org_name,
-            started_at=now,
-            deleted={**deleted, Org._meta.label: [org_id]},
-            filesystem_documents=spaces_removed,
-            resumed=resumed,
-        )
+        receipt.save(force_insert=True)
     return True
 
 
-def _receipt_record(
+def _receipt_signed(
     *,
     org_id: int,
     org_name: str,
     started_at: datetime,
+    finished_at: datetime,
     deleted: dict[str, list[object]],
     filesystem_documents: int,
     resumed: bool,
 ) -> PurgeReceipt:
-    finished_at = timezone.now()
+    """The org's receipt, signed and not yet saved."""
     ids_digest = deleted_ids_digest((label, pk) for label, pks in deleted.items() for pk in pks)
     counts = {label: len(pks) for label, pks in deleted.items()}
     document = receipt_sign(
@@ -225,7 +230,7 @@ def _receipt_record(
             "resumedAfterStall": resumed,
         }
     )
-    return PurgeReceipt.objects.create(
+    return PurgeReceipt(
         org_id=org_id,
         org_name_sha256=name_digest(org_name),
         started_at=started_at,

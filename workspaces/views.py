@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.contrib import messages
 from django.contrib.auth import logout
@@ -33,6 +34,7 @@ from workspaces.errors import (
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
     NotFound,
+    OrgPendingDeletion,
     WorkspaceAdminRequired,
 )
 from workspaces.forms import AiConsentForm
@@ -64,13 +66,17 @@ def sign_out(request: HttpRequest) -> HttpResponse:
 @require_GET
 def workspace_list(request: HttpRequest) -> HttpResponse:
     team = request_team(request)
+    # A closed org's members still reach this page (and only this one): it says when the
+    # purge is due instead of listing workspaces that every route refuses.
+    purge_due_at = None if team is None or team.org.is_active else team.org.deletion_due_at
     workspaces = (
         []
-        if team is None
+        if team is None or purge_due_at is not None
         else list(selectors.workspace_list_for_member(user=_user(request), team=team))
     )
     context = {
         "team": team,
+        "purge_due_at": purge_due_at,
         "workspaces": workspaces,
         "frame_config": {
             "urls": {
@@ -108,6 +114,8 @@ def workspace_page(request: HttpRequest, workspace_id: int) -> WorkspacePage:
         )
     except NotFound:
         raise Http404("No such workspace.") from None
+    except OrgPendingDeletion as closed:
+        raise PermissionDenied(_closed_sentence(closed.detail["deletionDueAt"])) from None
     return WorkspacePage(
         membership=membership, key_session_id=_key_session_ensure(request, membership)
     )
@@ -237,7 +245,7 @@ def key_session_revoke(
 def request_team(request: HttpRequest) -> Team | None:
     """The signed-in member's active team, chosen exactly as the API's session
     authentication chooses it, so pages and the API calls they make agree on the tenant."""
-    memberships = TeamMembership.objects.select_related("team").filter(user=_user(request))
+    memberships = TeamMembership.objects.select_related("team__org").filter(user=_user(request))
     chosen = request.session.get(ACTIVE_TEAM_SESSION_KEY)
     membership = (chosen and memberships.filter(team_id=chosen).first()) or (
         memberships.order_by("team_id").first()
@@ -247,6 +255,13 @@ def request_team(request: HttpRequest) -> Team | None:
     if chosen != membership.team_id:
         request.session[ACTIVE_TEAM_SESSION_KEY] = membership.team_id
     return membership.team
+
+
+def _closed_sentence(purge_due_at: datetime) -> str:
+    return (
+        "This organisation is scheduled for deletion and its workspaces are closed. Its "
+        f"data is purged at the first nightly purge after {purge_due_at:%Y-%m-%d %H:%M} UTC."
+    )
 
 
 def _user(request: HttpRequest) -> User:

@@ -208,3 +208,8 @@ def test_jwt_signing_key_is_taken_from_the_environment_or_derived(monkeypatch):
 
     assert len(derived) == 64
     assert given == "k" * 32
+
+
+def test_a_malformed_receipt_signing_key_stops_start_up_by_name(monkeypatch):
+    with pytest.raises(ImproperlyConfigured, match="PURGE_RECEIPT_SIGNING_KEY"):
+        start_up(monkeypatch, PURGE_RECEIPT_SIGNING_KEY="c2hvcnQ=")

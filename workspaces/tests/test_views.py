@@ -7,10 +7,19 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
-from workspaces.models import KeySession, KeySessionRevocation, User, Workspace
+from conftest import assert_error
+from workspaces.models import (
+    KeySession,
+    KeySessionRevocation,
+    Org,
+    TeamMembership,
+    User,
+    Workspace,
+)
 from workspaces.services import (
     key_session_open,
     key_session_revoke,
+    org_deletion_request,
     team_membership_ensure,
     workspace_membership_ensure,
 )
@@ -299,3 +308,60 @@ def test_settings_offers_adding_members_only_to_admins_and_only_team_members_out
     assert b'id="member-add"' not in as_member.content
     assert as_member.context["addable_people"] == []
     assert as_member.context["frame_config"]["isAdmin"] is False
+
+
+def closed(tenant) -> None:
+    """Soft-delete the tenant's org and make the admin its team's owner."""
+    team_membership_ensure(team=tenant.team, user=tenant.admin)
+    TeamMembership.objects.filter(team=tenant.team, user=tenant.admin).update(
+        role=TeamMembership.Role.OWNER
+    )
+    org_deletion_request(org=tenant.org, actor=None)
+    tenant.org.refresh_from_db()
+
+
+def test_the_owner_of_a_closed_org_sees_when_the_purge_is_due(client, tenant):
+    closed(tenant)
+    due = tenant.org.deletion_due_at
+
+    response = signed_in(client, tenant.admin).get(reverse("workspaces:list"))
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert f'<time id="purge-due-at" datetime="{due.isoformat()}">' in page
+    assert f"{due:%-d %B %Y, %H:%M} UTC" in page
+    assert page_url("memory:frame", tenant.workspace) not in page
+    assert 'id="workspace-create"' not in page
+    assert Org.objects.get(pk=tenant.org.pk).status == "pending_deletion"
+
+
+def test_an_active_orgs_list_says_nothing_of_a_purge(client, tenant):
+    response = signed_in(client, tenant.admin).get(reverse("workspaces:list"))
+
+    assert 'id="org-closed"' not in response.content.decode()
+    assert 'id="workspace-create"' in response.content.decode()
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_a_closed_orgs_workspace_pages_refuse_with_the_purge_time_and_open_no_key_session(
+    client, tenant, name
+):
+    closed(tenant)
+    due = tenant.org.deletion_due_at
+
+    response = signed_in(client, tenant.member).get(page_url(name, tenant.workspace))
+
+    assert response.status_code == 403
+    assert f"first nightly purge after {due:%Y-%m-%d %H:%M} UTC" in response.content.decode()
+    assert not KeySession.objects.filter(workspace=tenant.workspace).exists()
+
+
+def test_a_closed_orgs_api_refusal_carries_when_the_purge_is_due(tenant):
+    closed(tenant)
+
+    response = tenant.client_for(tenant.admin).get("/api/v1/workspaces")
+
+    error = assert_error(response, 403, "ORG_PENDING_DELETION")
+    assert error["detail"]["deletionDueAt"] == tenant.org.deletion_due_at.isoformat().replace(
+        "+00:00", "Z"
+    )
