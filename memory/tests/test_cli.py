@@ -19,6 +19,7 @@ from django.core.management import CommandError, call_command
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from conftest import Tenant
+from memory.models import SpaceDocument
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
 from memory.spaces.selectors import space_document_read
@@ -300,6 +301,39 @@ def test_a_refused_export_leaves_no_file(tenant, tmp_path):
     assert code == 1
     assert message.startswith("SECRET_DETECTED:")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.django_db
+def test_an_export_of_a_damaged_document_names_it_and_what_to_do(tenant, tmp_path):
+    store_write(store_get(), handle_of(tenant), "a.md", b"# A\n")
+    row = SpaceDocument.objects.get()
+    tampered = bytearray(row.body_ciphertext)
+    tampered[20] ^= 0x01
+    SpaceDocument.objects.filter(pk=row.pk).update(body_ciphertext=bytes(tampered))
+    archive = tmp_path / "space.tar.gz"
+
+    code, message, _ = refused("export", *org_space(tenant), "--out", str(archive))
+
+    assert code == 1
+    assert message == (
+        "DOCUMENT_UNREADABLE: a.md at revision 1 fails its integrity check (altered where it "
+        "is stored); put a good copy over it, or remove it (`memory rm`), and retry"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.django_db
+def test_writing_the_mirrors_space_is_refused_with_what_to_do(tenant, tmp_path):
+    code, message, _ = refused(
+        "put", "a.md", *org_space(tenant, "auto-memory"), "--user", tenant.member.username,
+        "--file", _file(tmp_path, b"x\n"), "--base-version", "0",
+    )  # fmt: skip
+
+    assert code == 1
+    assert message == (
+        "AUTO_MEMORY_SPACE_RESERVED: only the auto-memory mirror writes a space named "
+        "auto-memory; choose another --name"
+    )
 
 
 @pytest.mark.django_db
