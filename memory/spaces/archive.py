@@ -424,15 +424,15 @@ class _BoundedReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def read(self, size: int = -1) -> bytes:
+    def readinto(self, buffer: Any) -> int:
         # Never more than one byte past the bound at once: a small entry header can declare
         # gigabytes, and asking for them whole would inflate them before counting.
-        allowed = self.limit + 1 - self.count
-        data = self.source.read(allowed if size < 0 else min(size, allowed))
+        data = self.source.read(min(len(buffer), self.limit + 1 - self.count))
         self.count += len(data)
         if self.count > self.limit:
             raise ArchiveInvalid(reason="too_large", limitBytes=self.limit)
-        return data
+        buffer[: len(data)] = data
+        return len(data)
 
 
 def _archive_read(archive: IO[bytes]) -> _Contents:
@@ -442,8 +442,10 @@ def _archive_read(archive: IO[bytes]) -> _Contents:
     if head != b"\x1f\x8b":
         raise ArchiveInvalid(reason="not_gzip")
     source = io.BufferedReader(_Prefixed([head], archive))
-    decompressed = _BoundedReader(
-        gzip.GzipFile(fileobj=source, mode="rb"), settings.MEMORY_IMPORT_MAX_BYTES
+    # Buffered: the tar reader asks for a header, a body and its padding at a time.
+    decompressed = io.BufferedReader(
+        _BoundedReader(gzip.GzipFile(fileobj=source, mode="rb"), settings.MEMORY_IMPORT_MAX_BYTES),
+        buffer_size=_READ_CHUNK,
     )
     try:
         contents = _entries_read(_tar_entries(decompressed))
@@ -467,7 +469,7 @@ _OCTAL = re.compile(rb"[0-7]+")
 _ZERO_BLOCK = bytes(tarfile.BLOCKSIZE)
 
 
-def _tar_entries(stream: _BoundedReader) -> Iterator[_Entry]:
+def _tar_entries(stream: io.BufferedIOBase) -> Iterator[_Entry]:
     """The entries of the tar `stream` in order, as it is read, each with what reads its
     bytes (a regular file's, read only when asked: a document over the ceiling is refused
     from its header): entry for entry what `tarfile` reads.
@@ -508,7 +510,7 @@ def _tar_entries(stream: _BoundedReader) -> Iterator[_Entry]:
 class _PlainBody:
     """The bytes of a plain entry, read from the stream once, when first asked for."""
 
-    def __init__(self, stream: _BoundedReader, size: int) -> None:
+    def __init__(self, stream: io.BufferedIOBase, size: int) -> None:
         self.stream, self.size = stream, size
         self.data: bytes | None = None
 
@@ -561,7 +563,7 @@ class _Prefixed(io.RawIOBase):
     """`heads` (bytes already read: the magic number, or what the tar reader read before it
     handed over to `tarfile`), then the rest of `rest`."""
 
-    def __init__(self, heads: Sequence[bytes], rest: IO[bytes] | io.RawIOBase) -> None:
+    def __init__(self, heads: Sequence[bytes], rest: IO[bytes] | io.BufferedIOBase) -> None:
         # Views, taken in turn: handing out large heads piece by piece copies each byte once.
         self.heads = [memoryview(head) for head in reversed(heads) if head]
         self.rest = rest

@@ -67,7 +67,7 @@ def tarfile_read(data: bytes, every: bool = True) -> list[tuple[str, bytes, int,
 
 def ours_read(data: bytes, every: bool = True) -> list[tuple[str, bytes, int, bytes]] | str:
     """What the import's reader reads of `data`, as `tarfile_read` answers."""
-    stream = _BoundedReader(io.BytesIO(data), limit=len(data))
+    stream = io.BufferedReader(_BoundedReader(io.BytesIO(data), limit=len(data)))
     entries = []
     try:
         for member, read in _tar_entries(stream):
