@@ -15,11 +15,10 @@ Export reads and scans every document before the first byte of the archive is wr
 a credential (SECRET_DETECTED) or an unreadable document is a refusal, never a cut archive.
 The bodies wait in a spooled temporary file, not in memory.
 
-Import is the one door through which untrusted bytes arrive in bulk. The archive is inflated
-in memory, never extracted to disk, and counted as it is read: more than
-MEMORY_IMPORT_MAX_BYTES decompressed bytes stop it at the bound (a gzip bomb is not inflated
-past it), and more than MEMORY_IMPORT_MAX_ENTRIES entries stop the reading of its entries.
-Every entry name is judged before anything
+Import is the one door through which untrusted bytes arrive in bulk. The archive is read as
+a stream, never extracted to disk, and counted as it is read: more than
+MEMORY_IMPORT_MAX_ENTRIES entries or MEMORY_IMPORT_MAX_BYTES decompressed bytes stop it at
+the bound (a gzip bomb is not inflated first). Every entry name is judged before anything
 else (ARCHIVE_INVALID with `detail.reason` and `detail.entry`), every checksum verified
 (ARCHIVE_CHECKSUM_MISMATCH), then every document passes the one write path's refusals
 (`memory.spaces.services`) and the store writes them all or none.
@@ -425,12 +424,15 @@ class _BoundedReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def read(self, size: int = -1) -> bytes:
-        data = self.source.read(size if size >= 0 else self.limit + 1 - self.count)
+    def readinto(self, buffer: Any) -> int:
+        # Never more than one byte past the bound at once: a small entry header can declare
+        # gigabytes, and asking for them whole would inflate them before counting.
+        data = self.source.read(min(len(buffer), self.limit + 1 - self.count))
         self.count += len(data)
         if self.count > self.limit:
             raise ArchiveInvalid(reason="too_large", limitBytes=self.limit)
-        return data
+        buffer[: len(data)] = data
+        return len(data)
 
 
 def _archive_read(archive: IO[bytes]) -> _Contents:
@@ -439,18 +441,20 @@ def _archive_read(archive: IO[bytes]) -> _Contents:
     head = archive.read(2)
     if head != b"\x1f\x8b":
         raise ArchiveInvalid(reason="not_gzip")
-    source = io.BufferedReader(_Prefixed(head, archive))
-    decompressed = _BoundedReader(
-        gzip.GzipFile(fileobj=source, mode="rb"), settings.MEMORY_IMPORT_MAX_BYTES
+    source = io.BufferedReader(_Prefixed([head], archive))
+    # Buffered: the tar reader asks for a header, a body and its padding at a time.
+    decompressed = io.BufferedReader(
+        _BoundedReader(gzip.GzipFile(fileobj=source, mode="rb"), settings.MEMORY_IMPORT_MAX_BYTES),
+        buffer_size=_READ_CHUNK,
     )
     try:
-        # Inflated whole (within the bound, counted as it is read) before an entry is
-        # judged: the gzip trailer (the CRC and length of all it held) is checked only at
-        # the stream's end, which tar's end-of-archive blocks come before.
-        tar = bytearray()
-        while chunk := decompressed.read(_READ_CHUNK):
-            tar += chunk
-        return _entries_read(_tar_entries(memoryview(tar)))
+        contents = _entries_read(_tar_entries(decompressed))
+        # Read on to the end of the gzip stream, whose trailer (the CRC and length of all it
+        # held) is checked only there: tar stops at its end-of-archive blocks, and without
+        # this a cut or altered trailer went unnoticed.
+        while decompressed.read(_READ_CHUNK):
+            pass
+        return contents
     except EOFError:
         raise ArchiveInvalid(reason="truncated") from None
     except (gzip.BadGzipFile, zlib.error, tarfile.TarError):
@@ -459,63 +463,76 @@ def _archive_read(archive: IO[bytes]) -> _Contents:
 
 _Entry = tuple[tarfile.TarInfo, Callable[[], bytes]]  # an entry, and what reads its bytes
 
-
-def _tar_entries(tar: memoryview) -> Iterator[_Entry]:
-    """The entries of the tar stream `tar` in order, each with what reads its bytes (a
-    regular file's). An archive of nothing but plain ustar entries (what an export writes) is
-    read here; any other, hostile ones included, is read by `tarfile`, as a stream."""
-    plain = _plain_entries(tar)
-    if plain is not None:
-        return iter(plain)
-    return _tarfile_entries(tarfile.open(fileobj=io.BytesIO(tar), mode="r|"))
-
-
-def _tarfile_entries(stream: tarfile.TarFile) -> Iterator[_Entry]:
-    for member in stream:
-        yield member, functools.partial(_member_bytes, stream, member)
-
-
 # A plain entry's header: ustar magic and version, a regular file or a directory.
-_USTAR_MAGIC = tarfile.POSIX_MAGIC
 _PLAIN_TYPES = (tarfile.REGTYPE, tarfile.DIRTYPE)
 _OCTAL = re.compile(rb"[0-7]+")
 _ZERO_BLOCK = bytes(tarfile.BLOCKSIZE)
 
 
-def _plain_entries(tar: memoryview) -> list[_Entry] | None:
-    """The entries of `tar` as `tarfile` reads them, if every header up to the first zero
-    block is a plain one: a ustar header with a valid (unsigned) checksum, a regular file
-    (type `0`) or a directory (type `5`, size 0), no prefix, no link name and an octal size,
-    its bytes all there; None for any other archive, which `tarfile` then reads (PAX and GNU
-    headers, links, devices, a truncated entry, a missing end, ...). `tarfile` spent more
-    than half an import's reading on the headers of plain entries, one attribute at a time.
-    At most one entry past MEMORY_IMPORT_MAX_ENTRIES is read: that one is refused."""
-    entries: list[_Entry] = []
-    offset, end = 0, len(tar)
-    limit = settings.MEMORY_IMPORT_MAX_ENTRIES + 1
-    while len(entries) < limit:
-        if offset + tarfile.BLOCKSIZE > end:
-            return None
-        header = tar[offset : offset + tarfile.BLOCKSIZE].tobytes()
-        if header == _ZERO_BLOCK:
-            return entries if entries else None
-        member = _plain_member(header)
+def _tar_entries(stream: io.BufferedIOBase) -> Iterator[_Entry]:
+    """The entries of the tar `stream` in order, as it is read, each with what reads its
+    bytes (a regular file's, read only when asked: a document over the ceiling is refused
+    from its header): entry for entry what `tarfile` reads.
+
+    Plain entries are read here: a ustar header with a valid (unsigned) checksum, a regular
+    file (type `0`) or a directory (type `5`, size 0), no prefix, no link name, an octal
+    size (what an export writes; `tarfile` spent more than half an import's reading on their
+    headers, one attribute at a time). At the first other header (PAX or GNU, a link, a
+    device, a cut or damaged one, every hostile kind), `tarfile` reads the stream again
+    from its first byte (the bytes read so far, then the rest) and answers the entries
+    after those already answered. The bytes kept for that are the bodies, which the import
+    holds anyway, the headers, and the bodies of entries it ignores: no more than the
+    decompressed bound."""
+    consumed: list[bytes] = []  # every byte read so far
+    answered = 0
+    while True:
+        header = stream.read(tarfile.BLOCKSIZE)
+        consumed.append(header)
+        if header == _ZERO_BLOCK and answered:
+            return  # the end of the archive, as `tarfile` ends it
+        member = _plain_member(header) if len(header) == tarfile.BLOCKSIZE else None
         if member is None:
-            return None
-        start = offset + tarfile.BLOCKSIZE
-        offset = start + member.size + (-member.size % tarfile.BLOCKSIZE)
-        if offset > end:
-            return None
-        body = tar[start : start + member.size]
-        entries.append((member, body.tobytes))
-    return entries
+            break
+        body = _PlainBody(stream, member.size)
+        answered += 1
+        yield member, body.read
+        padding = -member.size % tarfile.BLOCKSIZE
+        consumed += (body.read_whole(), stream.read(padding))
+        if len(consumed[-2]) + len(consumed[-1]) != member.size + padding:
+            break
+    replay = io.BufferedReader(_Prefixed(consumed, stream))
+    with tarfile.open(fileobj=replay, mode="r|") as tar:
+        for index, member in enumerate(tar):
+            if index >= answered:
+                yield member, functools.partial(_member_bytes, tar, member)
+
+
+class _PlainBody:
+    """The bytes of a plain entry, read from the stream once, when first asked for."""
+
+    def __init__(self, stream: io.BufferedIOBase, size: int) -> None:
+        self.stream, self.size = stream, size
+        self.data: bytes | None = None
+
+    def read(self) -> bytes:
+        """The whole body; EOFError when the stream ends inside it (as `_member_bytes`)."""
+        data = self.read_whole()
+        if len(data) != self.size:
+            raise EOFError
+        return data
+
+    def read_whole(self) -> bytes:
+        """What the stream holds of the body, all of it unless the stream ends first."""
+        if self.data is None:
+            self.data = self.stream.read(self.size)
+        return self.data
 
 
 def _plain_member(header: bytes) -> tarfile.TarInfo | None:
     """The member a plain header describes, as `tarfile.TarInfo.frombuf` reads it, or None
-    when the header is not plain (see `_plain_entries`)."""
+    when the header is not plain (see `_tar_entries`)."""
     kind = header[156:157]
-    if kind not in _PLAIN_TYPES or header[257:265] != _USTAR_MAGIC or any(header[345:500]):
+    if kind not in _PLAIN_TYPES or header[257:265] != tarfile.POSIX_MAGIC or any(header[345:500]):
         return None
     if any(header[157:257]):  # a link name
         return None
@@ -543,18 +560,24 @@ def _octal_field(field: bytes) -> int | None:
 
 
 class _Prefixed(io.RawIOBase):
-    """`head` (already read to judge the magic number), then the rest of `rest`."""
+    """`heads` (bytes already read: the magic number, or what the tar reader read before it
+    handed over to `tarfile`), then the rest of `rest`."""
 
-    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
-        self.head, self.rest = head, rest
+    def __init__(self, heads: Sequence[bytes], rest: IO[bytes] | io.BufferedIOBase) -> None:
+        # Views, taken in turn: handing out large heads piece by piece copies each byte once.
+        self.heads = [memoryview(head) for head in reversed(heads) if head]
+        self.rest = rest
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        if self.head:
-            size = min(len(buffer), len(self.head))
-            buffer[:size], self.head = self.head[:size], self.head[size:]
+        if self.heads:
+            head = self.heads.pop()
+            size = min(len(buffer), len(head))
+            buffer[:size] = head[:size]
+            if size < len(head):
+                self.heads.append(head[size:])
             return size
         data = self.rest.read(len(buffer))
         buffer[: len(data)] = data

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from django.core.management import CommandError, call_command
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from conftest import Tenant
+from memory.models import SpaceDocument
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
 from memory.spaces.selectors import space_document_read
@@ -302,6 +304,39 @@ def test_a_refused_export_leaves_no_file(tenant, tmp_path):
 
 
 @pytest.mark.django_db
+def test_an_export_of_a_damaged_document_names_it_and_what_to_do(tenant, tmp_path):
+    store_write(store_get(), handle_of(tenant), "a.md", b"# A\n")
+    row = SpaceDocument.objects.get()
+    tampered = bytearray(row.body_ciphertext)
+    tampered[20] ^= 0x01
+    SpaceDocument.objects.filter(pk=row.pk).update(body_ciphertext=bytes(tampered))
+    archive = tmp_path / "space.tar.gz"
+
+    code, message, _ = refused("export", *org_space(tenant), "--out", str(archive))
+
+    assert code == 1
+    assert message == (
+        "DOCUMENT_UNREADABLE: a.md at revision 1 fails its integrity check (altered where it "
+        "is stored); put a good copy over it, or remove it (`memory rm`), and retry"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.django_db
+def test_writing_the_mirrors_space_is_refused_with_what_to_do(tenant, tmp_path):
+    code, message, _ = refused(
+        "put", "a.md", *org_space(tenant, "auto-memory"), "--user", tenant.member.username,
+        "--file", _file(tmp_path, b"x\n"), "--base-version", "0",
+    )  # fmt: skip
+
+    assert code == 1
+    assert message == (
+        "AUTO_MEMORY_SPACE_RESERVED: only the auto-memory mirror writes a space named "
+        "auto-memory; choose another --name"
+    )
+
+
+@pytest.mark.django_db
 def test_an_export_to_a_directory_that_does_not_exist_is_a_usage_error(tenant, tmp_path):
     code, message, _ = refused("export", *org_space(tenant), "--out", str(tmp_path / "no" / "x"))
 
@@ -518,3 +553,54 @@ def _file(tmp_path: Path, body: bytes) -> str:
     path = tmp_path / f"body-{len(list(tmp_path.iterdir()))}.md"
     path.write_bytes(body)
     return str(path)
+
+
+def run_manage_on_a_terminal(*args: str) -> str:
+    """Run `manage.py memory ARGS` with stdout and stderr on a pseudo-terminal; return all it
+    wrote there."""
+    primary, secondary = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "memory", *args],
+            cwd=BASE_DIR,
+            env={
+                **os.environ,
+                "DJANGO_SETTINGS_MODULE": "memory_project.settings",
+                "TERM": "xterm",
+            },
+            stdin=subprocess.DEVNULL,
+            stdout=secondary,
+            stderr=secondary,
+        )
+        os.close(secondary)
+        written = bytearray()
+        while True:
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:  # the terminal's other end closed: the process is done
+                break
+            if not chunk:
+                break
+            written += chunk
+        assert process.wait(timeout=120) == 0, written.decode(errors="replace")
+    finally:
+        os.close(primary)
+    return written.decode(errors="replace")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_export_and_import_show_progress_on_a_terminal_only(remote, tmp_path):
+    _, flags = remote
+    memory("put", "a.md", *flags, "--file", _file(tmp_path, b"# A\n"), "--base-version", "0")
+    archive = str(tmp_path / "space.tar.gz")
+    copy = [*flags[:4], "--visibility", "org", "--name", "copy"]
+
+    on_terminal = run_manage_on_a_terminal("export", *flags, "--out", archive)
+    piped = run_manage("import", *copy, "--in", archive)
+    imported_on_terminal = run_manage_on_a_terminal("import", *copy, "--in", archive)
+
+    # The bar's label (rich draws it on the terminal, then clears it), then the result.
+    assert "export" in on_terminal.split("exported 1 document(s)")[0]
+    assert "import" in imported_on_terminal.split("imported 0, replaced 0")[0]
+    assert (piped.returncode, piped.stderr) == (0, "")
+    assert piped.stdout == "imported 1, replaced 0, skipped 0, renamed 0\n"

@@ -131,6 +131,17 @@ def _hint(code: str, detail: dict[str, Any]) -> str | None:
             return "another process is using this node; retry when it is done"
         case "INVALID_TEXT":
             return "the file is not UTF-8 text; convert it and retry"
+        case "DOCUMENT_UNREADABLE":
+            return (
+                f"{detail.get('path')} at revision {detail.get('revision')} fails its integrity "
+                "check (altered where it is stored); put a good copy over it, or remove it "
+                "(`memory rm`), and retry"
+            )
+        case "AUTO_MEMORY_SPACE_RESERVED":
+            return (
+                "only the auto-memory mirror writes a space named auto-memory; choose another "
+                "--name"
+            )
         case "GLOBAL_SPACE_WRITE_DENIED":
             return "only a superuser may change the global space; act as one"
         case "STORE_BUSY" | "STORE_UNAVAILABLE" | "RATE_LIMITED":
