@@ -158,6 +158,8 @@ def capture_commit(
                     author=owner,
                     author_kind=FileVersion.AuthorKind.AUTOMATIC,
                     change_kind=FileVersion.ChangeKind.CAPTURE,
+                    # This transaction is the unit: any refusal rolls all of it back.
+                    savepoint=False,
                 )
                 _fence_insert(
                     admission=admission,
@@ -344,32 +346,27 @@ def _fence_locks_take(admission: Admission) -> None:
     transaction."""
     if connection.vendor != "postgresql":
         return
+    # SQL because FOR SHARE has no ORM spelling (select_for_update() takes only FOR
+    # UPDATE). One statement, not five round trips: PostgreSQL evaluates a select list's
+    # subqueries left to right, so the locks are taken in the docstring's order. A turn
+    # without a key session locks no key session row (its subquery matches nothing).
+    sql = f"""
+        SELECT
+            (SELECT 1 FROM {table(MemoryPolicy)} WHERE workspace_id = %s FOR SHARE),
+            (SELECT 1 FROM {table(Workspace)} WHERE id = %s FOR SHARE),
+            (SELECT 1 FROM {table(DeliveryCredential)} WHERE conversation_id = %s FOR SHARE),
+            (SELECT 1 FROM {table(KeySession)} WHERE id = %s FOR SHARE),
+            (SELECT 1 FROM {table(Admission)} WHERE id = %s FOR UPDATE)
+    """  # identifiers come from model metadata; every value is a parameter
+    params = [
+        admission.workspace_id,
+        admission.workspace_id,
+        pk_param(Conversation, admission.conversation_id),
+        pk_param(KeySession, admission.key_session_id),
+        pk_param(Admission, admission.pk),
+    ]
     with connection.cursor() as cursor:
-        # SQL because FOR SHARE has no ORM spelling (select_for_update() takes only FOR
-        # UPDATE); the order is the one the module docstring gives.
-        for sql, param in [
-            (
-                f"SELECT 1 FROM {table(MemoryPolicy)} WHERE workspace_id = %s FOR SHARE",
-                admission.workspace_id,
-            ),
-            (f"SELECT 1 FROM {table(Workspace)} WHERE id = %s FOR SHARE", admission.workspace_id),
-            (
-                f"SELECT 1 FROM {table(DeliveryCredential)} WHERE conversation_id = %s FOR SHARE",
-                pk_param(Conversation, admission.conversation_id),
-            ),
-            (
-                f"SELECT 1 FROM {table(KeySession)} WHERE id = %s FOR SHARE",
-                pk_param(KeySession, admission.key_session_id)
-                if admission.key_session_id
-                else None,
-            ),
-            (
-                f"SELECT 1 FROM {table(Admission)} WHERE id = %s FOR UPDATE",
-                pk_param(Admission, admission.pk),
-            ),
-        ]:
-            if param is not None:
-                cursor.execute(sql, [param])
+        cursor.execute(sql, params)
 
 
 def _fence_insert(

@@ -24,6 +24,7 @@ from django.utils import timezone
 from automation.models import Admission
 from automation.tokens import delivery_credential_cache_key
 from memory.spaces.filesystem import FilesystemStore
+from workspaces.crypto import unwrapped_keys_forget
 from workspaces.models import AuditEvent, KeySession, Org, Team, key_session_cache_key
 from workspaces.services import audit_record, cached_secrets_discard
 from workspaces.sql import pk_param, table
@@ -113,6 +114,8 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
     team_ids = list(Team.objects.filter(org_id=org_id).values_list("pk", flat=True))
     spaces_removed = FilesystemStore(root=settings.DATA_DIR / "spaces").purge_tenants(team_ids)
     counts = {step.label: _purge_step(step, org_id) for step in PURGE_PLAN}
+    # The org's data keys are deleted; none stays unwrapped in this process either.
+    unwrapped_keys_forget()
     with transaction.atomic():
         audit_record(
             actor=None,
