@@ -225,12 +225,20 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("RELEASE SAVEPOINT", "release", ()),
     ("SAVEPOINT", "savepoint", ()),
     (
-        'UPDATE "workspaces_file"',
+        "WITH bumped AS",
         "bump",
-        ("write_now", "workspace", "memory_path", "base_version", "base_version", "workspace"),
+        (
+            "write_now",
+            "workspace",
+            "memory_path",
+            "base_version",
+            "base_version",
+            "workspace",
+            "workspace",
+            "memory_path",
+        ),
     ),
-    ('SELECT "workspaces_org"."memory_quota_bytes"', "quota", ("team",)),
-    ('UPDATE "workspaces_teamstorageusage"', "usage", ("size_delta", "team")),
+    ("WITH quota AS", "usage", ("team", "size_delta", "team", "size_delta")),
     (
         'INSERT INTO "workspaces_fileversion"',
         "revision",
@@ -276,6 +284,7 @@ _ONCE = (
     "begin",
     "locks",
     "bump",
+    "usage",
     "revision",
     "fence",
     "admission_commit",
@@ -464,7 +473,7 @@ class RawCapture:
                     values["size_bytes"] = row[size_at] + len(line.encode()) + 1
                 elif step == "bump":
                     bumped = cur.fetchone()
-                    if bumped is None:
+                    if bumped is None or bumped[0] is None:
                         raise RuntimeError(f"raw side: version {side.version} is not current")
                     values["file_id"], values["version"] = bumped[0], bumped[1]
                 elif step == "revision":
@@ -472,7 +481,7 @@ class RawCapture:
                     if inserted is None:
                         raise RuntimeError("raw side: revision not inserted")
                     values["revision_id"] = inserted[0]
-                elif step in ("fence", "admission_commit") and cur.rowcount != 1:
+                elif step in ("usage", "fence", "admission_commit") and cur.rowcount != 1:
                     raise RuntimeError(f"raw side: {step} wrote {cur.rowcount} rows")
         side.version = values["version"]
         return side.version

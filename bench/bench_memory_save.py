@@ -79,7 +79,7 @@ def document(counter: int) -> str:
 # number of round trips.
 _STEPS = (
     ("SAVEPOINT", "savepoint"),
-    ('UPDATE "workspaces_file"', "bump"),
+    ("WITH bumped AS", "bump"),
     ('INSERT INTO "workspaces_fileversion"', "revision"),
     ("RELEASE SAVEPOINT", "release"),
 )
@@ -162,10 +162,12 @@ class RawSide:
                             self.version,
                             self.version,
                             self.workspace_id,
+                            self.workspace_id,
+                            MEMORY_PATH,
                         ),
                     )
                     bumped = cur.fetchone()
-                    if bumped is None or bumped[3] is None:
+                    if bumped is None or bumped[0] is None or bumped[3] is None:
                         raise RuntimeError(f"raw side: version {self.version} is not current")
                     file_id, version = bumped[0], bumped[1]
                 elif item.step == "revision":

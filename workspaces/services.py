@@ -691,8 +691,6 @@ def file_write(
             bumped = _file_version_bump(
                 workspace=workspace, path=path, base_version=base_version, now=now
             )
-            if bumped is None:
-                raise _conflict(workspace=workspace, path=path)
             file_id, version = bumped.file_id, bumped.version
             previous_bytes, wrapped_key = bumped.previous_bytes, bumped.wrapped_key
         if data_key is None:
@@ -736,34 +734,62 @@ class _Bumped:
 
 def _file_version_bump(
     *, workspace: Workspace, path: str, base_version: int, now: datetime
-) -> _Bumped | None:
-    """The compare-and-set: bump a live file from `base_version`; None if it is not there.
+) -> _Bumped:
+    """The compare-and-set: bump a live file from `base_version`, or VersionConflict with
+    the version the file holds now.
 
     One conditional UPDATE. A concurrent writer blocks on the row lock, then re-reads the
-    bumped version and matches nothing.
+    bumped version and matches nothing. On PostgreSQL the same statement answers a mismatch
+    with the version held, read FOR SHARE: that read follows the row to the version the
+    winning writer committed, where a plain read would see the statement's older snapshot.
+    On SQLite the write lock already serialises writers, so a read after the UPDATE is
+    current.
     """
-    files = table(File)
-    with connection.cursor() as cursor:
-        # SQL for RETURNING, which the ORM's update() lacks: what the write needs next (the
-        # replaced revision's size, the wrapped data key) comes back with the bump rather
-        # than in statements of their own, measurable on every save.
-        cursor.execute(
-            f"UPDATE {files} SET current_version = current_version + 1, updated_at = %s "
-            "WHERE workspace_id = %s AND path = %s AND current_version = %s "
-            "AND deleted_at IS NULL RETURNING id, current_version, "
-            f"(SELECT size_bytes FROM {table(FileVersion)} "
+    files, versions, keys = table(File), table(FileVersion), table(WorkspaceKey)
+    bump = (
+        f"UPDATE {files} SET current_version = current_version + 1, updated_at = %s "
+        "WHERE workspace_id = %s AND path = %s AND current_version = %s AND deleted_at IS NULL"
+    )
+    bump_params = [datetime_param(now), workspace.pk, path, base_version]
+    # SQL for RETURNING, which the ORM's update() lacks, and for a data-modifying WITH: what
+    # the write needs next (the replaced revision's size, the wrapped data key) or the 409's
+    # version comes back with the bump, not in statements of their own, measurable on every
+    # Save (identifiers come from model metadata; every value is a parameter).
+    if connection.vendor == "postgresql":
+        sql = f"""
+            WITH bumped AS ({bump} RETURNING id, current_version)
+            SELECT b.id, b.current_version,
+                (SELECT size_bytes FROM {versions} WHERE file_id = b.id AND version = %s),
+                (SELECT wrapped_key FROM {keys} WHERE workspace_id = %s)
+            FROM bumped b
+            UNION ALL
+            SELECT NULL, (
+                SELECT current_version FROM {files} WHERE workspace_id = %s AND path = %s
+                FOR SHARE
+            ), NULL, NULL
+            WHERE NOT EXISTS (SELECT 1 FROM bumped)
+        """
+        params = [*bump_params, base_version, workspace.pk, workspace.pk, path]
+    else:
+        sql = (
+            f"{bump} RETURNING id, current_version, (SELECT size_bytes FROM {versions} "
             f"WHERE file_id = {files}.id AND version = %s), "
-            f"(SELECT wrapped_key FROM {table(WorkspaceKey)} WHERE workspace_id = %s)",
-            [datetime_param(now), workspace.pk, path, base_version, base_version, workspace.pk],
+            f"(SELECT wrapped_key FROM {keys} WHERE workspace_id = %s)"
         )
+        params = [*bump_params, base_version, workspace.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
-        return None
+        raise _conflict(workspace=workspace, path=path)
+    file_id, version, previous_bytes, wrapped_key = row
+    if file_id is None:
+        raise VersionConflict(currentVersion=version or 0)
     return _Bumped(
-        file_id=row[0],
-        version=row[1],
-        previous_bytes=row[2] or 0,
-        wrapped_key=None if row[3] is None else bytes(row[3]),
+        file_id=file_id,
+        version=version,
+        previous_bytes=previous_bytes or 0,
+        wrapped_key=None if wrapped_key is None else bytes(wrapped_key),
     )
 
 
@@ -804,8 +830,9 @@ def team_storage_charge(*, workspace: Workspace, delta: int) -> None:
     together; otherwise TenantQuotaExceeded, and the caller's transaction rolls back. A
     shrink always applies, never below zero.
     """
-    if delta == 0:
+    if delta == 0 or (delta > 0 and _team_usage_grow(team_id=workspace.team_id, delta=delta)):
         return
+    # A shrink, a team without a usage row yet, or a refusal, which reports the numbers.
     # The quota is read only for growth: a shrink needs no query more.
     quota = (
         Team.objects.filter(pk=workspace.team_id)
@@ -820,6 +847,27 @@ def team_storage_charge(*, workspace: Workspace, delta: int) -> None:
         delta=delta,
         quota=quota,
     )
+
+
+def _team_usage_grow(*, team_id: int, delta: int) -> bool:
+    """Grow the team's usage by `delta` if it stays within the org's quota (0: unlimited);
+    False if it would not, or the team has no usage row yet."""
+    # SQL because it was measured: reading the quota inside the conditional UPDATE saves a
+    # statement on every growing write. The quota joins in from a WITH; the bound on
+    # `used_bytes` stays a condition on the usage row itself, so a writer that waited for
+    # another's lock re-checks it against the bytes that one committed.
+    sql = f"""
+        WITH quota AS (
+            SELECT o.memory_quota_bytes AS bytes FROM {table(Team)} t
+            JOIN {table(Org)} o ON o.id = t.org_id WHERE t.id = %s
+        )
+        UPDATE {table(TeamStorageUsage)} SET used_bytes = used_bytes + %s
+        FROM quota
+        WHERE team_id = %s AND (quota.bytes = 0 OR used_bytes <= quota.bytes - %s)
+    """  # identifiers come from model metadata; every value is a parameter
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [team_id, delta, team_id, delta])
+        return cursor.rowcount == 1
 
 
 def _file_create(*, workspace: Workspace, path: str, now: datetime) -> File:

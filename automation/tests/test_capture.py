@@ -382,9 +382,9 @@ def test_a_capture_sends_a_fixed_number_of_statements_and_no_savepoint(assistant
         )
 
     # The judge, the key session's row, the memory read, the fence's locks (one statement,
-    # PostgreSQL only), the compare-and-set, the storage charge (quota, usage), the
-    # revision, the fence row, the admission's commit. One more fails this test.
-    expected = 10 if connection.vendor == "postgresql" else 9
+    # PostgreSQL only), the compare-and-set, the storage charge, the revision, the fence
+    # row, the admission's commit. One more fails this test.
+    expected = 9 if connection.vendor == "postgresql" else 8
     sent = [query["sql"] for query in captured.captured_queries]
     work = [sql for sql in sent if sql.split()[0].upper() not in ("BEGIN", "COMMIT")]
     assert len(work) == expected, work

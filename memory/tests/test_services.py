@@ -134,16 +134,15 @@ def test_a_save_sends_the_compare_and_set_and_the_revision_insert_and_nothing_el
 
     # then: the key came with the compare-and-set; a new statement here fails this test
     statements = work_statements(captured)
-    assert [sql.split()[0:2] for sql in statements] == [
-        ["UPDATE", '"workspaces_file"'],
-        ["INSERT", "INTO"],
-    ]
+    assert len(statements) == 2, statements
+    assert '"workspaces_file"' in statements[0]
+    assert statements[1].startswith('INSERT INTO "workspaces_fileversion"')
     assert not any("SAVEPOINT" in query["sql"] for query in captured.captured_queries)
     assert memory_current_get(workspace=tenant.workspace).content == same_size
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_stale_save_unwraps_no_key_and_answers_from_two_statements(
+def test_a_stale_save_unwraps_no_key_and_is_answered_by_its_compare_and_set(
     tenant, memory_revision, monkeypatch
 ):
     def refuse(*args, **kwargs):
@@ -158,5 +157,7 @@ def test_a_stale_save_unwraps_no_key_and_answers_from_two_statements(
         )
 
     assert refused.value.detail == {"currentVersion": 1}
-    assert len(work_statements(captured)) == 2
+    # PostgreSQL: the failed UPDATE's statement returns the version held; SQLite reads it
+    # with a second one.
+    assert len(work_statements(captured)) == (1 if connection.vendor == "postgresql" else 2)
     assert revision_count(tenant) == 1
