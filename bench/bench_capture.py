@@ -238,7 +238,7 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "memory_path",
         ),
     ),
-    ("WITH quota AS", "usage", ("team", "size_delta", "team", "size_delta")),
+    ('UPDATE "workspaces_teamstorageusage"', "usage", ("size_delta", "team", "team", "size_delta")),
     (
         'INSERT INTO "workspaces_fileversion"',
         "revision",

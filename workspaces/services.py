@@ -853,20 +853,20 @@ def _team_usage_grow(*, team_id: int, delta: int) -> bool:
     """Grow the team's usage by `delta` if it stays within the org's quota (0: unlimited);
     False if it would not, or the team has no usage row yet."""
     # SQL because it was measured: reading the quota inside the conditional UPDATE saves a
-    # statement on every growing write. The quota joins in from a WITH; the bound on
-    # `used_bytes` stays a condition on the usage row itself, so a writer that waited for
-    # another's lock re-checks it against the bytes that one committed.
+    # statement on every growing write. The quota joins in through UPDATE ... FROM; the
+    # bound on `used_bytes` stays a condition on the usage row itself, so a writer that
+    # waited for another's lock re-checks it against the bytes that one committed. (Not a
+    # WITH: SQLite's driver reports no row count for a statement that starts with one.)
     sql = f"""
-        WITH quota AS (
+        UPDATE {table(TeamStorageUsage)} SET used_bytes = used_bytes + %s
+        FROM (
             SELECT o.memory_quota_bytes AS bytes FROM {table(Team)} t
             JOIN {table(Org)} o ON o.id = t.org_id WHERE t.id = %s
-        )
-        UPDATE {table(TeamStorageUsage)} SET used_bytes = used_bytes + %s
-        FROM quota
+        ) AS quota
         WHERE team_id = %s AND (quota.bytes = 0 OR used_bytes <= quota.bytes - %s)
     """  # identifiers come from model metadata; every value is a parameter
     with connection.cursor() as cursor:
-        cursor.execute(sql, [team_id, delta, team_id, delta])
+        cursor.execute(sql, [delta, team_id, team_id, delta])
         return cursor.rowcount == 1
 
 
