@@ -43,6 +43,7 @@ from automation.receipts import (
 )
 from automation.tokens import delivery_credential_cache_key
 from memory.spaces.filesystem import FilesystemStore
+from workspaces.crypto import unwrapped_keys_forget
 from workspaces.models import (
     AuditEvent,
     KeySession,
@@ -170,6 +171,7 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
     # The cache's unwrapped copies of the workspace keys go with the wrapped keys, before
     # anything they could decrypt.
     _forget_cached_secrets(KeySession, _org_key_session_ids(org_id))
+    unwrapped_keys_forget()
     deleted = {step.label: _purge_step(step, org_id) for step in PURGE_PLAN if step.destroys_keys}
     _require_no_keys_left(org_id)
     for step in PURGE_PLAN:

@@ -32,8 +32,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -49,7 +48,7 @@ from automation.errors import CaptureConflict, CaptureRetired
 from automation.models import Admission, CommitFence, Conversation
 from automation.services import conversation_create, message_admit
 from memory.edits import MemoryChange, apply_memory_changes
-from memory.models import MEMORY_PATH, Proposal
+from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
 from memory.selectors import MemoryText, memory_current_get
 from memory.services import memory_policy_set, memory_save
 from workspaces.errors import DomainError, VersionConflict
@@ -84,6 +83,9 @@ RUN_SECONDS = 10.0
 RESET_AT_BYTES = 6000
 SEED_MEMORY = "# Team memory\n- Concurrent turns capture here.\n"
 JOIN_GRACE_SECONDS = 60.0
+# Turns handled per second by 16 writers against one writer; lost updates must be 0.
+CONCURRENT_TARGET = 0.8
+FENCE_TARGET = 0.8
 ERROR_TEXTS_KEPT = 5
 
 
@@ -198,20 +200,45 @@ def _service_capture(side: AutoSide, admission: Admission, line: str) -> int:
 # Each statement of a capture: the step it is, found by the start of its SQL, and what
 # each of its parameters means. Order matters only where one prefix starts another.
 _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (
+        "SELECT a.owner_id = %s",
+        "judge",
+        (
+            "owner",
+            "workspace",
+            "admitted",
+            "judge_now",
+            "auto",
+            "auto",
+            "judge_now",
+            "key_session",
+            "admission",
+        ),
+    ),
     ('SELECT "workspaces_keysession"', "key", ("key_session", "owner", "workspace")),
-    ('SELECT "workspaces_fileversion"', "read", ("memory_path", "workspace")),
-    ('SELECT 1 FROM "memory_memorypolicy"', "lock_policy", ("workspace",)),
-    ('SELECT 1 FROM "workspaces_workspace"', "lock_workspace", ("workspace",)),
-    ('SELECT 1 FROM "automation_deliverycredential"', "lock_credential", ("conversation",)),
-    ('SELECT 1 FROM "workspaces_keysession"', "lock_key_session", ("key_session",)),
-    ('SELECT 1 FROM "automation_admission"', "lock_admission", ("admission",)),
+    ("SELECT v.file_id, v.version", "read", ("workspace", "memory_path")),
+    (
+        'SELECT (SELECT 1 FROM "memory_memorypolicy"',
+        "locks",
+        ("workspace", "workspace", "conversation", "key_session", "admission"),
+    ),
     ("RELEASE SAVEPOINT", "release", ()),
     ("SAVEPOINT", "savepoint", ()),
     (
-        'UPDATE "workspaces_file"',
+        "WITH bumped AS",
         "bump",
-        ("write_now", "workspace", "memory_path", "base_version"),
+        (
+            "write_now",
+            "workspace",
+            "memory_path",
+            "base_version",
+            "base_version",
+            "workspace",
+            "workspace",
+            "memory_path",
+        ),
     ),
+    ('UPDATE "workspaces_teamstorageusage"', "usage", ("size_delta", "team", "team", "size_delta")),
     (
         'INSERT INTO "workspaces_fileversion"',
         "revision",
@@ -221,9 +248,9 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "ciphertext",
             "ciphertext_sha256",
             "size_bytes",
+            "owner",
             "automatic",
             "capture",
-            "owner",
             "write_now",
         ),
     ),
@@ -251,15 +278,13 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
 )
 _ONCE = (
+    "judge",
     "key",
     "read",
     "begin",
-    "lock_policy",
-    "lock_workspace",
-    "lock_credential",
-    "lock_key_session",
-    "lock_admission",
+    "locks",
     "bump",
+    "usage",
     "revision",
     "fence",
     "admission_commit",
@@ -283,6 +308,8 @@ def _bytes(value: Any) -> bytes | None:
 
 def _role_problem(role: str, value: Any, known: dict[str, Any]) -> str | None:
     """Why `value` cannot be the `role` of the service's capture, or None if it is."""
+    if role == "judge_now":
+        return None if isinstance(value, datetime) else "not a datetime"
     if role in ("now", "write_now"):
         if not isinstance(value, datetime):
             return "not a datetime"
@@ -306,25 +333,13 @@ def _role_problem(role: str, value: Any, known: dict[str, Any]) -> str | None:
     return None if value == expected else f"{value!r} != {expected!r}"
 
 
-@contextmanager
-def _recorded(into: list[tuple[str, list[Any]]]) -> Iterator[None]:
-    def wrapper(
-        execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]
-    ) -> Any:
-        into.append((sql, list(params or ())))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(wrapper):
-        yield
-
-
 def capture_plan(side: AutoSide) -> list[Statement]:
     """Capture one untimed service capture and turn its statements into the raw plan."""
     admission = _reset_and_admit(side)
     base_version = side.version
     line = capture_line(0)
     recorded: list[tuple[str, list[Any]]] = []
-    with CaptureQueriesContext(connection) as captured, _recorded(recorded):
+    with CaptureQueriesContext(connection) as captured, figures.statements_recorded(recorded):
         version = _service_capture(side, admission, line)
     revision = FileVersion.objects.get(file_id=side.file_id, version=version)
     known: dict[str, Any] = {
@@ -343,6 +358,10 @@ def capture_plan(side: AutoSide) -> list[Statement]:
         "capture": FileVersion.ChangeKind.CAPTURE.value,
         "committed": Admission.Status.COMMITTED.value,
         "true": True,
+        "admitted": Admission.Status.ADMITTED.value,
+        "auto": MemoryPolicy.Mode.AUTO.value,
+        "team": side.workspace.team_id,
+        "size_delta": LINE_BYTES + 1,
     }
     plan: list[Statement] = []
     cursor_statements = iter(recorded)
@@ -352,7 +371,7 @@ def capture_plan(side: AutoSide) -> list[Statement]:
             plan.append(Statement(step=logged.lower(), sql=logged, roles=()))
             continue
         sql, params = next(cursor_statements, ("", []))
-        text = sql.strip()
+        text = " ".join(sql.split())
         match = next((item for item in _STEPS if text.startswith(item[0])), None)
         if match is None or logged.split(None, 2)[:2] != text.split(None, 2)[:2]:
             raise RuntimeError(
@@ -385,8 +404,7 @@ def _plan_check(steps: list[str]) -> None:
             raise RuntimeError(f"{FENCE_NAME}: expected one {step!r} statement, got {steps}")
     at = steps.index
     ordered = (
-        at("begin") < min(at(s) for s in steps if s.startswith("lock_"))
-        and max(at(s) for s in steps if s.startswith("lock_")) < at("bump")
+        at("begin") < at("locks") < at("bump")
         and at("read") < at("bump") < at("revision") < at("fence") < at("commit")
         and at("revision") < at("admission_commit") < at("commit")
         and steps[-1] == "commit"
@@ -416,6 +434,10 @@ class RawCapture:
             "capture": FileVersion.ChangeKind.CAPTURE.value,
             "committed": Admission.Status.COMMITTED.value,
             "true": True,
+            "admitted": Admission.Status.ADMITTED.value,
+            "auto": MemoryPolicy.Mode.AUTO.value,
+            "team": side.workspace.team_id,
+            "size_delta": LINE_BYTES + 1,
         }
         self.read_columns: tuple[int, int] | None = None
 
@@ -424,7 +446,7 @@ class RawCapture:
         values = dict(self.static)
         values["admission"] = admission.pk
         values["base_version"] = side.version
-        values["now"] = datetime.now(UTC)
+        values["now"] = values["judge_now"] = datetime.now(UTC)
         with self.conn.cursor() as cur:
             for statement in self.plan:
                 step = statement.step
@@ -438,9 +460,9 @@ class RawCapture:
                     digest = f"{side.version}:{line}".encode()
                     values["capture_digest"] = hashlib.sha256(digest).hexdigest()
                 cur.execute(statement.sql, [values[role] for role in statement.roles])
-                if step == "key":
+                if step in ("judge", "key"):
                     if cur.fetchone() is None:
-                        raise RuntimeError("raw side: key session missing")
+                        raise RuntimeError(f"raw side: {step} found no row")
                 elif step == "read":
                     row = cur.fetchone()
                     if row is None:
@@ -451,15 +473,15 @@ class RawCapture:
                     values["size_bytes"] = row[size_at] + len(line.encode()) + 1
                 elif step == "bump":
                     bumped = cur.fetchone()
-                    if bumped is None:
+                    if bumped is None or bumped[0] is None:
                         raise RuntimeError(f"raw side: version {side.version} is not current")
-                    values["file_id"], values["version"] = bumped
+                    values["file_id"], values["version"] = bumped[0], bumped[1]
                 elif step == "revision":
                     inserted = cur.fetchone()
                     if inserted is None:
                         raise RuntimeError("raw side: revision not inserted")
                     values["revision_id"] = inserted[0]
-                elif step in ("fence", "admission_commit") and cur.rowcount != 1:
+                elif step in ("usage", "fence", "admission_commit") and cur.rowcount != 1:
                     raise RuntimeError(f"raw side: {step} wrote {cur.rowcount} rows")
         side.version = values["version"]
         return side.version
@@ -537,6 +559,7 @@ def fence_commit_result(*, team: Team, admin: User) -> dict[str, Any]:
         service_ms=service_ms,
         raw_ms=raw_ms,
         notes=notes,
+        target=FENCE_TARGET,
     )
 
 
@@ -641,6 +664,11 @@ class ConcurrentRun:
     @property
     def commits(self) -> int:
         return sum(len(outcome.commits) for outcome in self.outcomes)
+
+    @property
+    def handled(self) -> int:
+        """Turns whose capture was decided: committed, or kept as a proposal."""
+        return self.commits + self.total("conflicts")
 
     @property
     def retired(self) -> Counter[str]:
@@ -802,23 +830,28 @@ def concurrent_result(*, team: Team, admin: User) -> dict[str, Any]:
     many = concurrent_run(team=team, admin=admin, writers=WRITERS, label="many")
     one = concurrent_run(team=team, admin=admin, writers=1, label="one")
     total_seconds = time.perf_counter() - begun
-    figure = many.commits / many.seconds
-    baseline = one.commits / one.seconds
+    figure = many.handled / many.seconds
+    baseline = one.handled / one.seconds
     ratio = figure / baseline if baseline else 0.0
-    ok = all(run.sound and run.unexplained == 0 for run in (many, one))
+    ok = ratio >= CONCURRENT_TARGET and all(
+        run.sound and run.unexplained == 0 for run in (many, one)
+    )
     notes = (
-        f"{many.summary()}. Baseline, {one.summary()}. Total run {total_seconds:.1f} s "
+        f"{many.summary()}. Baseline, {one.summary()}. Handled turns per second: "
+        f"{WRITERS} writers {figure:.2f} ({many.commits / many.seconds:.2f} commits), one "
+        f"writer {baseline:.2f}; difference {1000 / figure - 1000 / baseline:.1f} ms per "
+        f"turn. Total run {total_seconds:.1f} s "
         "(setup, both runs and verification). Conflicts are explained: each left a proposal; "
         "lost updates count committed lines missing from the final memory (or, for lines "
         "committed before a person's reset, from the text that reset replaced)"
     )
     return {
         "name": CONCURRENT_NAME,
-        "unit": "committed captures per second",
+        "unit": "turns handled per second (commits plus proposals)",
         "baseline": round(baseline, 4),
         "figure": round(figure, 4),
         "ratio": round(ratio, 4),
-        "target": "report",
+        "target": f">= {CONCURRENT_TARGET}",
         "meets_target": ok,
         "notes": notes,
     }

@@ -1,14 +1,15 @@
-"""Human Save of a 4 KiB document: the service function vs the same SQL in raw psycopg.
+"""Human Save of a 4 KiB document: the service function vs the same SQL in raw psycopg,
+and the process CPU of a refused (stale) Save against that of a successful one.
 
-The service side calls `memory.services.memory_save`, which reads and unwraps the
-workspace data key, does the compare-and-set UPDATE on the file row (returning it), seals
-the text with AES-GCM and inserts the revision.
+The service side calls `memory.services.memory_save`, which does the compare-and-set
+UPDATE on the file row (returning it and the wrapped workspace data key), unwraps the key
+(cached per process), seals the text with AES-GCM and inserts the revision.
 
-The raw side issues the same statements (captured from the service with
-CaptureQueriesContext) on its own psycopg connection, in one transaction per save,
-against the file of a second workspace. It skips the ORM and the encryption: the
-revision gets 4096 + 28 random bytes (AES-GCM adds a 12-byte nonce and a 16-byte tag)
-and their SHA-256. The ratio is therefore what the ORM and the cryptography cost.
+The raw side sends the same statements (their SQL text recorded from the service with an
+execute wrapper) on its own psycopg connection, in one transaction per save, against the
+file of a second workspace. It skips the ORM and the encryption: the revision gets
+4096 + 28 random bytes (AES-GCM adds a 12-byte nonce and a 16-byte tag) and their
+SHA-256. The ratio is therefore what the ORM and the cryptography cost.
 
 The two sides run interleaved in blocks so machine noise falls on both alike.
 """
@@ -17,17 +18,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import statistics
+import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import figures
 import psycopg
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from figures import p90
 
 from memory.models import MEMORY_PATH
 from memory.services import memory_save
+from workspaces.errors import VersionConflict
 from workspaces.models import File, FileVersion, Org, Team, User, Workspace
 from workspaces.services import workspace_create
 
@@ -39,28 +42,11 @@ WARMUP_SAVES = 30
 MEASURED_SAVES = 400
 BLOCK = 20
 
-# The statements memory_save issues for a save to an existing document (captured with
-# CaptureQueriesContext). The raw side replays them in the order captured from the
-# service at the start of each run, savepoints included; a statement it cannot mirror
-# stops the benchmark instead of comparing different work.
-SQL_KEY = (
-    'SELECT "workspaces_workspacekey"."workspace_id", "workspaces_workspacekey"."wrapped_key", '
-    '"workspaces_workspacekey"."wrapping_key_id", "workspaces_workspacekey"."created_at", '
-    '"workspaces_workspacekey"."rewrapped_at" FROM "workspaces_workspacekey" '
-    'WHERE "workspaces_workspacekey"."workspace_id" = %s '
-    'ORDER BY "workspaces_workspacekey"."workspace_id" ASC LIMIT 1'
-)
-SQL_BUMP = (
-    'UPDATE "workspaces_file" SET current_version = current_version + 1, updated_at = %s '
-    "WHERE workspace_id = %s AND path = %s AND current_version = %s "
-    "AND deleted_at IS NULL RETURNING id, current_version"
-)
-SQL_REVISION = (
-    'INSERT INTO "workspaces_fileversion" ("file_id", "version", "ciphertext", '
-    '"ciphertext_sha256", "size_bytes", "author_kind", "change_kind", "author_id", '
-    '"created_at") VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) '
-    'RETURNING "workspaces_fileversion"."id"'
-)
+CONFLICT_NAME = "memory_save_409_cpu_vs_save_cpu"
+CONFLICT_SAVES = 400
+# The target: a refused Save costs the process at most half the CPU of a successful one.
+CONFLICT_CPU_TARGET = 2.0
+SAVE_TARGET = 0.85
 
 _PARAGRAPHS = (
     "- Prefers **short** answers; cite `docs/errors.md` when an error code comes up.\n",
@@ -88,36 +74,41 @@ def document(counter: int) -> str:
     return text
 
 
-# Captured statement prefix -> step the raw side replays. BEGIN needs no step: psycopg
+# Recorded statement prefix -> step the raw side replays. BEGIN needs no step: psycopg
 # sends it before the first statement of each transaction, so both sides make the same
-# number of round trips (the service reads the key just before its BEGIN, in autocommit).
+# number of round trips.
 _STEPS = (
-    ('SELECT "workspaces_workspacekey"', "key"),
-    ("BEGIN", "begin"),
     ("SAVEPOINT", "savepoint"),
-    ('UPDATE "workspaces_file"', "bump"),
+    ("WITH bumped AS", "bump"),
     ('INSERT INTO "workspaces_fileversion"', "revision"),
     ("RELEASE SAVEPOINT", "release"),
-    ("COMMIT", "commit"),
 )
 
 
-def plan_from_capture(statements: list[str]) -> list[str]:
-    """The raw side's steps for the captured statements, in their order."""
-    plan: list[str] = []
-    for statement in statements:
-        step = next((step for prefix, step in _STEPS if statement.startswith(prefix)), None)
+@dataclass(frozen=True)
+class Step:
+    step: str
+    sql: str
+
+
+def plan_from_record(recorded: list[tuple[str, list[Any]]]) -> list[Step]:
+    """The raw side's steps for the statements a save sent, in their order."""
+    plan: list[Step] = []
+    for sql, _params in recorded:
+        text = sql.strip()
+        step = next((step for prefix, step in _STEPS if text.startswith(prefix)), None)
         if step is None:
             raise RuntimeError(
                 f"{NAME}: memory_save issues a statement the raw baseline does not mirror; "
-                f"update bench/bench_memory_save.py: {statement[:200]}"
+                f"update bench/bench_memory_save.py: {text[:200]}"
             )
-        plan.append(step)
-    for step in ("key", "bump", "revision", "commit"):
-        if plan.count(step) != 1:
-            raise RuntimeError(f"{NAME}: expected one {step!r} statement per save, got {plan}")
-    if plan[-1] != "commit" or plan.count("savepoint") != plan.count("release"):
-        raise RuntimeError(f"{NAME}: unexpected transaction shape {plan}")
+        plan.append(Step(step=step, sql=sql))
+    steps = [item.step for item in plan]
+    for step in ("bump", "revision"):
+        if steps.count(step) != 1:
+            raise RuntimeError(f"{NAME}: expected one {step!r} statement per save, got {steps}")
+    if steps.count("savepoint") != steps.count("release"):
+        raise RuntimeError(f"{NAME}: unexpected transaction shape {steps}")
     return plan
 
 
@@ -146,7 +137,7 @@ class RawSide:
         conn: psycopg.Connection[Any],
         workspace: Workspace,
         author: User,
-        plan: list[str],
+        plan: list[Step],
     ) -> None:
         self.conn = conn
         self.workspace_id = workspace.pk
@@ -160,41 +151,98 @@ class RawSide:
         now = datetime.now(UTC)
         file_id = version = 0
         with self.conn.cursor() as cur:
-            for step in self.plan:
-                if step == "key":
-                    cur.execute(SQL_KEY, (self.workspace_id,))
-                    if cur.fetchone() is None:
-                        raise RuntimeError("raw side: workspace key missing")
-                elif step == "savepoint":
-                    cur.execute("SAVEPOINT bench_s1")
-                elif step == "bump":
-                    cur.execute(SQL_BUMP, (now, self.workspace_id, MEMORY_PATH, self.version))
+            for item in self.plan:
+                if item.step == "bump":
+                    cur.execute(
+                        item.sql,
+                        (
+                            now,
+                            self.workspace_id,
+                            MEMORY_PATH,
+                            self.version,
+                            self.version,
+                            self.workspace_id,
+                            self.workspace_id,
+                            MEMORY_PATH,
+                        ),
+                    )
                     bumped = cur.fetchone()
-                    if bumped is None:
+                    if bumped is None or bumped[0] is None or bumped[3] is None:
                         raise RuntimeError(f"raw side: version {self.version} is not current")
-                    file_id, version = bumped
-                elif step == "revision":
+                    file_id, version = bumped[0], bumped[1]
+                elif item.step == "revision":
                     ciphertext = os.urandom(len(encoded) + SEAL_OVERHEAD_BYTES)
                     cur.execute(
-                        SQL_REVISION,
+                        item.sql,
                         (
                             file_id,
                             version,
                             ciphertext,
                             hashlib.sha256(ciphertext).hexdigest(),
                             len(encoded),
+                            self.author_id,
                             FileVersion.AuthorKind.HUMAN.value,
                             FileVersion.ChangeKind.SAVE.value,
-                            self.author_id,
                             now,
                         ),
                     )
                     cur.fetchone()
-                elif step == "release":
-                    cur.execute("RELEASE SAVEPOINT bench_s1")
-                elif step == "commit":
-                    self.conn.commit()
+                else:
+                    cur.execute(item.sql)
+        self.conn.commit()
         self.version = version
+
+
+def conflict_cpu_result(service: ServiceSide) -> dict[str, Any]:
+    """Process CPU per Save: `CONFLICT_SAVES` stale Saves (each refused with a 409's
+    VersionConflict) against as many successful ones, alternating in blocks."""
+    conflict_cpu: list[float] = []
+    save_cpu: list[float] = []
+    stale = service.version - 1
+    counter = 1_000_000
+    for block in range(CONFLICT_SAVES // BLOCK):
+        order = ["save", "conflict"] if block % 2 else ["conflict", "save"]
+        for kind in order:
+            begun = time.process_time_ns()
+            for _ in range(BLOCK):
+                counter += 1
+                if kind == "save":
+                    service.save(counter)
+                    continue
+                try:
+                    memory_save(
+                        workspace=service.workspace,
+                        author=service.author,
+                        base_version=stale,
+                        content=document(counter),
+                    )
+                except VersionConflict as conflict:
+                    if conflict.detail.get("currentVersion") != service.version:
+                        raise RuntimeError(
+                            f"{CONFLICT_NAME}: wrong version in {conflict}"
+                        ) from None
+                else:
+                    raise RuntimeError(f"{CONFLICT_NAME}: a stale save was accepted")
+            spent = (time.process_time_ns() - begun) / 1e6 / BLOCK
+            (save_cpu if kind == "save" else conflict_cpu).append(spent)
+    save_ms = statistics.median(save_cpu)
+    conflict_ms = statistics.median(conflict_cpu)
+    ratio = save_ms / conflict_ms
+    return {
+        "name": CONFLICT_NAME,
+        "unit": "ms of process CPU per save (median of blocks)",
+        "baseline": round(save_ms, 4),
+        "figure": round(conflict_ms, 4),
+        "ratio": round(ratio, 4),
+        "target": f">= {CONFLICT_CPU_TARGET}",
+        "meets_target": ratio >= CONFLICT_CPU_TARGET,
+        "notes": (
+            f"{CONFLICT_SAVES} refused and {CONFLICT_SAVES} successful 4 KiB saves in blocks "
+            f"of {BLOCK}, CPU time of this process only (not PostgreSQL's); ratio = CPU of a "
+            f"successful save / CPU of a refused one; difference "
+            f"{save_ms - conflict_ms:.3f} ms"
+        ),
+    }
 
 
 def run() -> list[dict[str, Any]]:
@@ -207,10 +255,10 @@ def run() -> list[dict[str, Any]]:
     service = ServiceSide(workspace=service_ws, author=author)
     service.save(0)  # creates the document (version 1)
     # One untimed save to the existing document, captured: the raw side mirrors it.
-    with CaptureQueriesContext(connection) as captured:
+    recorded: list[tuple[str, list[Any]]] = []
+    with figures.statements_recorded(recorded):
         service.save(0)
-    statements = [query["sql"] for query in captured.captured_queries]
-    plan = plan_from_capture(statements)
+    plan = plan_from_record(recorded)
     # The raw side's workspace key and file row come from a first save through the
     # service; every later raw save updates that existing document.
     memory_save(workspace=raw_ws, author=author, base_version=0, content=document(0))
@@ -232,7 +280,8 @@ def run() -> list[dict[str, Any]]:
     notes = (
         f"{MEASURED_SAVES} saves per side after {WARMUP_SAVES} warm-up, interleaved in blocks "
         f"of {BLOCK}; p90 service {p90(service_ms):.3f} ms, raw {p90(raw_ms):.3f} ms; "
-        f"both sides issue {len(plan)} statements per save ({' '.join(plan)}); "
+        f"both sides issue {len(plan)} statements per save "
+        f"({' '.join(item.step for item in plan)}) between BEGIN and COMMIT; "
         "raw side skips the ORM, key unwrapping and AES-GCM sealing"
     )
     return [
@@ -242,5 +291,7 @@ def run() -> list[dict[str, Any]]:
             service_ms=service_ms,
             raw_ms=raw_ms,
             notes=notes,
-        )
+            target=SAVE_TARGET,
+        ),
+        conflict_cpu_result(service),
     ]

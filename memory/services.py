@@ -91,7 +91,8 @@ def memory_save(
         base_version=base_version,
         content=content,
         change_kind=FileVersion.ChangeKind.SAVE,
-        data_key=workspace_key_ensure(workspace=workspace),
+        # The key comes with the compare-and-set: a stale Save unwraps nothing.
+        data_key=None,
     )
 
 
@@ -158,7 +159,7 @@ def _human_write(
     base_version: int,
     content: str,
     change_kind: str,
-    data_key: bytes,
+    data_key: bytes | None,
 ) -> FileVersion:
     return file_write(
         workspace=workspace,

@@ -21,3 +21,15 @@ class RedactQueryStrings(logging.Filter):
         record.msg = redact_query_strings(record.getMessage())
         record.args = None
         return True
+
+
+class ConflictsAsInfo(logging.Filter):
+    """For django.request, which logs every 4xx answer as a warning: a 409 is a routine
+    outcome of compare-and-set (two people saved the same version), not a fault, so it is
+    logged at INFO, and only where INFO is enabled."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "status_code", None) != 409 or record.levelno != logging.WARNING:
+            return True
+        record.levelno, record.levelname = logging.INFO, "INFO"
+        return logging.getLogger(record.name).isEnabledFor(logging.INFO)

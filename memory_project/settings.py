@@ -126,7 +126,14 @@ def _database(url: str) -> dict[str, object]:
         # then writes can never be overtaken between its read and its write.
         config["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
         config["CONN_MAX_AGE"] = 0
-    elif engine != "django.db.backends.postgresql":
+    elif engine == "django.db.backends.postgresql":
+        if env_bool("DATABASE_PREPARED_STATEMENTS", True):
+            # Parameters bound by the server, and each statement prepared on its connection
+            # after a few uses, so the hot ones (Save, capture, recall) are planned once per
+            # connection, not on every call. A pooler in front must support prepared
+            # statements; behind one that does not, set DATABASE_PREPARED_STATEMENTS=false.
+            config["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 2}
+    else:
         raise ImproperlyConfigured("DATABASE_URL must name a postgres:// or sqlite:// database")
     return config
 
@@ -359,16 +366,20 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "filters": {"no_query_strings": {"()": "memory_project.log_filters.RedactQueryStrings"}},
+    "filters": {
+        "no_query_strings": {"()": "memory_project.log_filters.RedactQueryStrings"},
+        "conflicts_as_info": {"()": "memory_project.log_filters.ConflictsAsInfo"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     # runserver's request lines, which carry the query string (gunicorn's access log:
     # memory_project/gunicorn_conf.py).
     "loggers": {
+        "django.request": {"filters": ["conflicts_as_info"]},
         "django.server": {
             "handlers": ["console"],
             "filters": ["no_query_strings"],
             "propagate": False,
-        }
+        },
     },
 }

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -165,11 +168,73 @@ class WrappedKeyField(models.BinaryField):
         return super().get_db_prep_value(value, connection, prepared)
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> bytes | None:
-        if value is None:
-            return None
-        for secret in deployment_keys():
-            try:
-                return bytes(_fernet_for(secret).decrypt(bytes(value)))
-            except (BadSignature, InvalidToken):
-                continue
-        raise CiphertextRejected("no configured deployment key unwraps this data key")
+        return None if value is None else data_key_unwrap(bytes(value))
+
+
+# How many unwrapped data keys a process keeps, and for how long after unwrapping one.
+UNWRAPPED_KEYS_MAX = 1024
+UNWRAPPED_KEY_SECONDS = 300.0
+
+
+class _UnwrappedKeys:
+    """The process's recently unwrapped data keys, by the SHA-256 of their wrapped form and
+    the deployment keys configured.
+
+    Keyed by what is stored, never by whose key it is: a key re-wrapped by a rotation or
+    created anew after a purge is stored as other bytes, so it can never be answered with
+    the key it replaced; and a deployment key no longer configured unwraps nothing more.
+    Bounded in count (least recently used goes first) and in age (an entry is unwrapped
+    again after UNWRAPPED_KEY_SECONDS), so a key whose row is gone leaves the process's
+    memory soon after; the purge and the rotation clear it at once.
+    """
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[bytes, tuple[str, ...]], tuple[float, bytes]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(self, entry_key: tuple[bytes, tuple[str, ...]]) -> bytes | None:
+        with self._lock:
+            entry = self._entries.get(entry_key)
+            if entry is None or time.monotonic() - entry[0] > UNWRAPPED_KEY_SECONDS:
+                self._entries.pop(entry_key, None)
+                return None
+            self._entries.move_to_end(entry_key)
+            return entry[1]
+
+    def put(self, entry_key: tuple[bytes, tuple[str, ...]], data_key: bytes) -> None:
+        with self._lock:
+            self._entries[entry_key] = (time.monotonic(), data_key)
+            self._entries.move_to_end(entry_key)
+            while len(self._entries) > UNWRAPPED_KEYS_MAX:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_unwrapped_keys = _UnwrappedKeys()
+
+
+def data_key_unwrap(wrapped: bytes) -> bytes:
+    """The data key that `wrapped` (a stored `WrappedKeyField` value) holds, unwrapped under
+    the current or a previous deployment key, or CiphertextRejected."""
+    secrets = deployment_keys()
+    entry_key = (hashlib.sha256(wrapped).digest(), tuple(secrets))
+    if (cached := _unwrapped_keys.get(entry_key)) is not None:
+        return cached
+    for secret in secrets:
+        try:
+            data_key = bytes(_fernet_for(secret).decrypt(wrapped))
+        except (BadSignature, InvalidToken):
+            continue
+        _unwrapped_keys.put(entry_key, data_key)
+        return data_key
+    raise CiphertextRejected("no configured deployment key unwraps this data key")
+
+
+def unwrapped_keys_forget() -> None:
+    """Drop every data key this process holds unwrapped (after a purge or a rotation)."""
+    _unwrapped_keys.clear()

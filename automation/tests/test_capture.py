@@ -5,11 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from automation import capture
 from automation.errors import CaptureConflict, CaptureRetired, MemoryOversized
 from automation.models import Admission, CommitFence, DeliveryCredential
+from memory.edits import MemoryChange
 from memory.errors import MemoryEditInvalid
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
 from memory.selectors import memory_current_get, memory_policy_get
@@ -362,3 +365,28 @@ def test_a_refused_capture_leaves_its_reason_on_the_admission(assistant):
         "policy_still_auto",
     )
     assert stored.capture_refused_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_capture_sends_a_fixed_number_of_statements_and_no_savepoint(assistant):
+    admission = Admission.objects.select_related("owner", "workspace").get(pk=assistant.send().pk)
+
+    with CaptureQueriesContext(connection) as captured:
+        capture.capture_commit(
+            admission=admission,
+            owner=admission.owner,
+            workspace=admission.workspace,
+            key_session_id=assistant.key_session.pk,
+            expected_version=1,
+            changes=[MemoryChange(op="add", line="- likes green tea")],
+        )
+
+    # The judge, the key session's row, the memory read, the fence's locks (one statement,
+    # PostgreSQL only), the compare-and-set, the storage charge, the revision, the fence
+    # row, the admission's commit. One more fails this test.
+    expected = 9 if connection.vendor == "postgresql" else 8
+    sent = [query["sql"] for query in captured.captured_queries]
+    work = [sql for sql in sent if sql.split()[0].upper() not in ("BEGIN", "COMMIT")]
+    assert len(work) == expected, work
+    assert not any("SAVEPOINT" in sql for sql in sent)
+    assert revisions(assistant.tenant) == [(1, "save"), (2, "capture")]

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+import workspaces.services
 from memory import services
 from memory.errors import PolicyRevisionConflict
 from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import memory_current_get, memory_policy_get
+from workspaces.errors import VersionConflict
 from workspaces.models import FileVersion, Workspace
 
 
@@ -18,14 +22,14 @@ class InjectedFailure(Exception):
 @pytest.fixture
 def fail_after_revision_insert(monkeypatch):
     """Make the revision insert succeed, then fail inside the same transaction."""
-    real_create = FileVersion.objects.create
+    real_insert = workspaces.services._revision_insert
 
-    def create_then_fail(**kwargs):
-        revision = real_create(**kwargs)
-        assert FileVersion.objects.filter(pk=revision.pk).exists()
+    def insert_then_fail(revision):
+        inserted = real_insert(revision)
+        assert FileVersion.objects.filter(pk=inserted.pk).exists()
         raise InjectedFailure()
 
-    monkeypatch.setattr(FileVersion.objects, "create", create_then_fail)
+    monkeypatch.setattr(workspaces.services, "_revision_insert", insert_then_fail)
 
 
 def revision_count(tenant) -> int:
@@ -105,3 +109,55 @@ def test_clear_generation_never_moves_back_through_undo(tenant, memory_revision)
         .values_list("change_kind", flat=True)
     )
     assert kinds == ["save", "clear", "undo"]
+
+
+def work_statements(captured: CaptureQueriesContext) -> list[str]:
+    """The statements that did work, without transaction control."""
+    control = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
+    return [
+        query["sql"]
+        for query in captured.captured_queries
+        if not query["sql"].lstrip().upper().startswith(control)
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_save_sends_the_compare_and_set_and_the_revision_insert_and_nothing_else(
+    tenant, memory_revision
+):
+    same_size = "- likes tee\n"  # as long as the saved text: no storage charge
+
+    with CaptureQueriesContext(connection) as captured:
+        services.memory_save(
+            workspace=tenant.workspace, author=tenant.member, base_version=1, content=same_size
+        )
+
+    # then: the key came with the compare-and-set; a new statement here fails this test
+    statements = work_statements(captured)
+    assert len(statements) == 2, statements
+    assert '"workspaces_file"' in statements[0]
+    assert statements[1].startswith('INSERT INTO "workspaces_fileversion"')
+    assert not any("SAVEPOINT" in query["sql"] for query in captured.captured_queries)
+    assert memory_current_get(workspace=tenant.workspace).content == same_size
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stale_save_unwraps_no_key_and_is_answered_by_its_compare_and_set(
+    tenant, memory_revision, monkeypatch
+):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a refused save must not need the data key")
+
+    monkeypatch.setattr(workspaces.services, "data_key_unwrap", refuse)
+    monkeypatch.setattr(workspaces.services, "workspace_key_ensure", refuse)
+
+    with CaptureQueriesContext(connection) as captured, pytest.raises(VersionConflict) as refused:
+        services.memory_save(
+            workspace=tenant.workspace, author=tenant.member, base_version=7, content="stale"
+        )
+
+    assert refused.value.detail == {"currentVersion": 1}
+    # PostgreSQL: the failed UPDATE's statement returns the version held; SQLite reads it
+    # with a second one.
+    assert len(work_statements(captured)) == (1 if connection.vendor == "postgresql" else 2)
+    assert revision_count(tenant) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from django.db import connection, models
@@ -10,6 +11,7 @@ from django_cryptography.fields import encrypt
 from hypothesis import given
 from hypothesis import strategies as st
 
+from workspaces import crypto
 from workspaces.crypto import (
     CiphertextRejected,
     data_key_generate,
@@ -19,6 +21,7 @@ from workspaces.crypto import (
     unseal,
 )
 from workspaces.models import FileVersion, WorkspaceKey
+from workspaces.selectors import workspace_data_key
 from workspaces.services import data_keys_rewrap, file_write, workspace_key_ensure
 
 AD = revision_associated_data(workspace_id=1, file_id=2, version=3)
@@ -183,3 +186,70 @@ def test_rewrap_interrupted_after_one_batch_resumes_where_it_stopped(
 
     settings.DEPLOYMENT_PREVIOUS_KEYS = []
     assert {t.workspace.pk: workspace_key_ensure(workspace=t.workspace) for t in tenants} == keys
+
+
+def test_a_recreated_workspace_key_is_never_answered_with_the_one_it_replaced(tenant):
+    old = workspace_key_ensure(workspace=tenant.workspace)
+    WorkspaceKey.objects.filter(workspace=tenant.workspace).delete()
+
+    new = workspace_key_ensure(workspace=tenant.workspace)
+
+    assert new != old
+    assert workspace_data_key(workspace=tenant.workspace) == new
+
+
+@pytest.fixture
+def unwraps(monkeypatch, settings) -> Iterator[list[str]]:
+    """Each Fernet unwrap the process does (not those answered by its cache), by key."""
+    seen: list[str] = []
+    real = crypto._fernet_for
+
+    def counted(secret: str):
+        seen.append(secret)
+        return real(secret)
+
+    crypto.unwrapped_keys_forget()
+    monkeypatch.setattr(crypto, "_fernet_for", counted)
+    yield seen
+    crypto.unwrapped_keys_forget()
+
+
+def wrapped(data_key: bytes, secret: str) -> bytes:
+    return bytes(crypto._fernet_for(secret).encrypt(data_key))
+
+
+def test_unwrapped_keys_are_kept_bounded_in_count(unwraps, settings, monkeypatch):
+    monkeypatch.setattr(crypto, "UNWRAPPED_KEYS_MAX", 2)
+    keys = [data_key_generate() for _ in range(3)]
+    stored = [wrapped(key, settings.DEPLOYMENT_KEY) for key in keys]
+    unwraps.clear()
+
+    answers = [crypto.data_key_unwrap(item) for item in [*stored, stored[2], stored[0]]]
+
+    assert answers == [*keys, keys[2], keys[0]]
+    # The third key pushed out the first (least recently used), which is unwrapped again.
+    assert len(unwraps) == 4
+
+
+def test_unwrapped_keys_are_unwrapped_again_once_too_old(unwraps, settings, monkeypatch):
+    stored = wrapped(data_key_generate(), settings.DEPLOYMENT_KEY)
+    unwraps.clear()
+    crypto.data_key_unwrap(stored)
+    crypto.data_key_unwrap(stored)
+    assert len(unwraps) == 1  # the second read was answered by the cache
+
+    monkeypatch.setattr(crypto, "UNWRAPPED_KEY_SECONDS", -1.0)
+    crypto.data_key_unwrap(stored)
+
+    assert len(unwraps) == 2
+
+
+def test_forgetting_drops_every_unwrapped_key(unwraps, settings):
+    stored = wrapped(data_key_generate(), settings.DEPLOYMENT_KEY)
+    crypto.data_key_unwrap(stored)
+    unwraps.clear()
+
+    crypto.unwrapped_keys_forget()
+    crypto.data_key_unwrap(stored)
+
+    assert unwraps == [settings.DEPLOYMENT_KEY]

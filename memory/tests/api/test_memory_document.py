@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from conftest import assert_error
@@ -336,3 +338,15 @@ def test_the_store_itself_refuses_a_lone_surrogate(tenant):
         )
 
     assert versions(tenant) == []
+
+
+def test_a_stale_save_is_logged_at_info_not_as_a_warning(memory_api, caplog):
+    memory_api.save("mine", base=0)
+    memory_api.save("newer", base=1)
+    caplog.set_level(logging.INFO, logger="django.request")
+
+    response = memory_api.save("stale draft", base=1)
+
+    assert_error(response, 409, "VERSION_CONFLICT")
+    logged = [record for record in caplog.records if record.name == "django.request"]
+    assert [(record.levelname, record.status_code) for record in logged] == [("INFO", 409)]
