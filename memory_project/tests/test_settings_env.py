@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import os
 import runpy
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from memory_project import gunicorn_conf
 from memory_project import settings as settings_module
 from memory_project.env import (
     env_base_url,
@@ -140,3 +142,31 @@ def test_jwt_signing_key_is_taken_from_the_environment_or_derived(monkeypatch):
 
     assert len(derived) == 64
     assert given == "k" * 32
+
+
+@pytest.mark.parametrize(
+    ("environ", "workers"),
+    [
+        ({"REDIS_URL": "redis://127.0.0.1:6379/0"}, "cores"),
+        ({"REDIS_URL": "redis://127.0.0.1:6379/0", "WEB_CONCURRENCY": "3"}, 3),
+        ({}, 1),
+        ({"WEB_CONCURRENCY": "1"}, 1),
+    ],
+)
+def test_gunicorn_runs_a_process_per_core_only_with_redis(monkeypatch, environ, workers):
+    for name in ("REDIS_URL", "WEB_CONCURRENCY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+
+    chosen = gunicorn_conf._workers()
+
+    assert chosen == (os.cpu_count() if workers == "cores" else workers)
+
+
+def test_more_than_one_worker_without_redis_stops_start_up(monkeypatch):
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.setenv("WEB_CONCURRENCY", "2")
+
+    with pytest.raises(ImproperlyConfigured, match="WEB_CONCURRENCY above 1 needs REDIS_URL"):
+        gunicorn_conf._workers()
