@@ -32,7 +32,15 @@ from workspaces.models import (
     WorkspaceMembership,
 )
 from workspaces.selectors import workspace_data_key, workspace_membership_get
-from workspaces.sql import columns, datetime_param, instance, pk_param, table, width
+from workspaces.sql import (
+    columns,
+    datetime_param,
+    fetch_one,
+    instance,
+    pk_param,
+    table,
+    width,
+)
 
 
 def conversation_list_for_user(*, user: User, team: Team) -> QuerySet[Conversation]:
@@ -414,9 +422,7 @@ def admission_by_credential_digest(digest: str) -> Admission | None:
         JOIN {table(Org)} o ON o.id = t.org_id
         WHERE a.credential_digest = %s
     """  # identifiers come from model metadata; the digest is a parameter
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [digest])
-        row = cursor.fetchone()
+    row = fetch_one(sql, [digest])
     if row is None:
         return None
     offsets = itertools.accumulate((width(Admission), width(User), width(Workspace), width(Team)))

@@ -79,6 +79,14 @@ def instance(model: type[M], row: Sequence[Any], start: int) -> M:
     return model.from_db(connection.alias, names, values)
 
 
+def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+    """The first row `sql` answers, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return None if row is None else tuple(row)
+
+
 def width(model: type[models.Model]) -> int:
     """How many values `columns(model, ...)` selects."""
     return len(model._meta.concrete_fields)
@@ -104,9 +112,7 @@ def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
         LEFT JOIN {table(Bot)} b ON b.id = k.bot_id
         WHERE k.token_hash = %s
     """  # identifiers come from model metadata; the digest is a parameter
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [digest])
-        row = cursor.fetchone()
+    row = fetch_one(sql, [digest])
     if row is None:
         return None
     start = 0
@@ -136,9 +142,7 @@ def workspace_membership_of(
         JOIN {table(Workspace)} w ON w.id = m.workspace_id
         WHERE m.user_id = %s AND m.workspace_id = %s AND w.team_id = %s
     """  # identifiers come from model metadata; every value is a parameter
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [user.pk, workspace_id, team.pk])
-        row = cursor.fetchone()
+    row = fetch_one(sql, [user.pk, workspace_id, team.pk])
     if row is None:
         return None
     membership = instance(WorkspaceMembership, row, 0)
