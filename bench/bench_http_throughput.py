@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -35,7 +36,7 @@ from typing import Any
 
 from bench_memory_save import document
 from bench_recall import delivery_credential_mint
-from django.db import connection
+from django.db import connection, connections
 from psycopg.conninfo import conninfo_to_dict
 from servers import Server, gunicorn_server, process_cpu_seconds, redis_server
 
@@ -47,6 +48,8 @@ from workspaces.services import api_token_create, workspace_create
 
 NAME = "http_throughput"
 CLIENTS = 16
+# The client threads run in this many processes (forked, without Django state in use).
+CLIENT_PROCESSES = 4
 WORKER_COUNTS = (1, 2)
 # Each kind runs ROUNDS windows against each server, alternating which goes first, so that
 # a change in the machine's load falls on both worker counts alike.
@@ -152,27 +155,61 @@ def _call(kind: str, client: Client, counter: int) -> tuple[str, str, dict[str, 
     return "PUT", f"/api/v1/workspaces/{client.workspace_id}/memory", headers, body
 
 
-def _client_loop(
-    server: Server, kind: str, client: Client, tally: Tally, stop: threading.Event, seed: int
-) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+@dataclass(frozen=True)
+class Window:
+    """When a window's requests count, on the machine-wide monotonic clock, which every
+    client process shares."""
+
+    port: int
+    kind: str
+    measure_from: float
+    until: float
+
+
+def _client_loop(window: Window, client: Client, tally: Tally, seed: int) -> None:
+    """Requests of one client, back to back on one keep-alive connection, until the window
+    ends; those answered inside it are counted."""
+    conn = http.client.HTTPConnection("127.0.0.1", window.port, timeout=60)
     counter = seed
     try:
-        while not stop.is_set():
+        while time.monotonic() < window.until:
             counter += CLIENTS
-            method, path, headers, body = _call(kind, client, counter)
+            method, path, headers, body = _call(window.kind, client, counter)
             status, answer = _request(conn, method, path, headers, body)
             tally.statuses[status] += 1
             if status != 200:
                 tally.failures.append(answer[:300].decode(errors="replace"))
                 return
-            if kind == "save":
+            if window.kind == "save":
                 client.version = int(json.loads(answer)["version"])
-            tally.done += 1
-    except Exception as error:  # reported by the caller, with the server's log
+            if window.measure_from <= time.monotonic() < window.until:
+                tally.done += 1
+    except Exception as error:  # reported by the parent, with the server's log
         tally.failures.append(repr(error))
     finally:
         conn.close()
+
+
+def _client_process(window: Window, clients: list[Client], first: int, answers: Any) -> None:
+    """A few clients, one thread each, in a process of their own: the client side is Python
+    too, and one process of 16 threads would hold back the server it measures."""
+    tallies = [Tally() for _ in clients]
+    threads = [
+        threading.Thread(target=_client_loop, args=(window, client, tally, first + index))
+        for index, (client, tally) in enumerate(zip(clients, tallies, strict=True))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    answers.put(
+        (
+            sum(tally.done for tally in tallies),
+            sum((tally.statuses for tally in tallies), Counter()),
+            [failure for tally in tallies for failure in tally.failures],
+            {client.workspace_id: client.version for client in clients},
+        )
+    )
 
 
 def _backend_cpu() -> dict[int, float]:
@@ -218,37 +255,50 @@ class Phase:
 
 def _window(server: Server, kind: str, clients: list[Client], phase: Phase) -> None:
     """The clients against `server` for a warm-up, then a measured window added to `phase`."""
-    tallies = [Tally() for _ in clients]
-    stop = threading.Event()
-    threads = [
-        threading.Thread(
-            target=_client_loop, args=(server, kind, client, tally, stop, index), daemon=True
+    begun = time.monotonic()
+    window = Window(
+        port=server.port,
+        kind=kind,
+        measure_from=begun + WARMUP_SECONDS,
+        until=begun + WARMUP_SECONDS + WINDOW_SECONDS,
+    )
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+    connections.close_all()  # no database connection crosses the fork
+    share = CLIENTS // CLIENT_PROCESSES
+    processes = [
+        context.Process(
+            target=_client_process,
+            args=(window, clients[first : first + share], first, answers),
+            daemon=True,
         )
-        for index, (client, tally) in enumerate(zip(clients, tallies, strict=True))
+        for first in range(0, CLIENTS, share)
     ]
-    for thread in threads:
-        thread.start()
-    time.sleep(WARMUP_SECONDS)
-    done_before = sum(tally.done for tally in tallies)
+    for process in processes:
+        process.start()
+    time.sleep(max(0.0, window.measure_from - time.monotonic()))
     server_before, database_before = server.cpu_seconds(), _backend_cpu()
-    begun = time.perf_counter()
-    time.sleep(WINDOW_SECONDS)
-    done = sum(tally.done for tally in tallies) - done_before
-    elapsed = time.perf_counter() - begun
+    time.sleep(max(0.0, window.until - time.monotonic()))
     server_after, database_after = server.cpu_seconds(), _backend_cpu()
-    stop.set()
-    for thread in threads:
-        thread.join(timeout=60)
-    failures = [failure for tally in tallies for failure in tally.failures]
+    done, statuses, failures = 0, Counter[int](), []
+    for _ in processes:
+        process_done, process_statuses, process_failures, versions = answers.get(timeout=120)
+        done += process_done
+        statuses += process_statuses
+        failures += process_failures
+        for client in clients:
+            client.version = versions.get(client.workspace_id, client.version)
+    for process in processes:
+        process.join(timeout=60)
     if failures or done == 0:
         raise server.fail(f"{kind}: {len(failures)} client(s) failed, first: {failures[:1]}")
     phase.done += done
-    phase.seconds += elapsed
+    phase.seconds += window.until - window.measure_from
     phase.server_cpu += server_after - server_before
     phase.database_cpu += sum(
         seconds - database_before.get(pid, 0.0) for pid, seconds in database_after.items()
     )
-    phase.statuses += sum((tally.statuses for tally in tallies), Counter())
+    phase.statuses += statuses
 
 
 def _pgbench(first_workspace: int, author: int) -> float:
@@ -343,8 +393,9 @@ def run() -> list[dict[str, Any]]:
         )
 
     common = (
-        f"{CLIENTS} client threads in the bench process (one keep-alive connection, person, "
-        f"workspace and turn each; they share the machine's cores with the server), "
+        f"{CLIENTS} client threads in {CLIENT_PROCESSES} processes (one keep-alive "
+        f"connection, person, workspace and turn each; they share the machine's cores with "
+        f"the server), "
         f"per kind and server {ROUNDS} windows of {WINDOW_SECONDS:.0f} s after "
         f"{WARMUP_SECONDS} s of warm-up, the two servers alternating; "
         f"1 worker: {described(1)}. 2 workers: {described(2)}. {turns} turns; every answer "
