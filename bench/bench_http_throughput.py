@@ -239,10 +239,18 @@ class Phase:
     server_cpu: float = 0.0
     database_cpu: float = 0.0
     statuses: Counter[int] = field(default_factory=Counter)
+    worker_cpu: dict[int, float] = field(default_factory=dict)
 
     @property
     def rate(self) -> float:
         return self.done / self.seconds
+
+    @property
+    def worker_split(self) -> str:
+        """Each worker's share of the workers' CPU time, largest first."""
+        total = sum(self.worker_cpu.values()) or 1.0
+        shares = sorted(self.worker_cpu.values(), reverse=True)
+        return " / ".join(f"{100 * seconds / total:.0f}%" for seconds in shares)
 
     @property
     def server_cpu_ms(self) -> float:
@@ -278,8 +286,13 @@ def _window(server: Server, kind: str, clients: list[Client], phase: Phase) -> N
         process.start()
     time.sleep(max(0.0, window.measure_from - time.monotonic()))
     server_before, database_before = server.cpu_seconds(), _backend_cpu()
+    workers_before = server.worker_cpu_seconds()
     time.sleep(max(0.0, window.until - time.monotonic()))
     server_after, database_after = server.cpu_seconds(), _backend_cpu()
+    for pid, seconds in server.worker_cpu_seconds().items():
+        phase.worker_cpu[pid] = (
+            phase.worker_cpu.get(pid, 0.0) + seconds - workers_before.get(pid, 0.0)
+        )
     done, statuses, failures = 0, Counter[int](), []
     for _ in processes:
         process_done, process_statuses, process_failures, versions = answers.get(timeout=120)
@@ -431,7 +444,9 @@ def run() -> list[dict[str, Any]]:
                     f"server CPU per {kind} {one_worker.server_cpu_ms:.2f} ms (1 worker), "
                     f"{two_workers.server_cpu_ms:.2f} ms (2); PostgreSQL CPU per {kind} "
                     f"{one_worker.database_cpu_ms:.2f} / {two_workers.database_cpu_ms:.2f} ms; "
-                    f"status codes {dict(one_worker.statuses)} / {dict(two_workers.statuses)}"
+                    f"status codes {dict(one_worker.statuses)} / {dict(two_workers.statuses)}; "
+                    f"the 2 workers' shares of their CPU time {two_workers.worker_split} (how "
+                    f"evenly the 16 keep-alive connections fell on them)"
                 ),
             )
         )

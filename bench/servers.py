@@ -48,17 +48,16 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def process_tree_cpu_seconds(pid: int) -> float:
-    """CPU time of a process and its live children (gunicorn's master and its workers)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    pids = [pid, *(int(child) for child in children.read_text().split())]
-    total = 0.0
-    for each in pids:
+def children_cpu_seconds(pid: int) -> dict[int, float]:
+    """CPU time of each live child of a process (gunicorn's workers)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    found = {}
+    for child in map(int, children):
         try:
-            total += process_cpu_seconds(each)
+            found[child] = process_cpu_seconds(child)
         except FileNotFoundError:
             continue
-    return total
+    return found
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -129,7 +128,11 @@ class Server:
         )
 
     def cpu_seconds(self) -> float:
-        return process_tree_cpu_seconds(self.process.pid)
+        """CPU time of gunicorn's master and its workers."""
+        return process_cpu_seconds(self.process.pid) + sum(self.worker_cpu_seconds().values())
+
+    def worker_cpu_seconds(self) -> dict[int, float]:
+        return children_cpu_seconds(self.process.pid)
 
 
 def _server_wait(server: Server) -> None:
