@@ -1,15 +1,16 @@
 """HTTP throughput: Saves, recalls and pings per second with 16 concurrent clients against
-gunicorn on PostgreSQL and Redis, with 1 and then 2 worker processes, beside pgbench running
+gunicorn on PostgreSQL and Redis, with 1 and with 2 worker processes, beside pgbench running
 the equivalent Save transaction in the same run.
 
-The benchmark starts its own Redis (bench/servers.py) and, for each worker count, its own
-gunicorn with the product's configuration (memory_project/gunicorn_conf.py). 16 client
-threads in this process each keep one keep-alive connection and act for their own person,
-workspace and turn, so no two clients contend for a row or a throttle counter: what is
-measured is the cost of a request, not conflicts. For each kind of request the clients run
-for a warm-up, then for the measured window; requests completed in the window over its
-length is the rate. The CPU time of the server's processes and of the PostgreSQL backends
-serving them is read from /proc before and after the window.
+The benchmark starts its own Redis (bench/servers.py) and two gunicorn servers with the
+product's configuration (memory_project/gunicorn_conf.py), one with 1 worker and one with 2.
+16 clients, four threads in each of four processes, each keep one keep-alive connection and
+act for their own person, workspace and turn, so no two clients contend for a row or a
+throttle counter: what is measured is the cost of a request, not conflicts. After one
+untimed pass of every kind against both servers, each kind runs in windows against one
+server then the other, alternating which goes first; requests completed in the windows
+over their length is the rate. The CPU time of the server's processes and of the
+PostgreSQL backends serving them is read from /proc at each window's start and end.
 
 pgbench (installed with PostgreSQL) runs bench/pgbench_save.sql with 16 clients and
 prepared statements on 16 other workspaces of the same database: the rate the database
@@ -388,6 +389,12 @@ def run() -> list[dict[str, Any]]:
         # The key sessions live in the Redis both servers share.
         for step in turn_steps:
             step(one)
+        # Untimed: every thread of both servers opens its database and Redis connections
+        # and every process loads what it loads lazily, which the 2-worker server has
+        # twice as much of.
+        for kind in KINDS:
+            for server in (one, two):
+                _window(server, kind, clients, Phase())
         for kind in KINDS:
             for index in range(ROUNDS):
                 servers = [(1, one), (2, two)]
@@ -409,8 +416,9 @@ def run() -> list[dict[str, Any]]:
         f"{CLIENTS} client threads in {CLIENT_PROCESSES} processes (one keep-alive "
         f"connection, person, workspace and turn each; they share the machine's cores with "
         f"the server), "
-        f"per kind and server {ROUNDS} windows of {WINDOW_SECONDS:.0f} s after "
-        f"{WARMUP_SECONDS} s of warm-up, the two servers alternating; "
+        f"after an untimed pass, per kind and server {ROUNDS} windows of "
+        f"{WINDOW_SECONDS:.0f} s (each after {WARMUP_SECONDS} s of warm-up), the two "
+        f"servers alternating; "
         f"1 worker: {described(1)}. 2 workers: {described(2)}. {turns} turns; every answer "
         f"a 200. Load average (1, 5, 15 min) after the run: {load}"
     )
