@@ -12,7 +12,7 @@ from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.test import override_settings
 
-from memory_project.cache import cache_get_and_touch
+from memory_project.cache import cache_get_and_touch, cache_incr_or_create
 
 REDIS = django_settings.CACHES["default"]["BACKEND"] == "memory_project.cache.RedisCache"
 
@@ -75,3 +75,12 @@ def test_get_and_touch_of_a_missing_key_creates_nothing(backend):
 def _redis_ttl(key: str) -> int:
     client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
     return int(client.ttl(cache.make_and_validate_key(key)))
+
+
+def test_incr_or_create_counts_from_one_and_the_counter_expires(backend):
+    counts = [cache_incr_or_create("hits", 120) for _ in range(3)]
+
+    assert counts == [1, 2, 3]
+    assert cache.get("hits") == 3
+    if backend == "redis":
+        assert 0 < _redis_ttl("hits") <= 120, "created with its expiry, which increments keep"
