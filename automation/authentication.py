@@ -9,6 +9,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from automation.models import Admission
+from automation.selectors import admission_by_credential_digest
 from automation.tokens import DELIVERY_PREFIX
 from workspaces.models import User
 from workspaces.selectors import org_require_active
@@ -37,11 +38,7 @@ class DeliveryCredentialAuthentication(BaseAuthentication):
         raw = raw.strip()
         if not raw.startswith(DELIVERY_PREFIX):
             raise AuthenticationFailed("Malformed delivery credential.", code="TOKEN_INVALID")
-        admission = (
-            Admission.objects.select_related("owner", "workspace__team__org", "conversation")
-            .filter(credential_digest=bearer_secret_digest(raw))
-            .first()
-        )
+        admission = admission_by_credential_digest(bearer_secret_digest(raw))
         if admission is None or not admission.owner.is_active:
             raise AuthenticationFailed("Delivery credential invalid.", code="TOKEN_INVALID")
         org_require_active(org=admission.workspace.team.org)

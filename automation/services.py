@@ -15,7 +15,7 @@ from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Max
+from django.db.models import Max
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
@@ -51,11 +51,11 @@ from workspaces.models import (
 )
 from workspaces.services import (
     key_session_cached_data_key,
-    key_session_idle_restart,
     key_session_open,
     key_session_revoke,
     workspace_key_ensure,
 )
+from workspaces.sql import datetime_param, pk_param, table
 from workspaces.violations import violation_code
 
 logger = logging.getLogger(__name__)
@@ -303,31 +303,45 @@ def memory_recall(*, admission: Admission) -> Recall:
 
     Runs before every model call, so a Save, a Clear or Off between two calls of one
     turn reaches the second. When memory is withheld the status says why; an older
-    copy is never substituted. One query reads every live fact the decision needs.
+    copy is never substituted. One query reads every live fact the decision needs, and
+    one statement records the receipt.
 
     A turn past its expiry is refused (TOKEN_EXPIRED) as on the document routes, and
-    records nothing. Only a recall that read memory for the model (provided or empty)
+    records nothing. Only a recall that reads memory for the model (provided or empty)
     restarts the key session's idle timeout: a withheld one must not keep alive a
     session that nothing is using.
     """
     recall = _recall_inspect(admission)
-    is_read = recall.status in {RecallStatus.PROVIDED, RecallStatus.EMPTY}
-    if is_read and admission.key_session_id is not None:
-        key_session_idle_restart(session_id=admission.key_session_id)
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            # The memory receipt is a diagnostic record: losing the last few to a server
-            # crash is acceptable, waiting for a WAL flush on every model call is not. (SQL:
-            # a session setting has no ORM spelling.)
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        Admission.objects.filter(pk=admission.pk).update(
-            recall_status=recall.status,
-            recall_version=recall.version,
-            recalled_at=timezone.now(),
-            recall_count=F("recall_count") + 1,
-        )
+    _recall_receipt_write(admission=admission, recall=recall)
     return recall
+
+
+def _recall_receipt_write(*, admission: Admission, recall: Recall) -> None:
+    # Raw: one statement, where the ORM needs four (BEGIN, SET LOCAL, UPDATE, COMMIT).
+    # The receipt is a diagnostic record: losing the last few to a server crash is
+    # acceptable, waiting for a WAL flush on every model call is not, so on PostgreSQL the
+    # statement's own transaction commits without waiting (set_config(..., true) lasts
+    # until that commit; in an enclosing transaction, until its commit, as SET LOCAL would).
+    unsynchronized = connection.vendor == "postgresql"
+    sql = f"""
+        {
+        "WITH unsynchronized AS (SELECT set_config('synchronous_commit', 'off', true))"
+        if unsynchronized
+        else ""
+    }
+        UPDATE {table(Admission)} SET recall_status = %s, recall_version = %s,
+            recalled_at = %s, recall_count = recall_count + 1
+        {"FROM unsynchronized" if unsynchronized else ""}
+        WHERE id = %s
+    """  # identifiers come from model metadata; every value is a parameter
+    params = [
+        recall.status,
+        recall.version,
+        datetime_param(timezone.now()),
+        pk_param(Admission, admission.pk),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def _recall_inspect(admission: Admission) -> Recall:
@@ -337,53 +351,64 @@ def _recall_inspect(admission: Admission) -> Recall:
         return Recall(RecallStatus.NO_ACCESS, None)
     slot = live.credential_slot(admission=admission)
     turn_expiry_refuse(admission=admission, slot=slot, now=now)
-    return _recall_decide(live, admission, is_superseded=not slot.is_current)
+    return _recall_decide(live, admission, is_superseded=not slot.is_current, restart_idle=True)
 
 
-def _recall_decide(live: RecallFacts, sender: RecallSender, *, is_superseded: bool) -> Recall:
+def _recall_decide(
+    live: RecallFacts, sender: RecallSender, *, is_superseded: bool, restart_idle: bool
+) -> Recall:
     """What memory a model call for `sender` is given, decided on the live facts. Recall
     and preview both decide here, so a preview cannot disagree with the call it previews.
 
-    Reads the key session's cached key without restarting its idle timeout: whether a
-    read counts as use is the caller's decision."""
+    Whether a read counts as use is the caller's decision (`restart_idle`); even then only
+    a call about to read memory for the model restarts the key session's idle timeout, in
+    the same Redis call that reads its key. (A revision that then fails its integrity check
+    has restarted it too: rare, and the session itself was usable.)"""
     if not live.is_member or not live.ai_enabled:
         return Recall(RecallStatus.NO_ACCESS, None)
     if is_superseded:
         return Recall(RecallStatus.SUPERSEDED, None)
     if live.mode == MemoryPolicy.Mode.OFF:
         return Recall(RecallStatus.OFF, None)
-    data_key = (
-        key_session_cached_data_key(
-            session_id=sender.key_session_id,
-            workspace_id=sender.workspace_id,
-            restart_idle=False,
-        )
-        if sender.key_session_id is not None and live.key_session_usable
-        else None
+    if sender.key_session_id is None or not live.key_session_usable:
+        return Recall(RecallStatus.UNAVAILABLE, None)
+    withheld = _recall_withheld(sender=sender, live=live)
+    data_key = key_session_cached_data_key(
+        session_id=sender.key_session_id,
+        workspace_id=sender.workspace_id,
+        restart_idle=restart_idle and withheld is None,
     )
     if data_key is None:
         return Recall(RecallStatus.UNAVAILABLE, None)
-    if live.memory_deleted:
-        return Recall(RecallStatus.DELETED, live.memory_version)
+    if withheld is not None:
+        return withheld
     try:
         current = live.memory_text(data_key=data_key, workspace_id=sender.workspace_id)
     except DocumentUnreadable:
         # A revision that fails its integrity check is withheld like any other memory
         # the turn cannot have; the turn itself goes on.
         return Recall(RecallStatus.UNAVAILABLE, live.memory_version)
-    if sender.save_in_flight:
-        return Recall(RecallStatus.PENDING, current.version)
-    if sender.has_unresolved_conflict:
-        return Recall(RecallStatus.CONFLICT, current.version)
-    acknowledged = sender.acknowledged_version
-    if acknowledged is not None and acknowledged > current.version:
-        # The sender saw a Save acknowledged that this server does not hold.
-        return Recall(RecallStatus.STALE, current.version)
     if not current.content:
         return Recall(RecallStatus.EMPTY, current.version)
-    if not current.is_recallable:
-        return Recall(RecallStatus.OVERSIZED, current.version)
     return Recall(RecallStatus.PROVIDED, current.version, current.content)
+
+
+def _recall_withheld(*, sender: RecallSender, live: RecallFacts) -> Recall | None:
+    """What withholds the memory document itself, decided from the facts read (its
+    version and size) without opening it; None if it may be read for the model."""
+    if live.memory_deleted:
+        return Recall(RecallStatus.DELETED, live.memory_version)
+    if sender.save_in_flight:
+        return Recall(RecallStatus.PENDING, live.memory_version)
+    if sender.has_unresolved_conflict:
+        return Recall(RecallStatus.CONFLICT, live.memory_version)
+    acknowledged = sender.acknowledged_version
+    if acknowledged is not None and acknowledged > live.memory_version:
+        # The sender saw a Save acknowledged that this server does not hold.
+        return Recall(RecallStatus.STALE, live.memory_version)
+    if live.memory_bytes > settings.MEMORY_RECALL_MAX_BYTES:
+        return Recall(RecallStatus.OVERSIZED, live.memory_version)
+    return None
 
 
 @dataclass(frozen=True)
@@ -437,7 +462,7 @@ def memory_preview(
     recall = (
         Recall(RecallStatus.NO_ACCESS, None)
         if live is None
-        else _recall_decide(live, turn, is_superseded=False)
+        else _recall_decide(live, turn, is_superseded=False, restart_idle=False)
     )
     block = memory_block(status=recall.status, version=recall.version, text=recall.text)
     return MemoryPreview(status=recall.status, version=recall.version, block=block)

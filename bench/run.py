@@ -106,6 +106,9 @@ def main() -> int:
         scratch = tempfile.mkdtemp(prefix="memory-bench-")
         os.environ["DATA_DIR"] = scratch
     os.environ["DATABASE_URL"] = url
+    # This process keeps the in-process cache: a benchmark that needs Redis starts its own
+    # (bench/servers.py), so no run ever writes to a Redis it did not start.
+    os.environ.pop("REDIS_URL", None)
     os.environ["DJANGO_SETTINGS_MODULE"] = "memory_project.settings"
     for path in (str(ROOT_DIR), str(BENCH_DIR)):
         if path not in sys.path:

@@ -2,19 +2,41 @@
 
     gunicorn -c python:memory_project.gunicorn_conf memory_project.wsgi --bind HOST:PORT
 
-Set WEB_CONCURRENCY for more worker processes (with REDIS_URL; see the README).
+With REDIS_URL set it starts one worker process per core (WEB_CONCURRENCY overrides the
+count); without it, on the embedded default, exactly one (see `_workers`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 
+from django.core.exceptions import ImproperlyConfigured
 from gunicorn import util
 
+from memory_project.env import env_int, env_str
 from memory_project.log_filters import RedactQueryStrings
 
+
+def _workers() -> int:
+    """One process per core with Redis: a request is mostly Python, and the threads of one
+    process share one interpreter lock, so one process tops out at one core. Without
+    Redis the cache is Django's in-process one (key sessions, throttle counters), which each
+    process would hold apart: a key session opened through one worker would be unknown to
+    the next, so the embedded default keeps exactly one process."""
+    if env_str("REDIS_URL", ""):
+        return env_int("WEB_CONCURRENCY", os.cpu_count() or 1, minimum=1, maximum=64)
+    if env_int("WEB_CONCURRENCY", 1, minimum=1) != 1:
+        raise ImproperlyConfigured(
+            "WEB_CONCURRENCY above 1 needs REDIS_URL: the in-process cache is per process"
+        )
+    return 1
+
+
+workers = _workers()
 worker_class = "gthread"
+# Within each process, threads overlap the waits on PostgreSQL and Redis.
 threads = 8
 accesslog = "-"
 # The request's path, never its query string: a search's terms and document paths travel

@@ -12,7 +12,6 @@ from typing import Any, ClassVar, Literal
 
 import jwt
 from django.conf import settings
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.exceptions import AuthenticationFailed, Throttled
@@ -23,6 +22,7 @@ from workspaces.models import ApiToken, Bot, Team, TeamMembership, User
 from workspaces.ratelimit import client_address, window_count, window_hit
 from workspaces.selectors import org_require_active
 from workspaces.services import api_token_use_record
+from workspaces.sql import api_token_by_digest
 from workspaces.tokens import PAT_PREFIX, JwtClaims, bearer_secret_digest, jwt_decode
 
 ACTIVE_TEAM_SESSION_KEY = "active_team_id"
@@ -92,26 +92,18 @@ class BearerAuthentication(BaseAuthentication):
         return 'Bearer realm="api"'
 
     def _personal_access_token(self, raw: str) -> tuple[User, Credential]:
-        # Looked up on every request, so a revocation takes effect on the very next
-        # request with no cache window.
-        token = (
-            ApiToken.objects.select_related("user", "team__org", "bot")
-            .annotate(
-                owner_in_team=Exists(
-                    TeamMembership.objects.filter(team=OuterRef("team"), user=OuterRef("user"))
-                )
-            )
-            .filter(token_hash=bearer_secret_digest(raw))
-            .first()
-        )
-        if token is None:
+        # Looked up on every request (one statement), so a revocation takes effect on the
+        # very next request with no cache window.
+        found = api_token_by_digest(bearer_secret_digest(raw))
+        if found is None:
             raise _refuse("TOKEN_INVALID", "Token invalid.")
+        token, owner_in_team = found
         if token.revoked_at is not None:
             raise _refuse("TOKEN_REVOKED", "Token revoked.")
         now = timezone.now()
         if token.expires_at <= now:
             raise _refuse("TOKEN_EXPIRED", "Token expired.")
-        if not token.user.is_active or not token.owner_in_team:
+        if not token.user.is_active or not owner_in_team:
             raise _refuse("TOKEN_INVALID", "Token owner unavailable.")
         if token.bot is not None and not self.takes_bots:
             raise CredentialKindRefused("A bot's token cannot act as a person.")

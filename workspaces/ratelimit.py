@@ -22,6 +22,7 @@ from django.http import HttpRequest
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from memory_project.cache import cache_incr_or_create
 from workspaces.errors import CACHE_ERRORS
 
 logger = logging.getLogger(__name__)
@@ -43,14 +44,13 @@ def window_hit(*, key: str, window_seconds: int, now: float) -> WindowCount:
     """Count one hit against `key` in the current fixed window; the count includes it.
 
     The window's number is part of the cache key, and the key lives for two windows, so it
-    is only ever incremented while it exists: it cannot expire between the `add` that
-    creates it and the increment (which would make Django's `incr` fail, or leave Redis a
-    counter without an expiry).
+    is only ever incremented while it exists. Creating it and incrementing it is one cache
+    call (`incr_or_create`: one Redis round trip, and never a counter without an expiry).
     """
     cache_key, retry_after = _window_key(key, window_seconds, now)
     try:
-        cache.add(cache_key, 0, timeout=window_seconds * 2)
-        return WindowCount(count=cache.incr(cache_key), retry_after=retry_after)
+        count = cache_incr_or_create(cache_key, window_seconds * 2)
+        return WindowCount(count=count, retry_after=retry_after)
     except CACHE_ERRORS:
         _warn_unreachable(key)
         return WindowCount(count=0, retry_after=retry_after)

@@ -28,7 +28,7 @@ from workspaces.models import (
     WorkspaceKey,
     WorkspaceMembership,
 )
-from workspaces.sql import table
+from workspaces.sql import table, workspace_membership_of
 
 logger = logging.getLogger(__name__)
 
@@ -54,11 +54,7 @@ def workspace_membership_get(*, user: User, team: Team, workspace_id: int) -> Wo
     A workspace of another team and one the caller is not a member of are the same
     404, so a probe learns nothing about what exists elsewhere.
     """
-    membership = (
-        WorkspaceMembership.objects.select_related("workspace__team__org", "user")
-        .filter(user=user, workspace_id=workspace_id, workspace__team=team)
-        .first()
-    )
+    membership = workspace_membership_of(user=user, team=team, workspace_id=workspace_id)
     if membership is None:
         raise NotFound("No such workspace.")
     org_require_active(org=membership.workspace.team.org)

@@ -17,6 +17,7 @@ from django.db.models import F, Model, Q
 from django.http import HttpRequest
 from django.utils import timezone
 
+from memory_project.cache import cache_get_and_touch
 from workspaces.counters import tenant_counter_charge
 from workspaces.crypto import (
     WrappedKeyField,
@@ -952,24 +953,18 @@ def key_session_cached_data_key(
 def _key_session_cache_read(
     *, session_id: uuid.UUID, workspace_id: int, restart_idle: bool = True
 ) -> bytes | None:
-    entry = cache.get(key_session_cache_key(session_id))
+    # Read and restart in one Redis call (GETEX; memory_project/cache.py). The caller has
+    # already matched the session's row to this workspace, so the entry it restarts is the
+    # one it reads.
+    if restart_idle:
+        entry = cache_get_and_touch(
+            key_session_cache_key(session_id), settings.KEY_SESSION_IDLE_SECONDS
+        )
+    else:
+        entry = cache.get(key_session_cache_key(session_id))
     if entry is None or entry["workspace_id"] != workspace_id:
         return None
-    if restart_idle:
-        cache.touch(key_session_cache_key(session_id), settings.KEY_SESSION_IDLE_SECONDS)
     return bytes(entry["key"])
-
-
-def key_session_idle_restart(*, session_id: uuid.UUID) -> None:
-    """Restart a key session's idle timeout. Only a use that was granted may do this: a
-    refused or withheld one must let an unused session idle out. An unreachable cache
-    is only logged: the key it would keep alive is unreachable too."""
-    try:
-        cache.touch(key_session_cache_key(session_id), settings.KEY_SESSION_IDLE_SECONDS)
-    except CACHE_ERRORS:
-        logger.warning(
-            "key-session cache unreachable; idle timeout of %s not restarted", session_id
-        )
 
 
 def cached_secrets_discard(*, cache_keys: list[str]) -> None:

@@ -4,7 +4,7 @@ import itertools
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from django.core.cache import cache
@@ -148,13 +148,21 @@ def assistant(make_assistant) -> Assistant:
 def idle_restarts(monkeypatch) -> list[str]:
     """The cache keys whose timeout was restarted (key sessions' idle timers), in order."""
     restarted: list[str] = []
-    touch = cache.touch
+    touch, get_and_touch = cache.touch, cast(Any, cache).get_and_touch
 
-    def spy(key: str, *args: Any, **kwargs: Any) -> bool:
+    def touch_spy(key: str, *args: Any, **kwargs: Any) -> bool:
         restarted.append(key)
         return touch(key, *args, **kwargs)
 
-    monkeypatch.setattr(cache, "touch", spy)
+    # A key session's read restarts its timer in the same call, when the entry is there.
+    def get_and_touch_spy(key: str, *args: Any, **kwargs: Any) -> Any:
+        value = get_and_touch(key, *args, **kwargs)
+        if value is not None:
+            restarted.append(key)
+        return value
+
+    monkeypatch.setattr(cache, "touch", touch_spy)
+    monkeypatch.setattr(cache, "get_and_touch", get_and_touch_spy)
     return restarted
 
 

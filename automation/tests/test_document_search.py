@@ -81,7 +81,7 @@ def test_the_assistants_search_tool_is_bounded_the_same_way(assistant, settings)
 
 
 CACHES = {
-    "locmem": {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}},
+    "locmem": {"default": {"BACKEND": "memory_project.cache.LocMemCache"}},
     "redis": django_settings.CACHES,
 }
 

@@ -255,7 +255,7 @@ def own_redis() -> Iterator[RedisServer]:
         pytest.skip("redis-server is not installed")
     server = RedisServer()
     server.start()
-    backend = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": server.url}
+    backend = {"BACKEND": "memory_project.cache.RedisCache", "LOCATION": server.url}
     try:
         with override_settings(CACHES={"default": backend}):
             yield server

@@ -271,13 +271,18 @@ def test_the_transcript_never_stores_the_memory_block(assistant, model_calls):
     assert Turn.objects.get(pk=admission.turn.pk).state == "completed"
 
 
-def test_a_recall_reads_everything_it_decides_on_in_one_query(assistant):
+def test_a_recall_reads_in_one_query_and_records_its_receipt_in_one_statement(assistant):
     admission = Admission.objects.get(pk=assistant.send().pk)
+    count_before = admission.recall_count
 
     with CaptureQueriesContext(connection) as queries:
         result = memory_recall(admission=admission)
 
-    statements = [q["sql"].split()[0].upper() for q in queries.captured_queries]
+    statements = [" ".join(q["sql"].split()) for q in queries.captured_queries]
     assert result.status == "provided"
-    assert statements.count("SELECT") == 1
-    assert statements.count("UPDATE") == 1
+    assert len(statements) == 2, statements
+    assert statements[0].startswith("SELECT")
+    assert "UPDATE" in statements[1]
+    admission.refresh_from_db()
+    assert (admission.recall_status, admission.recall_version) == ("provided", result.version)
+    assert admission.recall_count == count_before + 1

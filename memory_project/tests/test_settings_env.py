@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import runpy
 
 import pytest
@@ -13,6 +14,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 from django.core.exceptions import ImproperlyConfigured
 
+from memory_project import gunicorn_conf
 from memory_project import settings as settings_module
 from memory_project.env import (
     env_base_url,
@@ -213,3 +215,31 @@ def test_jwt_signing_key_is_taken_from_the_environment_or_derived(monkeypatch):
 def test_a_malformed_receipt_signing_key_stops_start_up_by_name(monkeypatch):
     with pytest.raises(ImproperlyConfigured, match="PURGE_RECEIPT_SIGNING_KEY"):
         start_up(monkeypatch, PURGE_RECEIPT_SIGNING_KEY="c2hvcnQ=")
+
+
+@pytest.mark.parametrize(
+    ("environ", "workers"),
+    [
+        ({"REDIS_URL": "redis://127.0.0.1:6379/0"}, "cores"),
+        ({"REDIS_URL": "redis://127.0.0.1:6379/0", "WEB_CONCURRENCY": "3"}, 3),
+        ({}, 1),
+        ({"WEB_CONCURRENCY": "1"}, 1),
+    ],
+)
+def test_gunicorn_runs_a_process_per_core_only_with_redis(monkeypatch, environ, workers):
+    for name in ("REDIS_URL", "WEB_CONCURRENCY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+
+    chosen = gunicorn_conf._workers()
+
+    assert chosen == (os.cpu_count() if workers == "cores" else workers)
+
+
+def test_more_than_one_worker_without_redis_stops_start_up(monkeypatch):
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.setenv("WEB_CONCURRENCY", "2")
+
+    with pytest.raises(ImproperlyConfigured, match="WEB_CONCURRENCY above 1 needs REDIS_URL"):
+        gunicorn_conf._workers()

@@ -18,7 +18,7 @@ from workspaces.models import User
 
 REDIS = django_settings.CACHES["default"]["BACKEND"].endswith("RedisCache")
 CACHES = {
-    "locmem": {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}},
+    "locmem": {"default": {"BACKEND": "memory_project.cache.LocMemCache"}},
     "redis": django_settings.CACHES,
 }
 

@@ -106,16 +106,6 @@ export function announce(region, text, kind = "info", { focus = true } = {}) {
   if (focus) region.focus();
 }
 
-// A new element with its class, text, attributes and children.
-export function element(tag, { className, text, attrs } = {}, children = []) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
-  for (const child of children) node.append(child);
-  return node;
-}
-
 // "Not saved: <what happened and what to do>. <suffix> (CODE)": the code stays, last, for
 // a report to support.
 export function failure(verb, result, suffix = "") {

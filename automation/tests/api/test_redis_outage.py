@@ -26,7 +26,7 @@ def redis_down() -> Iterator[None]:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-        backend = "django.core.cache.backends.redis.RedisCache"
+        backend = "memory_project.cache.RedisCache"
         location = f"redis://127.0.0.1:{port}/0"
         with override_settings(CACHES={"default": {"BACKEND": backend, "LOCATION": location}}):
             yield

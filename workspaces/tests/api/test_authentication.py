@@ -8,7 +8,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from conftest import assert_error
-from workspaces.models import ApiToken
+from workspaces.models import ApiToken, WorkspaceMembership
 from workspaces.services import api_token_create, api_token_revoke, workspace_membership_ensure
 from workspaces.tokens import jwt_encode
 
@@ -69,6 +69,27 @@ def test_token_of_a_user_removed_from_the_team_is_refused(tenant):
     tenant.member.team_memberships.all().delete()
 
     assert_error(bearer(raw).get(WORKSPACES_URL), 401, "TOKEN_INVALID")
+
+
+def test_a_token_request_reads_its_credential_in_one_statement(tenant, django_assert_num_queries):
+    _, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    client = bearer(raw)
+    client.get("/api/v1/ping")  # stamps the token's last use, which a minute then spares
+
+    with django_assert_num_queries(1):
+        response = client.get("/api/v1/ping")
+
+    assert response.json() == {"ok": True, "teamId": tenant.team.pk}
+
+
+def test_a_person_removed_from_a_workspace_is_refused_it_on_the_very_next_request(tenant):
+    client = bearer(api_token_create(user=tenant.member, team=tenant.team, name="cli")[1])
+    url = f"{WORKSPACES_URL}/{tenant.workspace.pk}/memory"
+    assert client.get(url).status_code == 200
+
+    WorkspaceMembership.objects.filter(workspace=tenant.workspace, user=tenant.member).delete()
+
+    assert_error(client.get(url), 404, "NOT_FOUND")
 
 
 def test_token_creation_needs_the_browser_session(tenant):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any, cast
 
 import pytest
 from django.core.cache import cache
@@ -138,8 +139,17 @@ def test_opening_a_key_session_on_another_teams_workspace_is_404(make_tenant):
 def test_use_restarts_the_idle_timeout(tenant, settings, monkeypatch):
     session = key_session_open(workspace=tenant.workspace, user=tenant.member)
     touched: list[tuple[str, int]] = []
-    monkeypatch.setattr(cache, "touch", lambda key, timeout: touched.append((key, timeout)))
+    read_and_touch = cast(Any, cache).get_and_touch
 
-    key_session_resolve(session_id=session.pk, workspace=tenant.workspace, user=tenant.member)
+    def spy(key: str, timeout: int) -> object:
+        touched.append((key, timeout))
+        return read_and_touch(key, timeout)
 
+    monkeypatch.setattr(cache, "get_and_touch", spy)
+
+    data_key = key_session_resolve(
+        session_id=session.pk, workspace=tenant.workspace, user=tenant.member
+    )
+
+    assert data_key == workspace_key_ensure(workspace=tenant.workspace)
     assert touched == [(session.cache_key, settings.KEY_SESSION_IDLE_SECONDS)]

@@ -1,0 +1,86 @@
+"""The project's cache backends (memory_project/cache.py): one redis-py client per
+connection pool, and get_and_touch, on Redis (when REDIS_URL is set) and in process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from django.conf import settings as django_settings
+from django.core.cache import cache
+from django.test import override_settings
+
+from memory_project.cache import cache_get_and_touch, cache_incr_or_create
+
+REDIS = django_settings.CACHES["default"]["BACKEND"] == "memory_project.cache.RedisCache"
+
+
+@pytest.fixture(params=["locmem", "redis"])
+def backend(request: pytest.FixtureRequest, settings) -> Iterator[str]:
+    if request.param == "redis" and not REDIS:
+        pytest.skip("needs REDIS_URL: these check a real Redis (CI sets it)")
+    caches = (
+        settings.CACHES
+        if request.param == "redis"
+        else {"default": {"BACKEND": "memory_project.cache.LocMemCache"}}
+    )
+    with override_settings(CACHES=caches):
+        cache.clear()
+        yield request.param
+        cache.clear()
+
+
+@pytest.mark.skipif(not REDIS, reason="needs REDIS_URL: the client belongs to the Redis backend")
+def test_every_operation_of_a_pool_uses_one_redis_client(monkeypatch, settings):
+    made: list[object] = []
+    init = redis.Redis.__init__
+
+    def counting_init(self: redis.Redis, *args: Any, **kwargs: Any) -> None:
+        made.append(self)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.Redis, "__init__", counting_init)
+
+    with override_settings(CACHES=settings.CACHES):  # a backend that has made no client yet
+        cache.set("a", 1, timeout=60)
+        cache.add("b", 0, timeout=60)
+        cache.incr("b")
+        assert cache.get("a") == 1
+        cache.touch("a", 60)
+
+    assert len(made) == 1
+
+
+def test_get_and_touch_returns_the_value_and_restarts_its_timeout(backend):
+    cache.set("session", {"key": b"k"}, timeout=5)
+
+    value = cache_get_and_touch("session", 600)
+
+    assert value == {"key": b"k"}
+    if backend == "redis":
+        ttl = _redis_ttl("session")
+        assert 5 < ttl <= 600, "restarted, and still expiring: never persisted"
+
+
+def test_get_and_touch_of_a_missing_key_creates_nothing(backend):
+    assert cache_get_and_touch("missing", 600) is None
+
+    assert cache.get("missing") is None
+    if backend == "redis":
+        assert _redis_ttl("missing") == -2
+
+
+def _redis_ttl(key: str) -> int:
+    client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    return int(client.ttl(cache.make_and_validate_key(key)))
+
+
+def test_incr_or_create_counts_from_one_and_the_counter_expires(backend):
+    counts = [cache_incr_or_create("hits", 120) for _ in range(3)]
+
+    assert counts == [1, 2, 3]
+    assert cache.get("hits") == 3
+    if backend == "redis":
+        assert 0 < _redis_ttl("hits") <= 120, "created with its expiry, which increments keep"
