@@ -44,6 +44,9 @@ def test_the_panel_shows_the_block_as_text_and_follows_save_and_mode(
 
     page.get_by_label("Memory document (Markdown)").fill(HOSTILE)
     page.get_by_role("button", name="Save", exact=True).click()
+    # The forged closing marker is one of the instruction lint's findings: a person is
+    # warned and may still save.
+    page.get_by_role("button", name="Save anyway").click()
 
     expect(page.locator("#memory-preview-summary")).to_have_text(
         "Saved version 2 is given to the assistant, as below."

@@ -306,20 +306,20 @@ def test_a_receipt_outlives_its_org_and_names_it_by_id_only():
     assert not field.is_relation
 
 
-@pytest.mark.parametrize(
-    ("constraint", "change"),
-    [
-        ("automation_purgereceipt_org_unique", None),
-        (
-            "automation_purgereceipt_finished_after_started",
-            {"finished_at": timezone.now() - timedelta(days=1)},
-        ),
-        ("automation_purgereceipt_deleted_rows_positive", {"deleted_rows": 0}),
-        ("automation_purgereceipt_name_digest_length", {"org_name_sha256": "ab"}),
-        ("automation_purgereceipt_ids_digest_length", {"deleted_ids_sha256": "ab"}),
-        ("automation_purgereceipt_key_id_length", {"signing_key_id": "ab"}),
-    ],
-)
+RECEIPT_CONSTRAINT_CASES = [
+    ("automation_purgereceipt_org_unique", None),
+    (
+        "automation_purgereceipt_finished_after_started",
+        {"finished_at": timezone.now() - timedelta(days=1)},
+    ),
+    ("automation_purgereceipt_deleted_rows_positive", {"deleted_rows": 0}),
+    ("automation_purgereceipt_name_digest_length", {"org_name_sha256": "ab"}),
+    ("automation_purgereceipt_ids_digest_length", {"deleted_ids_sha256": "ab"}),
+    ("automation_purgereceipt_key_id_length", {"signing_key_id": "ab"}),
+]
+
+
+@pytest.mark.parametrize(("constraint", "change"), RECEIPT_CONSTRAINT_CASES)
 def test_each_receipt_constraint_holds_in_the_database(receipt, constraint, change):
     row = receipt[0]
 
