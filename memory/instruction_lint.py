@@ -22,7 +22,7 @@ import re
 import string
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 import icu
@@ -34,6 +34,7 @@ from workspaces.lookalikes import INVISIBLE_CATEGORIES, alternatives
 class InstructionRule:
     id: str  # stable: stored on proposals and answered by the API
     message: str  # shown to a person
+    check: Callable[[_Line], bool] = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -397,64 +398,61 @@ RULES: dict[str, InstructionRule] = {
             "exfiltration",
             "Tells the assistant to send workspace content to an outside address (a web "
             "address, an email address or a webhook).",
+            _exfiltration,
         ),
         InstructionRule(
             "data_in_link",
             "A link or image whose address would carry data out: a placeholder in it, a query "
             "on an image, or a data: URL.",
+            _data_in_link,
         ),
         InstructionRule(
             "override_instructions",
             'Tries to cancel the assistant\'s instructions ("ignore previous instructions", '
             '"disregard the system prompt").',
+            _OVERRIDE,
         ),
         InstructionRule(
             "role_override",
             'Tries to give the assistant a new role or persona ("you are now", "act as").',
+            _ROLE,
         ),
         InstructionRule(
             "addressed_to_assistant",
             "Speaks to the assistant instead of recording something about the workspace "
             '("assistant, you must", "when you read this", "system:").',
+            _addressed_to_assistant,
         ),
         InstructionRule(
             "tool_call",
             "Looks like a tool call or a model's control syntax, not a note.",
+            lambda line: bool(_TOOL_CALL.search(line.latin)),
         ),
         InstructionRule(
             "reveal_request",
             "Asks the assistant to reveal its instructions, keys or passwords.",
+            _REVEAL,
         ),
         InstructionRule(
             "hidden_characters",
             "Holds invisible characters (zero-width, bidirectional overrides or Unicode tag "
             "characters) that hide text from a person but not from the model.",
+            _hidden_characters,
         ),
         InstructionRule(
             "memory_marker",
             "Imitates the markers that frame memory or a conversation for the model "
             "(</workspace-memory>, <|im_start|>).",
+            _markers,
         ),
     )
 }
-
-_CHECKS: tuple[tuple[str, Callable[[_Line], bool]], ...] = (
-    ("exfiltration", _exfiltration),
-    ("data_in_link", _data_in_link),
-    ("override_instructions", _OVERRIDE),
-    ("role_override", _ROLE),
-    ("addressed_to_assistant", _addressed_to_assistant),
-    ("tool_call", lambda line: bool(_TOOL_CALL.search(line.latin))),
-    ("reveal_request", _REVEAL),
-    ("hidden_characters", _hidden_characters),
-    ("memory_marker", _markers),
-)
 
 
 def line_rules(line: str) -> list[str]:
     """The ids of the rules `line` trips, in the rules' order."""
     reading = _reading(line)
-    return [rule for rule, check in _CHECKS if check(reading)]
+    return [rule.id for rule in RULES.values() if rule.check(reading)]
 
 
 def _lines(text: str) -> list[str]:
