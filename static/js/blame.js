@@ -38,7 +38,7 @@ class BlameView {
     byId("blame-review").addEventListener("click", () => this.setOpen(true, { focusStale: true }));
     // Every version the frame comes to hold (a Save, an Undo, a capture it adopted) has
     // lines of its own origins.
-    document.addEventListener("memory:version", () => this.load());
+    byId("memory-frame").addEventListener("memory-changed", () => this.load());
     this.frame.textarea.addEventListener("input", () => this.showDraftNote());
     this.load();
   }

@@ -48,11 +48,6 @@ class MemoryFrame extends DocumentEditor {
 
   render() {
     super.render();
-    // Tell the views beside the frame (where lines came from) that it holds another version.
-    if (this.shownVersion !== undefined && this.shownVersion !== this.baseVersion) {
-      document.dispatchEvent(new CustomEvent("memory:version", { detail: { version: this.baseVersion } }));
-    }
-    this.shownVersion = this.baseVersion;
     const bytes = byteLength(this.textarea.value);
     this.part("oversize").hidden = bytes <= config.recallMaxBytes;
     const undo = this.part("undo");
@@ -149,7 +144,7 @@ class MemoryFrame extends DocumentEditor {
   }
 
   // Panels beside the frame that depend on the saved memory, its mode or this page's
-  // memory state (what the assistant will be given) listen for this.
+  // memory state (what the assistant will be given, where each line came from) listen for this.
   announceChange() {
     byId("memory-frame").dispatchEvent(new CustomEvent("memory-changed"));
   }
