@@ -13,9 +13,8 @@ from memory import documents
 from memory.api import document_common as common
 from memory.api.document_common import validated
 from memory.documents import DocumentActor, Operation
-from memory_project.api.schema import operation
 from workspaces.api.headers import base_version_from
-from workspaces.errors import KeySessionUnavailable, NotFound, QueryInvalid, RateLimited
+from workspaces.errors import KeySessionUnavailable, NotFound, RateLimited
 
 
 def _paths(actor: DocumentActor, operation: Operation, *raw_paths: str) -> list[str]:
@@ -74,20 +73,14 @@ class AutomationDocumentRestoreApi(AutomationDocumentView):
 
 
 class AutomationDocumentSearchApi(AutomationDocumentView):
-    @operation(
+    @common.search_operation(
         "Search notes",
         NotFound,
-        QueryInvalid,
         KeySessionUnavailable,
         RateLimited,
-        parameters=[shapes.SearchQuery],
-        responses=shapes.SearchResults,
-        description=(
-            "Live documents containing `q` (case-insensitive), in path order; the memory "
-            "namespace never is searched. Documents are encrypted at rest, so one request "
-            "decrypts a bounded number of bytes: when it stops early, `truncated` is true and "
-            "`nextCursor` continues the search."
-        ),
+        results=shapes.SearchResults,
+        description="Live documents containing `q` (case-insensitive), in path order; the "
+        f"memory namespace never is searched. {common.SEARCH_BOUND} the search.",
     )
     def get(self, request: Request, workspace_id: int) -> Response:
         found = common.search(request, caller_document_actor(request, workspace_id))
