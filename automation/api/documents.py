@@ -69,14 +69,16 @@ class _StateChangeApi(AutomationDocumentView):
 
 @shapes.SCHEMAS.move()
 class AutomationDocumentMoveApi(_StateChangeApi):
-    shape, operation = shapes.Move, Operation.MOVE
+    shape = shapes.Move
+    operation = Operation.MOVE
     service = staticmethod(documents.document_move)
     path_arguments = {"raw_source": "from", "raw_destination": "to"}
 
 
 @shapes.SCHEMAS.restore()
 class AutomationDocumentRestoreApi(_StateChangeApi):
-    shape, operation = shapes.Restore, Operation.RESTORE
+    shape = shapes.Restore
+    operation = Operation.RESTORE
     service = staticmethod(documents.document_restore)
     path_arguments = {"raw_path": "path"}
 
