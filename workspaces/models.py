@@ -543,6 +543,7 @@ class AuditAction(models.TextChoices):
     WORKSPACE_CREATED = "workspace_created", "Workspace created"
     MEMBER_ADDED = "member_added", "Member added"
     MEMBER_REMOVED = "member_removed", "Member removed"
+    MEMBER_ROLE_CHANGED = "member_role_changed", "Member role changed"
 
 
 class AuditEvent(models.Model):

@@ -137,13 +137,11 @@ def workspace_member_add(
             membership = WorkspaceMembership.objects.create(
                 workspace=workspace, user=team_membership.user, role=role
             )
-        audit_record(
+        _member_audit(
+            workspace=workspace,
             actor=actor,
             action=AuditEvent.Action.MEMBER_ADDED,
-            org_id=_audit_org_id(pk=workspace.team_id),
-            workspace_id=workspace.pk,
-            target_type="user",
-            target_id=team_membership.user_id,
+            user_id=team_membership.user_id,
             detail={"role": role},
         )
     return membership
@@ -162,21 +160,11 @@ def workspace_member_remove(*, workspace: Workspace, actor: User, user_id: int) 
     included, stays with the workspace, out of their reach, since every read is a member's.
     """
     with transaction.atomic():
-        memberships = list(
-            WorkspaceMembership.objects.select_for_update()
-            .filter(workspace=workspace)
-            .order_by("pk")
-        )
-        by_user = {membership.user_id: membership for membership in memberships}
-        acting = by_user.get(actor.pk)
-        if acting is None:
-            raise NotFound("No such workspace.")
-        if user_id != actor.pk and not acting.is_admin:
+        members = _members_locked(workspace=workspace, actor=actor)
+        if user_id != actor.pk and not members.acting.is_admin:
             raise WorkspaceAdminRequired()
-        removed = by_user.get(user_id)
-        if removed is None:
-            raise NotFound("No such member.", userId=user_id)
-        if removed.is_admin and sum(membership.is_admin for membership in memberships) == 1:
+        removed = members.get(user_id)
+        if removed.is_admin and members.admin_count == 1:
             raise LastWorkspaceAdmin()
         removed.delete()
         sessions = KeySession.objects.filter(
@@ -184,15 +172,88 @@ def workspace_member_remove(*, workspace: Workspace, actor: User, user_id: int) 
         ).order_by("pk")
         for session in sessions:
             key_session_revoke(session=session, revoked_by=actor)
-        audit_record(
+        _member_audit(
+            workspace=workspace,
             actor=actor,
             action=AuditEvent.Action.MEMBER_REMOVED,
-            org_id=_audit_org_id(pk=workspace.team_id),
-            workspace_id=workspace.pk,
-            target_type="user",
-            target_id=user_id,
+            user_id=user_id,
             detail={"role": removed.role, "left": user_id == actor.pk},
         )
+
+
+def workspace_member_role_set(
+    *, workspace: Workspace, actor: User, user_id: int, role: str
+) -> WorkspaceMembership:
+    """Make a member an admin, or an admin a member. Only an admin may
+    (`WorkspaceAdminRequired`), and the workspace keeps at least one admin
+    (`LastWorkspaceAdmin`), under the same locks as a removal, so a demotion racing a
+    removal or another demotion cannot leave it without one. Setting the role a member
+    already has changes nothing and records nothing."""
+    with transaction.atomic():
+        members = _members_locked(workspace=workspace, actor=actor)
+        if not members.acting.is_admin:
+            raise WorkspaceAdminRequired()
+        changed = members.get(user_id)
+        if changed.role == role:
+            return changed
+        if changed.is_admin and members.admin_count == 1:
+            raise LastWorkspaceAdmin()
+        previous, changed.role = changed.role, role
+        changed.save(update_fields=["role"])
+        _member_audit(
+            workspace=workspace,
+            actor=actor,
+            action=AuditEvent.Action.MEMBER_ROLE_CHANGED,
+            user_id=user_id,
+            detail={"from": previous, "to": role},
+        )
+    return changed
+
+
+@dataclass(frozen=True)
+class _LockedMembers:
+    acting: WorkspaceMembership
+    by_user: dict[int, WorkspaceMembership]
+
+    @property
+    def admin_count(self) -> int:
+        return sum(membership.is_admin for membership in self.by_user.values())
+
+    def get(self, user_id: int) -> WorkspaceMembership:
+        member = self.by_user.get(user_id)
+        if member is None:
+            raise NotFound("No such member.", userId=user_id)
+        return member
+
+
+def _members_locked(*, workspace: Workspace, actor: User) -> _LockedMembers:
+    """Lock every membership of the workspace in primary-key order (one order for every
+    writer, so two admins acting on each other serialize instead of deadlocking), and
+    find the actor's: `NotFound` for someone who is not a member."""
+    by_user = {
+        membership.user_id: membership
+        for membership in WorkspaceMembership.objects.select_for_update()
+        .filter(workspace=workspace)
+        .order_by("pk")
+    }
+    acting = by_user.get(actor.pk)
+    if acting is None:
+        raise NotFound("No such workspace.")
+    return _LockedMembers(acting=acting, by_user=by_user)
+
+
+def _member_audit(
+    *, workspace: Workspace, actor: User, action: str, user_id: int, detail: dict[str, Any]
+) -> None:
+    audit_record(
+        actor=actor,
+        action=action,
+        org_id=_audit_org_id(pk=workspace.team_id),
+        workspace_id=workspace.pk,
+        target_type="user",
+        target_id=user_id,
+        detail=detail,
+    )
 
 
 def _workspace_admin_require(*, workspace: Workspace, user: User) -> None:
