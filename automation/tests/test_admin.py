@@ -29,8 +29,8 @@ from automation.tests.test_purge import make_due, populate
 from automation.tools import TurnContext, remember_in_memory
 from memory.documents import ActorKind, DocumentActor, document_write
 from memory.models import Proposal
-from memory.selectors import memory_current_get
 from memory.provenance import memory_blame
+from memory.selectors import memory_current_get
 from memory.services import memory_line_keep, memory_policy_set, memory_save
 from workspaces.models import ApiToken, AuditEvent, FileVersion, KeySessionRevocation, Org
 from workspaces.selectors import workspace_data_key
