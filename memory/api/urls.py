@@ -54,6 +54,12 @@ mirror_routes = [
     path("doc", mirror.MirrorDocumentApi.as_view(), name="mirror-document"),
 ]
 
+# Below `bots/<id>/`: the bot's tokens.
+bot_token_routes = [
+    path("tokens", bots.BotTokenIssueApi.as_view(), name="bot-token-issue"),
+    path("tokens/<int:token_id>", bots.BotTokenRevokeApi.as_view(), name="bot-token-revoke"),
+]
+
 urlpatterns = [
     path("workspaces/<int:workspace_id>/", include(workspace_routes)),
     path("memory/", include(space_routes)),
@@ -61,10 +67,5 @@ urlpatterns = [
     path("bots", bots.BotListCreateApi.as_view(), name="bot-list"),
     path("bots/validate", bots.BotSpecValidateApi.as_view(), name="bot-spec-validate"),
     path("bots/<slug:bot_id>", bots.BotDetailApi.as_view(), name="bot-detail"),
-    path("bots/<slug:bot_id>/tokens", bots.BotTokenIssueApi.as_view(), name="bot-token-issue"),
-    path(
-        "bots/<slug:bot_id>/tokens/<int:token_id>",
-        bots.BotTokenRevokeApi.as_view(),
-        name="bot-token-revoke",
-    ),
+    path("bots/<slug:bot_id>/", include(bot_token_routes)),
 ]
