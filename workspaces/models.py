@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from workspaces.constraints import (
+    after_check,
     choices_check,
     length_check,
     minimum_check,
@@ -319,10 +320,11 @@ class ApiToken(models.Model):
     class Meta:
         constraints = [
             unique(["token_hash"], "workspaces_apitoken_hash_unique", "TOKEN_HASH_TAKEN"),
-            models.CheckConstraint(
-                condition=Q(expires_at__gt=models.F("created_at")),
-                name="workspaces_apitoken_expires_after_created",
-                violation_error_code="TOKEN_EXPIRY_INVALID",
+            after_check(
+                "expires_at",
+                "created_at",
+                "workspaces_apitoken_expires_after_created",
+                "TOKEN_EXPIRY_INVALID",
             ),
             length_check(
                 "token_hash", 64, "workspaces_apitoken_hash_is_sha256", "TOKEN_HASH_INVALID"
