@@ -51,7 +51,6 @@ from workspaces.errors import (
 from workspaces.models import (
     FileVersion,
     KeySession,
-    KeySessionRevocation,
     User,
     Workspace,
 )
@@ -59,7 +58,7 @@ from workspaces.services import (
     file_write,
     key_session_resolve,
 )
-from workspaces.sql import datetime_param, pk_param, table
+from workspaces.sql import datetime_param, key_session_unrevoked, pk_param, table
 from workspaces.violations import violation_code
 
 
@@ -441,10 +440,7 @@ def _fence_insert(
                 AND c.credential_digest = a.credential_digest
                 AND c.expires_at > %s
                 AND a.key_session_id = %s
-                AND NOT EXISTS (
-                    SELECT 1 FROM {table(KeySessionRevocation)} r
-                    WHERE r.key_session_id = %s
-                )
+                AND {key_session_unrevoked("%s")}
             THEN 1 ELSE 0 END,
             %s
         FROM {table(Admission)} a
