@@ -43,7 +43,11 @@ from memory.instruction_lint import InstructionFinding, instruction_findings_add
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal, ProposalReason
 from memory.secrets import secret_refuse
 from memory.selectors import memory_current_get
-from memory.services import memory_policy_row_ensure, memory_proposal_create
+from memory.services import (
+    memory_policy_row_ensure,
+    memory_proposal_create,
+    memory_revision_write,
+)
 from workspaces.errors import (
     DomainError,
     VersionConflict,
@@ -54,10 +58,7 @@ from workspaces.models import (
     User,
     Workspace,
 )
-from workspaces.services import (
-    file_write,
-    key_session_resolve,
-)
+from workspaces.services import key_session_resolve
 from workspaces.sql import datetime_param, key_session_unrevoked, pk_param, table
 from workspaces.violations import violation_code
 
@@ -154,15 +155,13 @@ def capture_commit(
             with transaction.atomic():
                 _fence_locks_take(admission)
                 _checkpoint("locked")
-                revision = file_write(
+                revision = memory_revision_write(
                     workspace=workspace,
-                    path=MEMORY_PATH,
-                    plaintext=new_text,
-                    base_version=expected_version,
-                    data_key=data_key,
                     author=owner,
-                    author_kind=FileVersion.AuthorKind.AUTOMATIC,
+                    base_version=expected_version,
+                    content=new_text,
                     change_kind=FileVersion.ChangeKind.CAPTURE,
+                    data_key=data_key,
                     # This transaction is the unit: any refusal rolls all of it back.
                     savepoint=False,
                 )

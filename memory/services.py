@@ -85,7 +85,7 @@ def memory_save(
     *, workspace: Workspace, author: User, base_version: int, content: str
 ) -> FileVersion:
     """Save `content` as the next version after `base_version` (0 creates the document)."""
-    return _human_write(
+    return memory_revision_write(
         workspace=workspace,
         author=author,
         base_version=base_version,
@@ -110,7 +110,7 @@ def memory_clear(*, workspace: Workspace, author: User, base_version: int) -> Fi
         MemoryPolicy.objects.filter(pk=workspace.pk).update(
             clear_generation=F("clear_generation") + 1, updated_at=timezone.now()
         )
-        revision = _human_write(
+        revision = memory_revision_write(
             workspace=workspace,
             author=author,
             base_version=base_version,
@@ -142,7 +142,7 @@ def memory_undo(
     data_key = workspace_key_ensure(workspace=workspace)
     older = memory_version_get(workspace=workspace, version=restore_version)
     content = file_version_plaintext(version=older, workspace=workspace, data_key=data_key)
-    return _human_write(
+    return memory_revision_write(
         workspace=workspace,
         author=author,
         base_version=base_version,
@@ -152,7 +152,7 @@ def memory_undo(
     )
 
 
-def _human_write(
+def memory_revision_write(
     *,
     workspace: Workspace,
     author: User,
@@ -160,7 +160,18 @@ def _human_write(
     content: str,
     change_kind: str,
     data_key: bytes | None,
+    savepoint: bool = True,
 ) -> FileVersion:
+    """Write `content` as the memory document's next revision after `base_version`, by
+    compare-and-set (`file_write`, whose `data_key` and `savepoint` these are).
+
+    The one write of the memory path under every memory change: a person's Save, Clear,
+    Undo or applied proposal, and the capture. The author kind follows from the change:
+    a capture is the assistant's (automation.capture is memory's one automatic writer),
+    any other change a person's.
+    """
+    is_capture = change_kind == FileVersion.ChangeKind.CAPTURE
+    author_kind = FileVersion.AuthorKind.AUTOMATIC if is_capture else FileVersion.AuthorKind.HUMAN
     return file_write(
         workspace=workspace,
         path=MEMORY_PATH,
@@ -168,8 +179,9 @@ def _human_write(
         base_version=base_version,
         data_key=data_key,
         author=author,
-        author_kind=FileVersion.AuthorKind.HUMAN,
+        author_kind=author_kind,
         change_kind=change_kind,
+        savepoint=savepoint,
     )
 
 
@@ -243,7 +255,7 @@ def memory_proposal_apply(
         if current.version != base_version:
             raise VersionConflict(currentVersion=current.version)
         changes = memory_proposal_changes(proposal=proposal, workspace=workspace, data_key=data_key)
-        revision = _human_write(
+        revision = memory_revision_write(
             workspace=workspace,
             author=author,
             base_version=base_version,
