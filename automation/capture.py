@@ -286,14 +286,8 @@ def capture_propose(
     with transaction.atomic():
         _fence_locks_take(admission)
         _proposal_authority_refuse(admission, key_session_id)
-        return memory_proposal_create(
-            workspace=workspace,
-            admission_id=admission.pk,
-            changes=changes,
-            base_version=current.version,
-            clear_generation=admission.clear_generation,
-            reason="read_only",
-            data_key=data_key,
+        return _proposal_kept(
+            admission, changes, current.version, data_key, Proposal.Reason.READ_ONLY
         )
 
 
