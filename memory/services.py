@@ -32,11 +32,7 @@ from workspaces.crypto import RecordAddress, record_seal
 from workspaces.errors import NotFound, VersionConflict
 from workspaces.models import AuditEvent, FileVersion, User, Workspace
 from workspaces.selectors import file_version_plaintext
-from workspaces.services import audit_record, file_write, workspace_key_ensure
-
-
-def _org_id(workspace: Workspace) -> int:
-    return int(workspace.team.org_id)
+from workspaces.services import file_write, workspace_audit_record, workspace_key_ensure
 
 
 def memory_policy_row_ensure(*, workspace: Workspace) -> None:
@@ -71,11 +67,10 @@ def memory_policy_set(
             current = memory_policy_get(workspace=workspace)
             raise PolicyRevisionConflict(currentRevision=current.policy_revision)
         state = memory_policy_get(workspace=workspace)
-        audit_record(
+        workspace_audit_record(
             actor=actor,
             action=AuditEvent.Action.POLICY_CHANGED,
-            org_id=_org_id(workspace),
-            workspace_id=workspace.pk,
+            workspace=workspace,
             detail={"mode": state.mode, "policyRevision": state.policy_revision},
         )
     return state
@@ -118,11 +113,10 @@ def memory_clear(*, workspace: Workspace, author: User, base_version: int) -> Fi
             change_kind=FileVersion.ChangeKind.CLEAR,
             data_key=data_key,
         )
-        audit_record(
+        workspace_audit_record(
             actor=author,
             action=AuditEvent.Action.MEMORY_CLEARED,
-            org_id=_org_id(workspace),
-            workspace_id=workspace.pk,
+            workspace=workspace,
             detail={
                 "version": revision.version,
                 "clearGeneration": memory_policy_get(workspace=workspace).clear_generation,
