@@ -43,7 +43,11 @@ from memory.instruction_lint import InstructionFinding, instruction_findings_add
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal, ProposalReason
 from memory.secrets import secret_refuse
 from memory.selectors import memory_current_get
-from memory.services import memory_policy_row_ensure, memory_proposal_create
+from memory.services import (
+    memory_policy_row_ensure,
+    memory_proposal_create,
+    memory_revision_write,
+)
 from workspaces.errors import (
     DomainError,
     VersionConflict,
@@ -51,15 +55,11 @@ from workspaces.errors import (
 from workspaces.models import (
     FileVersion,
     KeySession,
-    KeySessionRevocation,
     User,
     Workspace,
 )
-from workspaces.services import (
-    file_write,
-    key_session_resolve,
-)
-from workspaces.sql import datetime_param, pk_param, table
+from workspaces.services import key_session_resolve
+from workspaces.sql import datetime_param, key_session_unrevoked, pk_param, table
 from workspaces.violations import violation_code
 
 
@@ -155,15 +155,13 @@ def capture_commit(
             with transaction.atomic():
                 _fence_locks_take(admission)
                 _checkpoint("locked")
-                revision = file_write(
+                revision = memory_revision_write(
                     workspace=workspace,
-                    path=MEMORY_PATH,
-                    plaintext=new_text,
-                    base_version=expected_version,
-                    data_key=data_key,
                     author=owner,
-                    author_kind=FileVersion.AuthorKind.AUTOMATIC,
+                    base_version=expected_version,
+                    content=new_text,
                     change_kind=FileVersion.ChangeKind.CAPTURE,
+                    data_key=data_key,
                     # This transaction is the unit: any refusal rolls all of it back.
                     savepoint=False,
                 )
@@ -288,14 +286,8 @@ def capture_propose(
     with transaction.atomic():
         _fence_locks_take(admission)
         _proposal_authority_refuse(admission, key_session_id)
-        return memory_proposal_create(
-            workspace=workspace,
-            admission_id=admission.pk,
-            changes=changes,
-            base_version=current.version,
-            clear_generation=admission.clear_generation,
-            reason="read_only",
-            data_key=data_key,
+        return _proposal_kept(
+            admission, changes, current.version, data_key, Proposal.Reason.READ_ONLY
         )
 
 
@@ -441,10 +433,7 @@ def _fence_insert(
                 AND c.credential_digest = a.credential_digest
                 AND c.expires_at > %s
                 AND a.key_session_id = %s
-                AND NOT EXISTS (
-                    SELECT 1 FROM {table(KeySessionRevocation)} r
-                    WHERE r.key_session_id = %s
-                )
+                AND {key_session_unrevoked("%s")}
             THEN 1 ELSE 0 END,
             %s
         FROM {table(Admission)} a

@@ -33,7 +33,6 @@ from workspaces.models import (
     File,
     FileVersion,
     KeySession,
-    KeySessionRevocation,
     Org,
     Team,
     User,
@@ -46,6 +45,7 @@ from workspaces.sql import (
     datetime_param,
     fetch_one,
     instance,
+    key_session_unrevoked,
     pk_param,
     table,
     width,
@@ -189,10 +189,7 @@ def fence_failed_predicates(
             c.credential_digest = a.credential_digest,
             c.expires_at > %s,
             a.key_session_id = %s,
-            a.key_session_id IS NOT NULL AND NOT EXISTS (
-                SELECT 1 FROM {table(KeySessionRevocation)} r
-                WHERE r.key_session_id = a.key_session_id
-            )
+            a.key_session_id IS NOT NULL AND {key_session_unrevoked("a.key_session_id")}
         FROM {table(Admission)} a
         JOIN {table(Workspace)} w ON w.id = a.workspace_id
         LEFT JOIN {table(MemoryPolicy)} p ON p.workspace_id = a.workspace_id
@@ -413,10 +410,7 @@ def recall_facts(*, admission: RecallSender, now: datetime) -> RecallFacts | Non
                 SELECT 1 FROM {table(KeySession)} k
                 WHERE k.id = %s AND k.workspace_id = w.id AND k.user_id = %s
                     AND k.revoked_at IS NULL
-                    AND NOT EXISTS (
-                        SELECT 1 FROM {table(KeySessionRevocation)} r
-                        WHERE r.key_session_id = k.id
-                    )
+                    AND {key_session_unrevoked("k.id")}
             ),
             f.id, f.current_version, f.deleted_at, v.size_bytes, v.ciphertext
         FROM {table(Workspace)} w

@@ -92,11 +92,10 @@ def workspace_create(*, team: Team, name: str, admin: User, ai_enabled: bool = F
         WorkspaceMembership.objects.create(
             workspace=workspace, user=admin, role=WorkspaceMembership.Role.ADMIN
         )
-        audit_record(
+        workspace_audit_record(
             actor=admin,
             action=AuditEvent.Action.WORKSPACE_CREATED,
-            org_id=team.org_id,
-            workspace_id=workspace.pk,
+            workspace=workspace,
             target_type="workspace",
             target_id=workspace.pk,
             detail={"teamId": team.pk, "aiEnabled": ai_enabled},
@@ -137,11 +136,12 @@ def workspace_member_add(
             membership = WorkspaceMembership.objects.create(
                 workspace=workspace, user=team_membership.user, role=role
             )
-        _member_audit(
-            workspace=workspace,
+        workspace_audit_record(
             actor=actor,
             action=AuditEvent.Action.MEMBER_ADDED,
-            user_id=team_membership.user_id,
+            workspace=workspace,
+            target_type="user",
+            target_id=team_membership.user_id,
             detail={"role": role},
         )
     return membership
@@ -172,11 +172,12 @@ def workspace_member_remove(*, workspace: Workspace, actor: User, user_id: int) 
         ).order_by("pk")
         for session in sessions:
             key_session_revoke(session=session, revoked_by=actor)
-        _member_audit(
-            workspace=workspace,
+        workspace_audit_record(
             actor=actor,
             action=AuditEvent.Action.MEMBER_REMOVED,
-            user_id=user_id,
+            workspace=workspace,
+            target_type="user",
+            target_id=user_id,
             detail={"role": removed.role, "left": user_id == actor.pk},
         )
 
@@ -200,11 +201,12 @@ def workspace_member_role_set(
             raise LastWorkspaceAdmin()
         previous, changed.role = changed.role, role
         changed.save(update_fields=["role"])
-        _member_audit(
-            workspace=workspace,
+        workspace_audit_record(
             actor=actor,
             action=AuditEvent.Action.MEMBER_ROLE_CHANGED,
-            user_id=user_id,
+            workspace=workspace,
+            target_type="user",
+            target_id=user_id,
             detail={"from": previous, "to": role},
         )
     return changed
@@ -240,20 +242,6 @@ def _members_locked(*, workspace: Workspace, actor: User) -> _LockedMembers:
     if acting is None:
         raise NotFound("No such workspace.")
     return _LockedMembers(acting=acting, by_user=by_user)
-
-
-def _member_audit(
-    *, workspace: Workspace, actor: User, action: str, user_id: int, detail: dict[str, Any]
-) -> None:
-    audit_record(
-        actor=actor,
-        action=action,
-        org_id=_audit_org_id(pk=workspace.team_id),
-        workspace_id=workspace.pk,
-        target_type="user",
-        target_id=user_id,
-        detail=detail,
-    )
 
 
 def _workspace_admin_require(*, workspace: Workspace, user: User) -> None:
@@ -445,11 +433,10 @@ def workspace_ai_consent_set(
         workspace.refresh_from_db(fields=["ai_enabled", "ai_consent_revision"])
         if updated != 1:
             raise ConsentRevisionConflict(currentRevision=workspace.ai_consent_revision)
-        audit_record(
+        workspace_audit_record(
             actor=actor,
             action=AuditEvent.Action.AI_CONSENT_CHANGED,
-            org_id=workspace.team.org_id,
-            workspace_id=workspace.pk,
+            workspace=workspace,
             detail={"enabled": enabled, "consentRevision": workspace.ai_consent_revision},
         )
     return workspace
@@ -476,6 +463,29 @@ def audit_record(
         target_type=target_type,
         target_id=str(target_id),
         detail=detail or {},
+    )
+
+
+def workspace_audit_record(
+    *,
+    actor: User,
+    action: str,
+    workspace: Workspace,
+    target_type: str = "",
+    target_id: object = "",
+    detail: dict[str, object] | None = None,
+) -> AuditEvent:
+    """Record a security-relevant action on `workspace`, naming it and its team's org (read
+    through `workspace.team`: no query when the team is loaded, one when it is not). Call
+    inside the action's own transaction, as `audit_record`."""
+    return audit_record(
+        actor=actor,
+        action=action,
+        org_id=workspace.team.org_id,
+        workspace_id=workspace.pk,
+        target_type=target_type,
+        target_id=target_id,
+        detail=detail,
     )
 
 

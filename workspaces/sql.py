@@ -18,6 +18,7 @@ from django.db import connection, models
 from workspaces.models import (
     ApiToken,
     Bot,
+    KeySessionRevocation,
     Org,
     Team,
     TeamMembership,
@@ -90,6 +91,16 @@ def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
 def width(model: type[models.Model]) -> int:
     """How many values `columns(model, ...)` selects."""
     return len(model._meta.concrete_fields)
+
+
+def key_session_unrevoked(key_session_id: str) -> str:
+    """An SQL condition true while the key session `key_session_id` (a column or a `%s`)
+    names has no revocation row: the durable mark that every use of a key session checks,
+    and that outlives both the session's own row and a key left in the cache."""
+    return (
+        f"NOT EXISTS (SELECT 1 FROM {table(KeySessionRevocation)} r "
+        f"WHERE r.key_session_id = {key_session_id})"
+    )
 
 
 def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
