@@ -215,7 +215,7 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "admission",
         ),
     ),
-    ('SELECT "workspaces_keysession"', "key", ("key_session", "owner", "workspace")),
+    ("SELECT s.revoked_at IS NOT NULL", "key", ("key_session", "workspace", "owner")),
     ("SELECT v.file_id, v.version", "read", ("workspace", "memory_path")),
     (
         'SELECT (SELECT 1 FROM "memory_memorypolicy"',
