@@ -196,7 +196,7 @@ class CommitFence(models.Model):
     """Written in the same transaction as an automatic revision; exists only if `ok` is 1.
 
     The CHECK makes a false predicate abort the transaction, taking the revision with it.
-    `ok` is computed by `automation.capture._fence_insert`, which says how NULL is kept out.
+    `ok` is computed by `automation.capture._fence_commit`, which says how NULL is kept out.
     """
 
     admission = models.OneToOneField(

@@ -68,7 +68,7 @@ from workspaces.models import (
 )
 from workspaces.ratelimit import client_address
 from workspaces.selectors import team_owner_is, workspace_data_key
-from workspaces.sql import datetime_param, table
+from workspaces.sql import datetime_param, key_session_revoked, table
 from workspaces.tokens import bearer_secret_digest, jwt_encode, pat_generate
 from workspaces.violations import violation_code, violation_raises
 
@@ -987,17 +987,13 @@ def key_session_resolve(*, session_id: uuid.UUID, workspace: Workspace, user: Us
     Refuses an unknown or foreign session, a revoked one (durable row), and one the
     cache has evicted after idling. Each use restarts the idle timeout.
     """
-    session = (
-        KeySession.objects.filter(pk=session_id, workspace=workspace, user=user)
-        .select_related("revocation")
-        .first()
-    )
-    if session is None:
+    revoked = key_session_revoked(session_id=session_id, workspace_id=workspace.pk, user_id=user.pk)
+    if revoked is None:
         raise KeySessionUnavailable(reason="unknown")
-    if session.is_revoked or hasattr(session, "revocation"):
+    if revoked:
         raise KeySessionUnavailable(reason="revoked")
     try:
-        data_key = _key_session_cache_read(session_id=session.pk, workspace_id=workspace.pk)
+        data_key = _key_session_cache_read(session_id=session_id, workspace_id=workspace.pk)
     except CACHE_ERRORS:
         raise KeySessionStoreUnavailable() from None
     if data_key is None:

@@ -18,6 +18,7 @@ from django.db import connection, models
 from workspaces.models import (
     ApiToken,
     Bot,
+    KeySession,
     KeySessionRevocation,
     Org,
     Team,
@@ -161,3 +162,17 @@ def workspace_membership_of(
     membership.workspace.team = team
     membership.user = user
     return membership
+
+
+def key_session_revoked(*, session_id: Any, workspace_id: int, user_id: int) -> bool | None:
+    """Whether `user_id`'s key session `session_id` on workspace `workspace_id` is revoked
+    (stamped, or with a durable revocation row); None if there is no such session."""
+    # Raw: every automatic read and write checks its key session first, and the ORM spent
+    # longer building this query (with its revocation join) than PostgreSQL spent answering.
+    sql = f"""
+        SELECT s.revoked_at IS NOT NULL OR NOT {key_session_unrevoked("s.id")}
+        FROM {table(KeySession)} s
+        WHERE s.id = %s AND s.workspace_id = %s AND s.user_id = %s
+    """  # identifiers come from model metadata; every value is a parameter
+    row = fetch_one(sql, [pk_param(KeySession, session_id), workspace_id, user_id])
+    return None if row is None else bool(row[0])
