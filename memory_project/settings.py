@@ -127,6 +127,9 @@ def _database(url: str) -> dict[str, object]:
         config["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
         config["CONN_MAX_AGE"] = 0
     elif engine == "django.db.backends.postgresql":
+        # Django's, with a health check that sends nothing while the connection is quiet
+        # (memory_project/postgresql/base.py).
+        config["ENGINE"] = "memory_project.postgresql"
         if env_bool("DATABASE_PREPARED_STATEMENTS", True):
             # Parameters bound by the server, and each statement prepared on its connection
             # after a few uses, so the hot ones (Save, capture, recall) are planned once per
