@@ -297,21 +297,23 @@ class Recall:
     text: str | None = None
 
 
-def memory_recall(*, admission: Admission) -> Recall:
+def memory_recall(*, admission: Admission, live: RecallFacts | None = None) -> Recall:
     """Read memory for one model call, as the turn may see it now, and record it in the
     turn's memory receipt.
 
     Runs before every model call, so a Save, a Clear or Off between two calls of one
     turn reaches the second. When memory is withheld the status says why; an older
-    copy is never substituted. One query reads every live fact the decision needs, and
-    one statement records the receipt.
+    copy is never substituted. One query reads every live fact the decision needs (or the
+    caller passes them, read with the admission in the same request:
+    `admission_with_recall_facts_by_credential_digest`), and one statement records the
+    receipt.
 
     A turn past its expiry is refused (TOKEN_EXPIRED) as on the document routes, and
     records nothing. Only a recall that reads memory for the model (provided or empty)
     restarts the key session's idle timeout: a withheld one must not keep alive a
     session that nothing is using.
     """
-    recall = _recall_inspect(admission)
+    recall = _recall_inspect(admission, live)
     _recall_receipt_write(admission=admission, recall=recall)
     return recall
 
@@ -344,13 +346,13 @@ def _recall_receipt_write(*, admission: Admission, recall: Recall) -> None:
         cursor.execute(sql, params)
 
 
-def _recall_inspect(admission: Admission) -> Recall:
-    now = timezone.now()
-    live = recall_facts(admission=admission, now=now)
+def _recall_inspect(admission: Admission, live: RecallFacts | None) -> Recall:
+    if live is None:
+        live = recall_facts(admission=admission, now=timezone.now())
     if live is None:
         return Recall(RecallStatus.NO_ACCESS, None)
     slot = live.credential_slot(admission=admission)
-    turn_expiry_refuse(admission=admission, slot=slot, now=now)
+    turn_expiry_refuse(admission=admission, slot=slot, now=live.read_at)
     return _recall_decide(live, admission, is_superseded=not slot.is_current, restart_idle=True)
 
 
