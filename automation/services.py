@@ -55,7 +55,7 @@ from workspaces.services import (
     key_session_revoke,
     workspace_key_ensure,
 )
-from workspaces.sql import datetime_param, pk_param, table
+from workspaces.sql import datetime_param, pk_param, table, unsynchronized
 from workspaces.violations import violation_code
 
 logger = logging.getLogger(__name__)
@@ -321,19 +321,13 @@ def memory_recall(*, admission: Admission, live: RecallFacts | None = None) -> R
 def _recall_receipt_write(*, admission: Admission, recall: Recall) -> None:
     # Raw: one statement, where the ORM needs four (BEGIN, SET LOCAL, UPDATE, COMMIT).
     # The receipt is a diagnostic record: losing the last few to a server crash is
-    # acceptable, waiting for a WAL flush on every model call is not, so on PostgreSQL the
-    # statement's own transaction commits without waiting (set_config(..., true) lasts
-    # until that commit; in an enclosing transaction, until its commit, as SET LOCAL would).
-    unsynchronized = connection.vendor == "postgresql"
+    # acceptable, waiting for a WAL flush on every model call is not.
+    with_clause, from_item = unsynchronized()
     sql = f"""
-        {
-        "WITH unsynchronized AS (SELECT set_config('synchronous_commit', 'off', true))"
-        if unsynchronized
-        else ""
-    }
+        {with_clause}
         UPDATE {table(Admission)} SET recall_status = %s, recall_version = %s,
             recalled_at = %s, recall_count = recall_count + 1
-        {"FROM unsynchronized" if unsynchronized else ""}
+        {f"FROM {from_item}" if from_item else ""}
         WHERE id = %s
     """  # identifiers come from model metadata; every value is a parameter
     params = [
