@@ -355,7 +355,8 @@ SPECTACULAR_SETTINGS = {
 # worker, and the same code paths run as in production.
 _broker_url = env_str("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not _broker_url
-CELERY_BROKER_URL = _broker_url or "memory://"
+# The in-memory transport with its host named, as kombu otherwise warns on first use.
+CELERY_BROKER_URL = _broker_url or "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

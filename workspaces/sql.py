@@ -47,6 +47,20 @@ def datetime_param(value: datetime) -> Any:
     return connection.ops.adapt_datetimefield_value(value)
 
 
+def unsynchronized() -> tuple[str, str]:
+    """For a single-statement write that may be lost to a server crash (a diagnostic record,
+    a derived cache): a WITH clause, and the FROM item the statement must join so that it
+    runs, that make the statement's own transaction commit without waiting for the WAL
+    flush on PostgreSQL (set_config(..., true) lasts until that commit; in an enclosing
+    transaction, until its commit, as SET LOCAL would). Both empty on SQLite."""
+    if connection.vendor != "postgresql":
+        return "", ""
+    return (
+        "WITH unsynchronized AS (SELECT set_config('synchronous_commit', 'off', true))",
+        "unsynchronized",
+    )
+
+
 def columns(model: type[models.Model], alias: str) -> str:
     """Every concrete column of `model`, qualified by `alias`, in field order: what
     `instance` reads back."""
