@@ -30,7 +30,6 @@ import contextlib
 import enum
 import functools
 import gzip
-import hashlib
 import io
 import json
 import re
@@ -52,7 +51,7 @@ from memory.spaces.services import (
     space_documents_write_many,
     space_write_permit,
 )
-from memory.spaces.store import DocumentMeta, PendingWrite, StoredDocument
+from memory.spaces.store import DocumentMeta, PendingWrite, StoredDocument, body_checksum
 from workspaces.errors import DocumentTooLarge, InvalidDocumentPath, QueryInvalid
 from workspaces.paths import DOCUMENT_SUFFIX, canonical_document_path
 
@@ -358,6 +357,7 @@ def space_import(
             expected_revision=(
                 existing[planned.path].revision if planned.action is ImportAction.OVERWRITE else 0
             ),
+            checksum=contents.checksums[planned.path],
         )
         for planned in plan
         if planned.action is not ImportAction.SKIP
@@ -411,6 +411,7 @@ def _free_name(path: str, taken: set[str]) -> str:
 @dataclass
 class _Contents:
     documents: dict[str, bytes] = field(default_factory=dict)  # path (without docs/): body
+    checksums: dict[str, str] = field(default_factory=dict)  # path: its body's body_checksum
     ignored: list[str] = field(default_factory=list)
 
 
@@ -622,7 +623,8 @@ def _entries_read(entries: Iterator[_Entry]) -> _Contents:
                 raise DocumentTooLarge(limitBytes=limit, bytes=member.size, path=path)
             body = read()
             contents.documents[path] = body
-            actual[name] = hashlib.sha256(body).hexdigest()
+            contents.checksums[path] = body_checksum(body)
+            actual[name] = _hex(contents.checksums[path])
         else:
             contents.ignored.append(name)
     for directory in sorted(directories):
