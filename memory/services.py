@@ -32,11 +32,7 @@ from workspaces.crypto import RecordAddress, record_seal
 from workspaces.errors import NotFound, VersionConflict
 from workspaces.models import AuditEvent, FileVersion, User, Workspace
 from workspaces.selectors import file_version_plaintext
-from workspaces.services import audit_record, file_write, workspace_key_ensure
-
-
-def _org_id(workspace: Workspace) -> int:
-    return int(workspace.team.org_id)
+from workspaces.services import file_write, workspace_audit_record, workspace_key_ensure
 
 
 def memory_policy_row_ensure(*, workspace: Workspace) -> None:
@@ -71,11 +67,10 @@ def memory_policy_set(
             current = memory_policy_get(workspace=workspace)
             raise PolicyRevisionConflict(currentRevision=current.policy_revision)
         state = memory_policy_get(workspace=workspace)
-        audit_record(
+        workspace_audit_record(
             actor=actor,
             action=AuditEvent.Action.POLICY_CHANGED,
-            org_id=_org_id(workspace),
-            workspace_id=workspace.pk,
+            workspace=workspace,
             detail={"mode": state.mode, "policyRevision": state.policy_revision},
         )
     return state
@@ -85,7 +80,7 @@ def memory_save(
     *, workspace: Workspace, author: User, base_version: int, content: str
 ) -> FileVersion:
     """Save `content` as the next version after `base_version` (0 creates the document)."""
-    return _human_write(
+    return memory_revision_write(
         workspace=workspace,
         author=author,
         base_version=base_version,
@@ -110,7 +105,7 @@ def memory_clear(*, workspace: Workspace, author: User, base_version: int) -> Fi
         MemoryPolicy.objects.filter(pk=workspace.pk).update(
             clear_generation=F("clear_generation") + 1, updated_at=timezone.now()
         )
-        revision = _human_write(
+        revision = memory_revision_write(
             workspace=workspace,
             author=author,
             base_version=base_version,
@@ -118,11 +113,10 @@ def memory_clear(*, workspace: Workspace, author: User, base_version: int) -> Fi
             change_kind=FileVersion.ChangeKind.CLEAR,
             data_key=data_key,
         )
-        audit_record(
+        workspace_audit_record(
             actor=author,
             action=AuditEvent.Action.MEMORY_CLEARED,
-            org_id=_org_id(workspace),
-            workspace_id=workspace.pk,
+            workspace=workspace,
             detail={
                 "version": revision.version,
                 "clearGeneration": memory_policy_get(workspace=workspace).clear_generation,
@@ -142,7 +136,7 @@ def memory_undo(
     data_key = workspace_key_ensure(workspace=workspace)
     older = memory_version_get(workspace=workspace, version=restore_version)
     content = file_version_plaintext(version=older, workspace=workspace, data_key=data_key)
-    return _human_write(
+    return memory_revision_write(
         workspace=workspace,
         author=author,
         base_version=base_version,
@@ -152,7 +146,7 @@ def memory_undo(
     )
 
 
-def _human_write(
+def memory_revision_write(
     *,
     workspace: Workspace,
     author: User,
@@ -160,7 +154,18 @@ def _human_write(
     content: str,
     change_kind: str,
     data_key: bytes | None,
+    savepoint: bool = True,
 ) -> FileVersion:
+    """Write `content` as the memory document's next revision after `base_version`, by
+    compare-and-set (`file_write`, whose `data_key` and `savepoint` these are).
+
+    The one write of the memory path under every memory change: a person's Save, Clear,
+    Undo or applied proposal, and the capture. The author kind follows from the change:
+    a capture is the assistant's (automation.capture is memory's one automatic writer),
+    any other change a person's.
+    """
+    is_capture = change_kind == FileVersion.ChangeKind.CAPTURE
+    author_kind = FileVersion.AuthorKind.AUTOMATIC if is_capture else FileVersion.AuthorKind.HUMAN
     return file_write(
         workspace=workspace,
         path=MEMORY_PATH,
@@ -168,8 +173,9 @@ def _human_write(
         base_version=base_version,
         data_key=data_key,
         author=author,
-        author_kind=FileVersion.AuthorKind.HUMAN,
+        author_kind=author_kind,
         change_kind=change_kind,
+        savepoint=savepoint,
     )
 
 
@@ -243,7 +249,7 @@ def memory_proposal_apply(
         if current.version != base_version:
             raise VersionConflict(currentVersion=current.version)
         changes = memory_proposal_changes(proposal=proposal, workspace=workspace, data_key=data_key)
-        revision = _human_write(
+        revision = memory_revision_write(
             workspace=workspace,
             author=author,
             base_version=base_version,

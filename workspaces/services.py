@@ -68,7 +68,7 @@ from workspaces.models import (
 )
 from workspaces.ratelimit import client_address
 from workspaces.selectors import team_owner_is, workspace_data_key
-from workspaces.sql import datetime_param, table
+from workspaces.sql import datetime_param, key_session_revoked, table
 from workspaces.tokens import bearer_secret_digest, jwt_encode, pat_generate
 from workspaces.violations import violation_code, violation_raises
 
@@ -92,11 +92,10 @@ def workspace_create(*, team: Team, name: str, admin: User, ai_enabled: bool = F
         WorkspaceMembership.objects.create(
             workspace=workspace, user=admin, role=WorkspaceMembership.Role.ADMIN
         )
-        audit_record(
+        workspace_audit_record(
             actor=admin,
             action=AuditEvent.Action.WORKSPACE_CREATED,
-            org_id=team.org_id,
-            workspace_id=workspace.pk,
+            workspace=workspace,
             target_type="workspace",
             target_id=workspace.pk,
             detail={"teamId": team.pk, "aiEnabled": ai_enabled},
@@ -137,11 +136,10 @@ def workspace_member_add(
             membership = WorkspaceMembership.objects.create(
                 workspace=workspace, user=team_membership.user, role=role
             )
-        audit_record(
+        workspace_audit_record(
             actor=actor,
             action=AuditEvent.Action.MEMBER_ADDED,
-            org_id=_audit_org_id(pk=workspace.team_id),
-            workspace_id=workspace.pk,
+            workspace=workspace,
             target_type="user",
             target_id=team_membership.user_id,
             detail={"role": role},
@@ -162,21 +160,11 @@ def workspace_member_remove(*, workspace: Workspace, actor: User, user_id: int) 
     included, stays with the workspace, out of their reach, since every read is a member's.
     """
     with transaction.atomic():
-        memberships = list(
-            WorkspaceMembership.objects.select_for_update()
-            .filter(workspace=workspace)
-            .order_by("pk")
-        )
-        by_user = {membership.user_id: membership for membership in memberships}
-        acting = by_user.get(actor.pk)
-        if acting is None:
-            raise NotFound("No such workspace.")
-        if user_id != actor.pk and not acting.is_admin:
+        members = _members_locked(workspace=workspace, actor=actor)
+        if user_id != actor.pk and not members.acting.is_admin:
             raise WorkspaceAdminRequired()
-        removed = by_user.get(user_id)
-        if removed is None:
-            raise NotFound("No such member.", userId=user_id)
-        if removed.is_admin and sum(membership.is_admin for membership in memberships) == 1:
+        removed = members.get(user_id)
+        if removed.is_admin and members.admin_count == 1:
             raise LastWorkspaceAdmin()
         removed.delete()
         sessions = KeySession.objects.filter(
@@ -184,15 +172,76 @@ def workspace_member_remove(*, workspace: Workspace, actor: User, user_id: int) 
         ).order_by("pk")
         for session in sessions:
             key_session_revoke(session=session, revoked_by=actor)
-        audit_record(
+        workspace_audit_record(
             actor=actor,
             action=AuditEvent.Action.MEMBER_REMOVED,
-            org_id=_audit_org_id(pk=workspace.team_id),
-            workspace_id=workspace.pk,
+            workspace=workspace,
             target_type="user",
             target_id=user_id,
             detail={"role": removed.role, "left": user_id == actor.pk},
         )
+
+
+def workspace_member_role_set(
+    *, workspace: Workspace, actor: User, user_id: int, role: str
+) -> WorkspaceMembership:
+    """Make a member an admin, or an admin a member. Only an admin may
+    (`WorkspaceAdminRequired`), and the workspace keeps at least one admin
+    (`LastWorkspaceAdmin`), under the same locks as a removal, so a demotion racing a
+    removal or another demotion cannot leave it without one. Setting the role a member
+    already has changes nothing and records nothing."""
+    with transaction.atomic():
+        members = _members_locked(workspace=workspace, actor=actor)
+        if not members.acting.is_admin:
+            raise WorkspaceAdminRequired()
+        changed = members.get(user_id)
+        if changed.role == role:
+            return changed
+        if changed.is_admin and members.admin_count == 1:
+            raise LastWorkspaceAdmin()
+        previous, changed.role = changed.role, role
+        changed.save(update_fields=["role"])
+        workspace_audit_record(
+            actor=actor,
+            action=AuditEvent.Action.MEMBER_ROLE_CHANGED,
+            workspace=workspace,
+            target_type="user",
+            target_id=user_id,
+            detail={"from": previous, "to": role},
+        )
+    return changed
+
+
+@dataclass(frozen=True)
+class _LockedMembers:
+    acting: WorkspaceMembership
+    by_user: dict[int, WorkspaceMembership]
+
+    @property
+    def admin_count(self) -> int:
+        return sum(membership.is_admin for membership in self.by_user.values())
+
+    def get(self, user_id: int) -> WorkspaceMembership:
+        member = self.by_user.get(user_id)
+        if member is None:
+            raise NotFound("No such member.", userId=user_id)
+        return member
+
+
+def _members_locked(*, workspace: Workspace, actor: User) -> _LockedMembers:
+    """Lock every membership of the workspace in primary-key order (one order for every
+    writer, so two admins acting on each other serialize instead of deadlocking), and
+    find the actor's: `NotFound` for someone who is not a member."""
+    by_user = {
+        membership.user_id: membership
+        for membership in WorkspaceMembership.objects.select_for_update()
+        .filter(workspace=workspace)
+        .order_by("pk")
+    }
+    acting = by_user.get(actor.pk)
+    if acting is None:
+        raise NotFound("No such workspace.")
+    return _LockedMembers(acting=acting, by_user=by_user)
 
 
 def _workspace_admin_require(*, workspace: Workspace, user: User) -> None:
@@ -384,11 +433,10 @@ def workspace_ai_consent_set(
         workspace.refresh_from_db(fields=["ai_enabled", "ai_consent_revision"])
         if updated != 1:
             raise ConsentRevisionConflict(currentRevision=workspace.ai_consent_revision)
-        audit_record(
+        workspace_audit_record(
             actor=actor,
             action=AuditEvent.Action.AI_CONSENT_CHANGED,
-            org_id=workspace.team.org_id,
-            workspace_id=workspace.pk,
+            workspace=workspace,
             detail={"enabled": enabled, "consentRevision": workspace.ai_consent_revision},
         )
     return workspace
@@ -415,6 +463,29 @@ def audit_record(
         target_type=target_type,
         target_id=str(target_id),
         detail=detail or {},
+    )
+
+
+def workspace_audit_record(
+    *,
+    actor: User,
+    action: str,
+    workspace: Workspace,
+    target_type: str = "",
+    target_id: object = "",
+    detail: dict[str, object] | None = None,
+) -> AuditEvent:
+    """Record a security-relevant action on `workspace`, naming it and its team's org (read
+    through `workspace.team`: no query when the team is loaded, one when it is not). Call
+    inside the action's own transaction, as `audit_record`."""
+    return audit_record(
+        actor=actor,
+        action=action,
+        org_id=workspace.team.org_id,
+        workspace_id=workspace.pk,
+        target_type=target_type,
+        target_id=target_id,
+        detail=detail,
     )
 
 
@@ -916,17 +987,13 @@ def key_session_resolve(*, session_id: uuid.UUID, workspace: Workspace, user: Us
     Refuses an unknown or foreign session, a revoked one (durable row), and one the
     cache has evicted after idling. Each use restarts the idle timeout.
     """
-    session = (
-        KeySession.objects.filter(pk=session_id, workspace=workspace, user=user)
-        .select_related("revocation")
-        .first()
-    )
-    if session is None:
+    revoked = key_session_revoked(session_id=session_id, workspace_id=workspace.pk, user_id=user.pk)
+    if revoked is None:
         raise KeySessionUnavailable(reason="unknown")
-    if session.is_revoked or hasattr(session, "revocation"):
+    if revoked:
         raise KeySessionUnavailable(reason="revoked")
     try:
-        data_key = _key_session_cache_read(session_id=session.pk, workspace_id=workspace.pk)
+        data_key = _key_session_cache_read(session_id=session_id, workspace_id=workspace.pk)
     except CACHE_ERRORS:
         raise KeySessionStoreUnavailable() from None
     if data_key is None:

@@ -18,6 +18,8 @@ from django.db import connection, models
 from workspaces.models import (
     ApiToken,
     Bot,
+    KeySession,
+    KeySessionRevocation,
     Org,
     Team,
     TeamMembership,
@@ -43,6 +45,20 @@ def datetime_param(value: datetime) -> Any:
     """An aware datetime as this database stores it: SQLite keeps datetimes as text, and a
     raw aware value would store a second format (with an offset) in the column."""
     return connection.ops.adapt_datetimefield_value(value)
+
+
+def unsynchronized() -> tuple[str, str]:
+    """For a single-statement write that may be lost to a server crash (a diagnostic record,
+    a derived cache): a WITH clause, and the FROM item the statement must join so that it
+    runs, that make the statement's own transaction commit without waiting for the WAL
+    flush on PostgreSQL (set_config(..., true) lasts until that commit; in an enclosing
+    transaction, until its commit, as SET LOCAL would). Both empty on SQLite."""
+    if connection.vendor != "postgresql":
+        return "", ""
+    return (
+        "WITH unsynchronized AS (SELECT set_config('synchronous_commit', 'off', true))",
+        "unsynchronized",
+    )
 
 
 def columns(model: type[models.Model], alias: str) -> str:
@@ -90,6 +106,16 @@ def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
 def width(model: type[models.Model]) -> int:
     """How many values `columns(model, ...)` selects."""
     return len(model._meta.concrete_fields)
+
+
+def key_session_unrevoked(key_session_id: str) -> str:
+    """An SQL condition true while the key session `key_session_id` (a column or a `%s`)
+    names has no revocation row: the durable mark that every use of a key session checks,
+    and that outlives both the session's own row and a key left in the cache."""
+    return (
+        f"NOT EXISTS (SELECT 1 FROM {table(KeySessionRevocation)} r "
+        f"WHERE r.key_session_id = {key_session_id})"
+    )
 
 
 def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
@@ -150,3 +176,17 @@ def workspace_membership_of(
     membership.workspace.team = team
     membership.user = user
     return membership
+
+
+def key_session_revoked(*, session_id: Any, workspace_id: int, user_id: int) -> bool | None:
+    """Whether `user_id`'s key session `session_id` on workspace `workspace_id` is revoked
+    (stamped, or with a durable revocation row); None if there is no such session."""
+    # Raw: every automatic read and write checks its key session first, and the ORM spent
+    # longer building this query (with its revocation join) than PostgreSQL spent answering.
+    sql = f"""
+        SELECT s.revoked_at IS NOT NULL OR NOT {key_session_unrevoked("s.id")}
+        FROM {table(KeySession)} s
+        WHERE s.id = %s AND s.workspace_id = %s AND s.user_id = %s
+    """  # identifiers come from model metadata; every value is a parameter
+    row = fetch_one(sql, [pk_param(KeySession, session_id), workspace_id, user_id])
+    return None if row is None else bool(row[0])

@@ -32,6 +32,7 @@ import itertools
 import json
 import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -493,7 +494,7 @@ def _swap_in(space_dir: Path, files: Sequence[tuple[Path, bytes]]) -> None:
     prefix = f"{temporary_dir}/{os.getpid()}-{time.monotonic_ns()}-"
     staged: list[str] = []
     swapped: list[tuple[str, str | None]] = []  # (target, the file it replaced)
-    made: set[str] = set()
+    made: dict[str, bool] = {}  # each target's directory: whether it was there before
     try:
         for _, data in files:
             staged.append(f"{prefix}{next(_temporary_numbers)}")
@@ -503,10 +504,11 @@ def _swap_in(space_dir: Path, files: Sequence[tuple[Path, bytes]]) -> None:
             target = str(target_path)
             parent = os.path.dirname(target)
             if parent not in made:
+                made[parent] = os.path.isdir(parent)
                 os.makedirs(parent, exist_ok=True)
-                made.add(parent)
             previous = None
-            if os.path.exists(target):
+            # In a directory this swap made, no file can be in the way.
+            if made[parent] and os.path.exists(target):
                 previous = f"{prefix}{next(_temporary_numbers)}"
                 os.replace(target, previous)
             swapped.append((target, previous))
@@ -572,23 +574,43 @@ def _prune_empty_directories(tree: Path, directory: Path) -> None:
 
 class _PathsNear:
     """`_paths_near` over a batch: an ancestor directory shared by many of its documents is
-    looked at on disk once."""
+    looked at on disk once, and below one that is absent nothing more is asked (a batch into
+    a new space or a new directory costs no look-up per document)."""
 
     def __init__(self, tree: Path) -> None:
         self.tree = tree
-        self.files: dict[str, bool] = {}  # ancestor path: a file of the tree is there
+        self.kinds: dict[str, str] = {}  # a path of the tree ("": the tree itself): its kind
 
     def __call__(self, path: str) -> list[str]:
         segments = path.split("/")
+        if self._kind("") != _DIRECTORY:
+            return []
         for end in range(1, len(segments)):
             ancestor = "/".join(segments[:end])
-            if ancestor not in self.files:
-                self.files[ancestor] = os.path.isfile(os.path.join(self.tree, ancestor))
-            if self.files[ancestor]:
+            kind = self._kind(ancestor)
+            if kind == _FILE:
                 return [ancestor]
+            if kind != _DIRECTORY:
+                return []  # nothing can be below it
         if not os.path.isdir(os.path.join(self.tree, path)):
             return []
         return _paths_near(self.tree, path)
+
+    def _kind(self, relative: str) -> str:
+        """What the tree holds at `relative`: a regular file, a directory, or neither ("",
+        absent or anything else), as `isfile` and `isdir` see it."""
+        if relative not in self.kinds:
+            try:
+                mode = os.stat(os.path.join(self.tree, relative)).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                mode = 0
+            self.kinds[relative] = (
+                _FILE if stat.S_ISREG(mode) else _DIRECTORY if stat.S_ISDIR(mode) else ""
+            )
+        return self.kinds[relative]
+
+
+_FILE, _DIRECTORY = "file", "directory"
 
 
 def _paths_near(tree: Path, path: str) -> list[str]:
