@@ -31,8 +31,12 @@ from workspaces.models import (
 M = TypeVar("M", bound=models.Model)
 
 
+@functools.cache
 def table(model: type[models.Model]) -> str:
     """The model's table name, quoted for this database."""
+    # Cached: a capture builds its statements with about thirty of these, and each lookup
+    # of `connection` goes through its thread-local proxy. A process has one default
+    # database, so the quoting never changes.
     return connection.ops.quote_name(model._meta.db_table)
 
 
