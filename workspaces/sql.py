@@ -99,6 +99,17 @@ def instance(model: type[M], row: Sequence[Any], start: int) -> M:
     return model.from_db(connection.alias, names, values)
 
 
+def loaded(model: type[M], values: dict[str, Any]) -> M:
+    """The `model` instance holding `values` (by attribute name, one for every concrete
+    field), as the ORM would load its row: for a row this process has just written."""
+    fields = model._meta.concrete_fields
+    return model.from_db(
+        connection.alias,
+        [field.attname for field in fields],
+        [values[field.attname] for field in fields],
+    )
+
+
 def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
     """The first row `sql` answers, or None."""
     with connection.cursor() as cursor:
