@@ -73,29 +73,33 @@ def columns(model: type[models.Model], alias: str) -> str:
 
 
 @functools.cache
-def _converters(model: type[models.Model], vendor: str) -> list[tuple[str, Any, list[Any]]]:
-    """Per concrete field: its attribute name, its column expression, and the functions
-    that turn a raw value into the Python value the ORM would give (SQLite returns
-    datetimes as text and booleans as integers)."""
-    found = []
-    for field in model._meta.concrete_fields:
+def _loader(
+    model: type[models.Model], vendor: str
+) -> tuple[list[str], list[tuple[int, Any, list[Any]]]]:
+    """The attribute names of the model's concrete fields, and for each field whose raw value
+    needs converting (SQLite returns datetimes as text and booleans as integers) its offset,
+    its column expression and the functions that turn the raw value into the Python value the
+    ORM would give."""
+    names, converted = [], []
+    for offset, field in enumerate(model._meta.concrete_fields):
+        names.append(field.attname)
         column = field.get_col(model._meta.db_table)
         convert = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-        found.append((field.attname, column, convert))
-    return found
+        if convert:
+            converted.append((offset, column, convert))
+    return names, converted
 
 
 def instance(model: type[M], row: Sequence[Any], start: int) -> M:
     """The `model` instance whose columns (as `columns` lists them) begin at `row[start]`,
     as the ORM would load it."""
-    names: list[str] = []
-    values: list[Any] = []
-    for offset, (name, column, convert) in enumerate(_converters(model, connection.vendor)):
-        value = row[start + offset]
+    names, converted = _loader(model, connection.vendor)
+    values = list(row[start : start + len(names)])
+    for offset, column, convert in converted:
+        value = values[offset]
         for converter in convert:
             value = converter(value, column, connection)
-        names.append(name)
-        values.append(value)
+        values[offset] = value
     return model.from_db(connection.alias, names, values)
 
 
@@ -137,23 +141,7 @@ def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
     """The token whose SHA-256 is `digest` (with its owner, team and org, and bot), and
     whether its owner is still in its team; whatever its state: the caller judges
     revocation and expiry, read afresh on every request."""
-    # Raw: it runs on every token-authenticated request, and the ORM spent longer compiling
-    # this query (four joins and an EXISTS) than PostgreSQL spent answering it.
-    sql = f"""
-        SELECT {columns(ApiToken, "k")}, {columns(User, "u")}, {columns(Team, "t")},
-            {columns(Org, "o")}, {columns(Bot, "b")},
-            EXISTS (
-                SELECT 1 FROM {table(TeamMembership)} m
-                WHERE m.team_id = k.team_id AND m.user_id = k.user_id
-            )
-        FROM {table(ApiToken)} k
-        JOIN {table(User)} u ON u.id = k.user_id
-        JOIN {table(Team)} t ON t.id = k.team_id
-        JOIN {table(Org)} o ON o.id = t.org_id
-        LEFT JOIN {table(Bot)} b ON b.id = k.bot_id
-        WHERE k.token_hash = %s
-    """  # identifiers come from model metadata; the digest is a parameter
-    row = fetch_one(sql, [digest])
+    row = fetch_one(_api_token_sql(connection.vendor), [digest])
     if row is None:
         return None
     start = 0
@@ -170,20 +158,33 @@ def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
     return token, bool(row[start])
 
 
+@functools.cache
+def _api_token_sql(vendor: str) -> str:
+    # Raw: it runs on every token-authenticated request, and the ORM spent longer compiling
+    # this query (four joins and an EXISTS) than PostgreSQL spent answering it. Built once
+    # per process: the identifiers come from model metadata; the digest is a parameter.
+    return f"""
+        SELECT {columns(ApiToken, "k")}, {columns(User, "u")}, {columns(Team, "t")},
+            {columns(Org, "o")}, {columns(Bot, "b")},
+            EXISTS (
+                SELECT 1 FROM {table(TeamMembership)} m
+                WHERE m.team_id = k.team_id AND m.user_id = k.user_id
+            )
+        FROM {table(ApiToken)} k
+        JOIN {table(User)} u ON u.id = k.user_id
+        JOIN {table(Team)} t ON t.id = k.team_id
+        JOIN {table(Org)} o ON o.id = t.org_id
+        LEFT JOIN {table(Bot)} b ON b.id = k.bot_id
+        WHERE k.token_hash = %s
+    """
+
+
 def workspace_membership_of(
     *, user: User, team: Team, workspace_id: int
 ) -> WorkspaceMembership | None:
     """`user`'s membership of workspace `workspace_id` of `team`, with its workspace; both
     are given the `user` and `team` instances passed (the caller's credential's)."""
-    # Raw: it runs on every workspace route, and compiling the ORM's join cost more than
-    # running it.
-    sql = f"""
-        SELECT {columns(WorkspaceMembership, "m")}, {columns(Workspace, "w")}
-        FROM {table(WorkspaceMembership)} m
-        JOIN {table(Workspace)} w ON w.id = m.workspace_id
-        WHERE m.user_id = %s AND m.workspace_id = %s AND w.team_id = %s
-    """  # identifiers come from model metadata; every value is a parameter
-    row = fetch_one(sql, [user.pk, workspace_id, team.pk])
+    row = fetch_one(_workspace_membership_sql(connection.vendor), [user.pk, workspace_id, team.pk])
     if row is None:
         return None
     membership = instance(WorkspaceMembership, row, 0)
@@ -205,3 +206,16 @@ def key_session_revoked(*, session_id: Any, workspace_id: int, user_id: int) -> 
     """  # identifiers come from model metadata; every value is a parameter
     row = fetch_one(sql, [pk_param(KeySession, session_id), workspace_id, user_id])
     return None if row is None else bool(row[0])
+
+
+@functools.cache
+def _workspace_membership_sql(vendor: str) -> str:
+    # Raw: it runs on every workspace route, and compiling the ORM's join cost more than
+    # running it. Built once per process: the identifiers come from model metadata; every
+    # value is a parameter.
+    return f"""
+        SELECT {columns(WorkspaceMembership, "m")}, {columns(Workspace, "w")}
+        FROM {table(WorkspaceMembership)} m
+        JOIN {table(Workspace)} w ON w.id = m.workspace_id
+        WHERE m.user_id = %s AND m.workspace_id = %s AND w.team_id = %s
+    """
