@@ -9,7 +9,7 @@ the comment beside each statement says why the ORM could not write it, or not ch
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -59,11 +59,15 @@ def unsynchronized() -> tuple[str, str]:
     )
 
 
-def columns(model: type[models.Model], alias: str) -> str:
-    """Every concrete column of `model`, qualified by `alias`, in field order: what
-    `instance` reads back."""
+def columns(model: type[models.Model], alias: str, *, deferred: Collection[str] = ()) -> str:
+    """Every concrete column of `model` but the `deferred` fields, qualified by `alias`, in
+    field order: what `instance` reads back."""
     quote = connection.ops.quote_name
-    return ", ".join(f"{alias}.{quote(str(field.column))}" for field in model._meta.concrete_fields)
+    return ", ".join(
+        f"{alias}.{quote(str(field.column))}"
+        for field in model._meta.concrete_fields
+        if field.attname not in deferred
+    )
 
 
 @functools.cache
@@ -79,18 +83,36 @@ def _converters(model: type[models.Model], vendor: str) -> list[tuple[str, Any, 
     return found
 
 
-def instance(model: type[M], row: Sequence[Any], start: int) -> M:
-    """The `model` instance whose columns (as `columns` lists them) begin at `row[start]`,
-    as the ORM would load it."""
+def instance(
+    model: type[M], row: Sequence[Any], start: int, *, deferred: Collection[str] = ()
+) -> M:
+    """The `model` instance whose columns (as `columns` lists them, with the same
+    `deferred`) begin at `row[start]`, as the ORM would load it (deferred fields load on
+    access, as after `QuerySet.defer`)."""
     names: list[str] = []
     values: list[Any] = []
-    for offset, (name, column, convert) in enumerate(_converters(model, connection.vendor)):
-        value = row[start + offset]
-        for converter in convert:
-            value = converter(value, column, connection)
+    fields = _converters(model, connection.vendor)
+    for value, (name, column, convert) in zip(
+        row[start:], [field for field in fields if field[0] not in deferred], strict=False
+    ):
         names.append(name)
-        values.append(value)
+        values.append(_field_convert(value, column, convert))
     return model.from_db(connection.alias, names, values)
+
+
+def field_value(model: type[models.Model], name: str, value: Any) -> Any:
+    """A raw value of `model`'s field `name` (or of an aggregate that keeps its type, as
+    MAX does) as the ORM would load it."""
+    for attname, column, convert in _converters(model, connection.vendor):
+        if attname == name:
+            return _field_convert(value, column, convert)
+    raise LookupError(f"{model.__name__} has no field {name}")
+
+
+def _field_convert(value: Any, column: Any, convert: list[Any]) -> Any:
+    for converter in convert:
+        value = converter(value, column, connection)
+    return value
 
 
 def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
@@ -101,9 +123,9 @@ def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
     return None if row is None else tuple(row)
 
 
-def width(model: type[models.Model]) -> int:
-    """How many values `columns(model, ...)` selects."""
-    return len(model._meta.concrete_fields)
+def width(model: type[models.Model], *, deferred: Collection[str] = ()) -> int:
+    """How many values `columns(model, ...)` selects, with the same `deferred`."""
+    return sum(field.attname not in deferred for field in model._meta.concrete_fields)
 
 
 def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
