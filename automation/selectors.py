@@ -45,6 +45,7 @@ from workspaces.sql import (
     columns,
     datetime_param,
     fetch_one,
+    field_value,
     instance,
     key_session_unrevoked,
     pk_param,
@@ -476,11 +477,25 @@ def recall_facts(*, admission: RecallSender, now: datetime) -> RecallFacts | Non
 def capture_links_for_revisions(revision_ids: list[int]) -> dict[int, CaptureLink]:
     """The conversation and admission behind each of `revision_ids` that a capture wrote
     (its commit fence names it), for the memory document's line provenance."""
-    fences = CommitFence.objects.filter(revision_id__in=revision_ids).values_list(
-        "revision_id", "admission_id", "admission__conversation_id"
-    )
+    if not revision_ids:
+        return {}
+    # Raw: part of every blame, and the ORM compiled this join anew for every length of the
+    # list.
+    sql = f"""
+        SELECT f.revision_id, f.admission_id, a.conversation_id
+        FROM {table(CommitFence)} f
+        JOIN {table(Admission)} a ON a.id = f.admission_id
+        WHERE f.revision_id IN ({", ".join(["%s"] * len(revision_ids))})
+    """  # identifiers come from model metadata; every value is a parameter
+    with connection.cursor() as cursor:
+        cursor.execute(sql, revision_ids)
+        fences = cursor.fetchall()
+    # UUIDs are text on SQLite: read back as the ORM reads them.
     return {
-        revision_id: CaptureLink(conversation_id=conversation_id, admission_id=admission_id)
+        revision_id: CaptureLink(
+            conversation_id=field_value(Admission, "conversation_id", conversation_id),
+            admission_id=field_value(Admission, "id", admission_id),
+        )
         for revision_id, admission_id, conversation_id in fences
     }
 

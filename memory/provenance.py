@@ -35,15 +35,23 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Max
 from django.utils import timezone
 
 from memory.models import MEMORY_PATH, LineProvenance, LineReview
 from workspaces.crypto import data_key_unwrap
 from workspaces.errors import DocumentUnreadable
-from workspaces.models import File, FileVersion, Workspace, WorkspaceKey
+from workspaces.models import File, FileVersion, User, Workspace, WorkspaceKey
 from workspaces.selectors import file_version_plaintext
-from workspaces.sql import datetime_param, fetch_one, table, unsynchronized
+from workspaces.sql import (
+    columns,
+    datetime_param,
+    fetch_one,
+    field_value,
+    instance,
+    table,
+    unsynchronized,
+    width,
+)
 
 # A line's origin: the version of the revision that introduced it, and its index there.
 Origin = tuple[int, int]
@@ -319,6 +327,46 @@ def memory_line_origins(*, workspace: Workspace) -> tuple[FileVersion | None, li
     return start.current, _origins(workspace, start)
 
 
+def _origin_revisions(
+    file_id: int, versions: set[int]
+) -> tuple[dict[int, FileVersion], dict[tuple[int, int], datetime]]:
+    """The revisions of `versions` (with their authors; never their text), and the latest
+    review of each of their lines that has one, by (revision id, line index)."""
+    if not versions:
+        return {}, {}
+    # Raw: one statement where the ORM took two (the revisions, the reviews), each compiled
+    # anew for every length of the version list.
+    sql = f"""
+        SELECT {columns(FileVersion, "v", deferred=_TEXT)}, {columns(User, "u")},
+            r.origin_line, MAX(r.reviewed_at)
+        FROM {table(FileVersion)} v
+        LEFT JOIN {table(User)} u ON u.id = v.author_id
+        LEFT JOIN {table(LineReview)} r ON r.origin_id = v.id
+        WHERE v.file_id = %s AND v.version IN ({", ".join(["%s"] * len(versions))})
+        GROUP BY v.id, u.id, r.origin_line
+    """  # identifiers come from model metadata; every value is a parameter
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [file_id, *sorted(versions)])
+        rows = cursor.fetchall()
+    author_at = width(FileVersion, deferred=_TEXT)
+    review_at = author_at + width(User)
+    revisions: dict[int, FileVersion] = {}
+    reviews: dict[tuple[int, int], datetime] = {}
+    for row in rows:
+        revision = instance(FileVersion, row, 0, deferred=_TEXT)
+        revision = revisions.setdefault(revision.version, revision)
+        if revision.author_id is not None:
+            revision.author = instance(User, row, author_at)
+        origin_line, reviewed_at = row[review_at:]
+        if origin_line is not None:
+            reviews[revision.pk, origin_line] = field_value(LineReview, "reviewed_at", reviewed_at)
+    return revisions, reviews
+
+
+# A revision's sealed text, which no blame reads from the origin revisions.
+_TEXT = ("ciphertext",)
+
+
 def memory_blame(*, workspace: Workspace, now: datetime | None = None) -> Blame:
     """Where each line of the saved memory came from, and which lines are stale at `now`.
 
@@ -329,20 +377,8 @@ def memory_blame(*, workspace: Workspace, now: datetime | None = None) -> Blame:
     current, origins = memory_line_origins(workspace=workspace)
     if current is None:
         return Blame(version=0, stale_days=stale_days, lines=[])
-    revisions = {
-        revision.version: revision
-        for revision in FileVersion.objects.select_related("author")
-        .defer("ciphertext")
-        .filter(file_id=current.file_id, version__in={version for version, _ in origins})
-    }
-    revision_ids = [revision.pk for revision in revisions.values()]
-    captures = _capture_links(revision_ids)
-    reviews = {
-        (row["origin_id"], row["origin_line"]): row["latest"]
-        for row in LineReview.objects.filter(origin_id__in=revision_ids)
-        .values("origin_id", "origin_line")
-        .annotate(latest=Max("reviewed_at"))
-    }
+    revisions, reviews = _origin_revisions(current.file_id, {version for version, _ in origins})
+    captures = _capture_links([revision.pk for revision in revisions.values()])
     stale_before = now - timedelta(days=stale_days)
     lines = []
     for number, (version, index) in enumerate(origins, start=1):

@@ -9,7 +9,7 @@ the comment beside each statement says why the ORM could not write it, or not ch
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -65,42 +65,66 @@ def unsynchronized() -> tuple[str, str]:
     )
 
 
-def columns(model: type[models.Model], alias: str) -> str:
-    """Every concrete column of `model`, qualified by `alias`, in field order: what
-    `instance` reads back."""
+def columns(model: type[models.Model], alias: str, *, deferred: Collection[str] = ()) -> str:
+    """Every concrete column of `model` but the `deferred` fields, qualified by `alias`, in
+    field order: what `instance` reads back."""
     quote = connection.ops.quote_name
-    return ", ".join(f"{alias}.{quote(str(field.column))}" for field in model._meta.concrete_fields)
+    return ", ".join(
+        f"{alias}.{quote(str(field.column))}"
+        for field in model._meta.concrete_fields
+        if field.attname not in deferred
+    )
 
 
 @functools.cache
 def _loader(
-    model: type[models.Model], vendor: str
+    model: type[models.Model], vendor: str, deferred: frozenset[str]
 ) -> tuple[list[str], list[tuple[int, Any, list[Any]]]]:
-    """The attribute names of the model's concrete fields, and for each field whose raw value
-    needs converting (SQLite returns datetimes as text and booleans as integers) its offset,
-    its column expression and the functions that turn the raw value into the Python value the
-    ORM would give."""
-    names, converted = [], []
-    for offset, field in enumerate(model._meta.concrete_fields):
-        names.append(field.attname)
+    """The attribute names of the model's concrete fields but the `deferred` ones, and for
+    each field whose raw value needs converting (SQLite returns datetimes as text and
+    booleans as integers) its offset among them, its column expression and the functions
+    that turn the raw value into the Python value the ORM would give."""
+    names: list[str] = []
+    converted: list[tuple[int, Any, list[Any]]] = []
+    for field in model._meta.concrete_fields:
+        if field.attname in deferred:
+            continue
         column = field.get_col(model._meta.db_table)
         convert = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
         if convert:
-            converted.append((offset, column, convert))
+            converted.append((len(names), column, convert))
+        names.append(field.attname)
     return names, converted
 
 
-def instance(model: type[M], row: Sequence[Any], start: int) -> M:
-    """The `model` instance whose columns (as `columns` lists them) begin at `row[start]`,
-    as the ORM would load it."""
-    names, converted = _loader(model, connection.vendor)
+def instance(
+    model: type[M], row: Sequence[Any], start: int, *, deferred: Collection[str] = ()
+) -> M:
+    """The `model` instance whose columns (as `columns` lists them, with the same
+    `deferred`) begin at `row[start]`, as the ORM would load it (deferred fields load on
+    access, as after `QuerySet.defer`)."""
+    names, converted = _loader(model, connection.vendor, frozenset(deferred))
     values = list(row[start : start + len(names)])
     for offset, column, convert in converted:
-        value = values[offset]
-        for converter in convert:
-            value = converter(value, column, connection)
-        values[offset] = value
+        values[offset] = _field_convert(values[offset], column, convert)
     return model.from_db(connection.alias, names, values)
+
+
+def field_value(model: type[models.Model], name: str, value: Any) -> Any:
+    """A raw value of `model`'s field `name` (or of an aggregate that keeps its type, as
+    MAX does) as the ORM would load it."""
+    names, converted = _loader(model, connection.vendor, frozenset())
+    offset = names.index(name)  # ValueError for a field the model does not have
+    for converted_offset, column, convert in converted:
+        if converted_offset == offset:
+            return _field_convert(value, column, convert)
+    return value
+
+
+def _field_convert(value: Any, column: Any, convert: list[Any]) -> Any:
+    for converter in convert:
+        value = converter(value, column, connection)
+    return value
 
 
 def loaded(model: type[M], values: dict[str, Any]) -> M:
@@ -122,9 +146,9 @@ def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
     return None if row is None else tuple(row)
 
 
-def width(model: type[models.Model]) -> int:
-    """How many values `columns(model, ...)` selects."""
-    return len(model._meta.concrete_fields)
+def width(model: type[models.Model], *, deferred: Collection[str] = ()) -> int:
+    """How many values `columns(model, ...)` selects, with the same `deferred`."""
+    return sum(field.attname not in deferred for field in model._meta.concrete_fields)
 
 
 def key_session_unrevoked(key_session_id: str) -> str:
