@@ -1,8 +1,9 @@
-"""What a person's document routes (`memory.api.documents`) and the automation document
-routes (`automation.api.documents`) share: the shapes they parse and render (automation
-names its own schema components by subclassing these), their schema parameters, and the
-read-or-list GET. The component names are those the schema has always published (the
-serializers were nested in their views then), so generated clients keep their types."""
+"""What a person's document routes (`memory.api.documents`, `memory.api.search`) and the
+automation document routes (`automation.api.documents`) share: the shapes they parse and
+render (automation names its own schema components by subclassing these), their schema
+parameters, the read-or-list GET and the search. The component names are those the schema
+has always published (the serializers were nested in their views then), so generated
+clients keep their types."""
 
 from __future__ import annotations
 
