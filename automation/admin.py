@@ -266,8 +266,7 @@ class MessageAdmin(ReachesWorkspaceAdmin):
     list_filter = ("role", "created_at")
     search_fields = ("=conversation__id", "=turn__id", "=turn__admission__id")
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Message]:
-        return super().get_queryset(request).defer("ciphertext")
+    never_loaded = ("ciphertext",)
 
     conversation_link = id_link_column("Conversation", "automation.conversation", "conversation_id")
     turn_link = id_link_column("Turn", "automation.turn", "turn_id")
@@ -333,8 +332,7 @@ class PurgeReceiptAdmin(ViewOnlyAdmin):
     list_filter = ("finished_at",)
     search_fields = ("org_id__exact", "=org_name_sha256", "=deleted_ids_sha256")
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[PurgeReceipt]:
-        return super().get_queryset(request).defer("document")
+    never_loaded = ("document",)
 
     def get_urls(self) -> list[URLPattern]:
         download = path(

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.contrib import admin
-from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 
@@ -57,7 +56,6 @@ class MemoryPolicyAdmin(ViewOnlyAdmin):
 
 @admin.register(Proposal)
 class ProposalAdmin(ViewOnlyAdmin):
-    # Never `changes_ciphertext`.
     fields: ClassVar[tuple[str, ...]] = (
         "id",
         "workspace",
@@ -75,8 +73,7 @@ class ProposalAdmin(ViewOnlyAdmin):
     list_filter = ("status", "reason", "created_at")
     search_fields = ("=id", "=admission_id", *workspace_search_fields())
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Proposal]:
-        return super().get_queryset(request).defer("changes_ciphertext")
+    never_loaded = ("changes_ciphertext",)
 
 
 @admin.register(LineProvenance)
@@ -87,8 +84,7 @@ class LineProvenanceAdmin(ViewOnlyAdmin):
     list_select_related = ("revision",)
     search_fields = ("=revision__file__workspace__id",)
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[LineProvenance]:
-        return super().get_queryset(request).defer("revision__ciphertext")
+    never_loaded = ("revision__ciphertext",)
 
 
 @admin.register(LineReview)
@@ -107,8 +103,7 @@ class LineReviewAdmin(ViewOnlyAdmin):
     list_filter = ("reviewed_at",)
     search_fields = workspace_search_fields()
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[LineReview]:
-        return super().get_queryset(request).defer("origin__ciphertext")
+    never_loaded = ("origin__ciphertext",)
 
 
 @admin.register(MemorySpace)
@@ -140,7 +135,6 @@ class MemorySpaceAdmin(ViewOnlyAdmin):
 
 @admin.register(SpaceDocument)
 class SpaceDocumentAdmin(ViewOnlyAdmin):
-    # Never `body_ciphertext` nor `checksum_ciphertext`.
     fields = ("space", "path", "revision", "size", "updated_by", "updated_at")
     list_display = fields
     list_select_related = ("space",)
@@ -148,8 +142,7 @@ class SpaceDocumentAdmin(ViewOnlyAdmin):
     search_fields = ("path", "=space__handle_id", "space__tenant__name", "=updated_by")
     raw_id_fields = ("space",)
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[SpaceDocument]:
-        return super().get_queryset(request).defer("body_ciphertext", "checksum_ciphertext")
+    never_loaded = ("body_ciphertext", "checksum_ciphertext")
 
 
 @admin.register(TenantSpaceUsage)

@@ -110,7 +110,15 @@ def acting_user(request: HttpRequest) -> models.User:
 
 class ViewOnlyAdmin(admin.ModelAdmin):
     """A row staff may inspect but never add, edit or delete here: history (revisions,
-    admissions, fences, revocations, the audit trail), or state a service owns."""
+    admissions, fences, revocations, the audit trail), or state a service owns.
+
+    `never_loaded` names the columns (sealed text, wrapped keys, signed documents, or the
+    same across a relation) that no page of it reads from the database at all."""
+
+    never_loaded: ClassVar[tuple[str, ...]] = ()
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).defer(*self.never_loaded)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -358,8 +366,7 @@ class WrappedDataKeyAdmin(ViewOnlyAdmin):
         cls.list_select_related = (owner,)
         cls.search_fields = (f"{owner}__name", f"{owner}__id__exact", "=wrapping_key_id")
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return super().get_queryset(request).defer("wrapped_key")
+    never_loaded = ("wrapped_key",)
 
 
 @admin.register(models.WorkspaceKey)
@@ -409,8 +416,7 @@ class FileVersionAdmin(ReachesWorkspaceAdmin):
     list_filter = ("change_kind", "author_kind", "created_at")
     search_fields: ClassVar[tuple[str, ...]] = ("file__path",)
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[models.FileVersion]:
-        return super().get_queryset(request).defer("ciphertext")
+    never_loaded = ("ciphertext",)
 
     @admin.display(description="Path", ordering="file__path")
     def path(self, revision: models.FileVersion) -> str:

@@ -363,3 +363,22 @@ def test_no_admin_form_list_or_search_names_a_secret_column(admin_user, tenant):
         named[model._meta.label] = {str(column) for column in columns} & SECRET_COLUMNS
 
     assert {label: found for label, found in named.items() if found} == {}
+
+
+def test_every_sealed_column_is_never_loaded_by_its_admin():
+    """A page that never loads ciphertext or a wrapped key cannot show it, whatever a later
+    field list or column says."""
+    unlisted = {
+        model._meta.label: sorted(sealed - set(model_admin.never_loaded))
+        for model, model_admin in admin.site._registry.items()
+        if model._meta.app_label in PROJECT_APPS
+        and (
+            sealed := {
+                field.attname
+                for field in model._meta.concrete_fields
+                if field.attname.endswith("ciphertext") or field.attname == "wrapped_key"
+            }
+        )
+    }
+
+    assert {label: columns for label, columns in unlisted.items() if columns} == {}
