@@ -249,6 +249,6 @@ def backend_terminate(pid: int) -> None:
 
 
 postgres_only = pytest.mark.skipif(
-    django_settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
+    connection.vendor != "postgresql",
     reason="races need real concurrent PostgreSQL connections; CI runs these on PostgreSQL",
 )

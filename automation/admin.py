@@ -34,12 +34,12 @@ from memory.admin import ProposalAdmin
 from memory.models import Proposal
 from workspaces.admin import (
     FileVersionAdmin,
+    ReachesWorkspaceAdmin,
     ViewOnlyAdmin,
     change_link,
     changelist_link,
     id_link_column,
     one_to_one_link_column,
-    workspace_column,
     workspace_search_fields,
 )
 from workspaces.models import FileVersion
@@ -70,19 +70,13 @@ class ConversationAdmin(ViewOnlyAdmin):
 
 
 @admin.register(DeliveryCredential)
-class DeliveryCredentialAdmin(ViewOnlyAdmin):
+class DeliveryCredentialAdmin(ReachesWorkspaceAdmin):
+    workspace_via = "conversation"
     # Never `credential_digest`.
     fields = ("conversation", "workspace", "expires_at", "updated_at")
-    readonly_fields = ("workspace",)
     list_display = fields
-    list_select_related = ("conversation__workspace",)
     list_filter = ("expires_at", "updated_at")
-    search_fields = (
-        "=conversation__id",
-        *workspace_search_fields("conversation"),
-    )
-
-    workspace = workspace_column("conversation")
+    search_fields = ("=conversation__id",)
 
 
 class RevisionJoinedAdmin(ViewOnlyAdmin):
@@ -212,18 +206,14 @@ class AdmissionAdmin(RevisionJoinedAdmin):
 
 
 @admin.register(CommitFence)
-class CommitFenceAdmin(RevisionJoinedAdmin):
+class CommitFenceAdmin(RevisionJoinedAdmin, ReachesWorkspaceAdmin):
     revision_field = "revision"
+    workspace_via = "admission"
     fields = ("admission", "revision", "workspace", "presented_key_session", "ok", "created_at")
-    readonly_fields = ("workspace",)
     list_display = ("admission", "revision_version", "workspace", "created_at")
-    list_select_related = ("admission__workspace", "revision")
+    list_select_related = ("revision",)
     list_filter = ("created_at",)
-    search_fields = (
-        "=admission__id",
-        "=admission__conversation__id",
-        *workspace_search_fields("admission"),
-    )
+    search_fields = ("=admission__id", "=admission__conversation__id")
 
     @admin.display(description="Revision", ordering="revision__version")
     def revision_version(self, fence: CommitFence) -> str:
@@ -231,11 +221,10 @@ class CommitFenceAdmin(RevisionJoinedAdmin):
             "workspaces.fileversion", fence.revision_id, f"version {fence.revision.version}"
         )
 
-    workspace = workspace_column("admission")
-
 
 @admin.register(Turn)
-class TurnAdmin(ViewOnlyAdmin):
+class TurnAdmin(ReachesWorkspaceAdmin):
+    workspace_via = "admission"
     fields = (
         "id",
         "admission",
@@ -248,16 +237,8 @@ class TurnAdmin(ViewOnlyAdmin):
     )
     readonly_fields = ("conversation_link", "messages_link")
     list_display = ("id", "admission", "workspace", "state", "failure_code", "created_at")
-    list_select_related = ("admission__workspace",)
     list_filter = ("state", "created_at")
-    search_fields = (
-        "=id",
-        "=admission__id",
-        "=admission__conversation__id",
-        *workspace_search_fields("admission"),
-    )
-
-    workspace = workspace_column("admission")
+    search_fields = ("=id", "=admission__id", "=admission__conversation__id")
 
     conversation_link = id_link_column(
         "Conversation", "automation.conversation", "admission__conversation_id"
@@ -269,7 +250,8 @@ class TurnAdmin(ViewOnlyAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(ViewOnlyAdmin):
+class MessageAdmin(ReachesWorkspaceAdmin):
+    workspace_via = "conversation"
     # Metadata only: the sealed body (`ciphertext`) is never shown, nor loaded.
     fields = ("id", "conversation", "turn", "role", "sequence", "created_at")
     list_display = (
@@ -281,22 +263,14 @@ class MessageAdmin(ViewOnlyAdmin):
         "sequence",
         "created_at",
     )
-    list_select_related = ("conversation__workspace",)
     list_filter = ("role", "created_at")
-    search_fields = (
-        "=conversation__id",
-        "=turn__id",
-        "=turn__admission__id",
-        *workspace_search_fields("conversation"),
-    )
+    search_fields = ("=conversation__id", "=turn__id", "=turn__admission__id")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Message]:
         return super().get_queryset(request).defer("ciphertext")
 
     conversation_link = id_link_column("Conversation", "automation.conversation", "conversation_id")
     turn_link = id_link_column("Turn", "automation.turn", "turn_id")
-
-    workspace = workspace_column("conversation")
 
 
 # The revision and proposal pages belong to lower apps, which know nothing of admissions

@@ -9,7 +9,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import MemoryPolicy
-from workspaces.constraints import choices_check, length_check, minimum_check, unique
+from workspaces.constraints import (
+    after_check,
+    choices_check,
+    length_check,
+    minimum_check,
+    unique,
+)
 from workspaces.models import Bot, FileVersion, KeySession, User, Workspace
 
 
@@ -163,10 +169,11 @@ class Admission(models.Model):
                 name="automation_admission_recall_receipt_complete",
                 violation_error_code="STATUS_INVALID",
             ),
-            models.CheckConstraint(
-                condition=Q(expires_at__gt=models.F("admitted_at")),
-                name="automation_admission_expires_after_admitted",
-                violation_error_code="EXPIRY_INVALID",
+            after_check(
+                "expires_at",
+                "admitted_at",
+                "automation_admission_expires_after_admitted",
+                "EXPIRY_INVALID",
             ),
             minimum_check(
                 ("policy_revision", "clear_generation", "ai_consent_revision"),
@@ -189,7 +196,7 @@ class CommitFence(models.Model):
     """Written in the same transaction as an automatic revision; exists only if `ok` is 1.
 
     The CHECK makes a false predicate abort the transaction, taking the revision with it.
-    `ok` is computed by `automation.capture._fence_insert`, which says how NULL is kept out.
+    `ok` is computed by `automation.capture._fence_commit`, which says how NULL is kept out.
     """
 
     admission = models.OneToOneField(
@@ -332,15 +339,13 @@ class PurgeReceipt(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["org_id"],
-                name="automation_purgereceipt_org_unique",
-                violation_error_code="RECEIPT_EXISTS",
-            ),
-            models.CheckConstraint(
-                condition=Q(finished_at__gte=models.F("started_at")),
-                name="automation_purgereceipt_finished_after_started",
-                violation_error_code="RECEIPT_INVALID",
+            unique(["org_id"], "automation_purgereceipt_org_unique", "RECEIPT_EXISTS"),
+            after_check(
+                "finished_at",
+                "started_at",
+                "automation_purgereceipt_finished_after_started",
+                "RECEIPT_INVALID",
+                strictly=False,
             ),
             minimum_check(
                 "deleted_rows",

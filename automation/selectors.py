@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -44,6 +45,7 @@ from workspaces.sql import (
     columns,
     datetime_param,
     fetch_one,
+    field_value,
     instance,
     key_session_unrevoked,
     pk_param,
@@ -330,8 +332,9 @@ def turn_progress_get(*, turn_id: uuid.UUID, owner: User) -> TurnProgress:
 
 @dataclass(frozen=True)
 class RecallFacts:
-    """Everything a recall decides on, read in one statement."""
+    """Everything a recall decides on, read in one statement at `read_at`."""
 
+    read_at: datetime
     ai_enabled: bool
     is_member: bool
     credential_digest: str | None
@@ -387,56 +390,44 @@ class RecallSender(Protocol):
     def has_unresolved_conflict(self) -> bool | None: ...
 
 
-def recall_facts(*, admission: RecallSender, now: datetime) -> RecallFacts | None:
-    """Read, in one statement, the live facts a recall checks: workspace AI, the sender's
-    membership, the conversation's credential slot (and whether it is unexpired at `now`),
-    the memory mode, the key session's row, and the memory document's current revision.
-    A sender without a conversation (a preview) finds no credential slot.
-
-    Hand-written SQL because it runs before every model call: the same query built with
-    the ORM (nine subqueries) cost four times as long, almost all of it in Python.
-    """
-    sql = f"""
-        SELECT w.ai_enabled,
+def _recall_facts_sql(*, owner: str, key_session: str, conversation: str) -> tuple[str, str]:
+    """The select list of the live facts and their joins onto the workspace `w`, for a sender
+    whose owner, key session and conversation are the SQL expressions given: named parameters,
+    or the columns of the admission the same statement finds. Their own parameters are
+    `active` (True), `now` and `memory_path` (`_recall_facts_params`); `_recall_facts_from`
+    reads the columns back."""
+    select = f"""w.ai_enabled,
             EXISTS (
                 SELECT 1 FROM {table(WorkspaceMembership)} m
-                JOIN {table(User)} u ON u.id = m.user_id
-                WHERE m.workspace_id = w.id AND m.user_id = %s AND u.is_active = %s
+                JOIN {table(User)} mu ON mu.id = m.user_id
+                WHERE m.workspace_id = w.id AND m.user_id = {owner} AND mu.is_active = %(active)s
             ),
             c.credential_digest,
-            c.expires_at > %s,
+            c.expires_at > %(now)s,
             (SELECT p.mode FROM {table(MemoryPolicy)} p WHERE p.workspace_id = w.id),
             EXISTS (
                 SELECT 1 FROM {table(KeySession)} k
-                WHERE k.id = %s AND k.workspace_id = w.id AND k.user_id = %s
+                WHERE k.id = {key_session} AND k.workspace_id = w.id AND k.user_id = {owner}
                     AND k.revoked_at IS NULL
                     AND {key_session_unrevoked("k.id")}
             ),
-            f.id, f.current_version, f.deleted_at, v.size_bytes, v.ciphertext
-        FROM {table(Workspace)} w
-        LEFT JOIN {table(DeliveryCredential)} c ON c.conversation_id = %s
-        LEFT JOIN {table(File)} f ON f.workspace_id = w.id AND f.path = %s
-        LEFT JOIN {table(FileVersion)} v ON v.file_id = f.id AND v.version = f.current_version
-        WHERE w.id = %s
-    """  # identifiers come from model metadata; every value is a parameter
-    params = [
-        admission.owner_id,
-        True,
-        datetime_param(now),
-        pk_param(KeySession, admission.key_session_id),
-        admission.owner_id,
-        pk_param(Conversation, admission.conversation_id),
-        MEMORY_PATH,
-        admission.workspace_id,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
-        return None
+            f.id, f.current_version, f.deleted_at, v.size_bytes, v.ciphertext"""
+    joins = f"""
+        LEFT JOIN {table(DeliveryCredential)} c ON c.conversation_id = {conversation}
+        LEFT JOIN {table(File)} f ON f.workspace_id = w.id AND f.path = %(memory_path)s
+        LEFT JOIN {table(FileVersion)} v ON v.file_id = f.id AND v.version = f.current_version"""
+    return select, joins
+
+
+def _recall_facts_params(now: datetime) -> dict[str, Any]:
+    return {"active": True, "now": datetime_param(now), "memory_path": MEMORY_PATH}
+
+
+def _recall_facts_from(row: Sequence[Any], *, read_at: datetime) -> RecallFacts:
     (ai_enabled, is_member, slot_digest, slot_unexpired, mode, session_usable, file_id, version,
      deleted_at, size_bytes, ciphertext) = row  # fmt: skip
     return RecallFacts(
+        read_at=read_at,
         ai_enabled=bool(ai_enabled),
         is_member=bool(is_member),
         credential_digest=slot_digest,
@@ -451,14 +442,60 @@ def recall_facts(*, admission: RecallSender, now: datetime) -> RecallFacts | Non
     )
 
 
+def recall_facts(*, admission: RecallSender, now: datetime) -> RecallFacts | None:
+    """Read, in one statement, the live facts a recall checks: workspace AI, the sender's
+    membership, the conversation's credential slot (and whether it is unexpired at `now`),
+    the memory mode, the key session's row, and the memory document's current revision.
+    A sender without a conversation (a preview) finds no credential slot.
+
+    Hand-written SQL because it runs before every model call: the same query built with
+    the ORM (nine subqueries) cost four times as long, almost all of it in Python. The
+    recall route reads the same facts in its credential's lookup
+    (`admission_with_recall_facts_by_credential_digest`).
+    """
+    select, joins = _recall_facts_sql(
+        owner="%(owner_id)s", key_session="%(key_session_id)s", conversation="%(conversation_id)s"
+    )
+    sql = f"""
+        SELECT {select}
+        FROM {table(Workspace)} w {joins}
+        WHERE w.id = %(workspace_id)s
+    """  # identifiers come from model metadata; every value is a parameter
+    params = {
+        **_recall_facts_params(now),
+        "owner_id": admission.owner_id,
+        "key_session_id": pk_param(KeySession, admission.key_session_id),
+        "conversation_id": pk_param(Conversation, admission.conversation_id),
+        "workspace_id": admission.workspace_id,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return None if row is None else _recall_facts_from(row, read_at=now)
+
+
 def capture_links_for_revisions(revision_ids: list[int]) -> dict[int, CaptureLink]:
     """The conversation and admission behind each of `revision_ids` that a capture wrote
     (its commit fence names it), for the memory document's line provenance."""
-    fences = CommitFence.objects.filter(revision_id__in=revision_ids).values_list(
-        "revision_id", "admission_id", "admission__conversation_id"
-    )
+    if not revision_ids:
+        return {}
+    # Raw: part of every blame, and the ORM compiled this join anew for every length of the
+    # list.
+    sql = f"""
+        SELECT f.revision_id, f.admission_id, a.conversation_id
+        FROM {table(CommitFence)} f
+        JOIN {table(Admission)} a ON a.id = f.admission_id
+        WHERE f.revision_id IN ({", ".join(["%s"] * len(revision_ids))})
+    """  # identifiers come from model metadata; every value is a parameter
+    with connection.cursor() as cursor:
+        cursor.execute(sql, revision_ids)
+        fences = cursor.fetchall()
+    # UUIDs are text on SQLite: read back as the ORM reads them.
     return {
-        revision_id: CaptureLink(conversation_id=conversation_id, admission_id=admission_id)
+        revision_id: CaptureLink(
+            conversation_id=field_value(Admission, "conversation_id", conversation_id),
+            admission_id=field_value(Admission, "id", admission_id),
+        )
         for revision_id, admission_id, conversation_id in fences
     }
 
@@ -468,19 +505,54 @@ def admission_by_credential_digest(digest: str) -> Admission | None:
     its workspace's team and org (its conversation is loaded only if used)."""
     # Raw: it authenticates every runtime request (a recall before each model call), and
     # the ORM spent longer compiling this join than PostgreSQL spent answering it.
+    select, joins = _admission_grant_sql()
+    row = fetch_one(f"SELECT {select} FROM {joins} WHERE a.credential_digest = %s", [digest])
+    return None if row is None else _admission_grant_from(row)
+
+
+def admission_with_recall_facts_by_credential_digest(
+    digest: str, *, now: datetime
+) -> tuple[Admission, RecallFacts] | None:
+    """`admission_by_credential_digest`, with `recall_facts` of that admission at `now` read
+    in the same statement: the recall route authenticates with it, so a recall before a
+    model call makes one statement before its receipt, not two."""
+    select, joins = _admission_grant_sql()
+    facts, facts_joins = _recall_facts_sql(
+        owner="a.owner_id", key_session="a.key_session_id", conversation="a.conversation_id"
+    )
     sql = f"""
-        SELECT {columns(Admission, "a")}, {columns(User, "u")}, {columns(Workspace, "w")},
-            {columns(Team, "t")}, {columns(Org, "o")}
-        FROM {table(Admission)} a
+        SELECT {select}, {facts}
+        FROM {joins} {facts_joins}
+        WHERE a.credential_digest = %(digest)s
+    """  # identifiers come from model metadata; every value is a parameter
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {**_recall_facts_params(now), "digest": digest})
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    facts_at = sum(width(model) for model in _GRANT_MODELS)
+    return _admission_grant_from(row), _recall_facts_from(row[facts_at:], read_at=now)
+
+
+# What a delivery credential's lookup loads, in `_admission_grant_sql`'s order and aliases.
+_GRANT_MODELS = (Admission, User, Workspace, Team, Org)
+
+
+def _admission_grant_sql() -> tuple[str, str]:
+    """The columns and the joined tables (aliases a, u, w, t, o) of an admission with its
+    owner and its workspace's team and org."""
+    select = ", ".join(
+        columns(model, alias) for model, alias in zip(_GRANT_MODELS, "auwto", strict=True)
+    )
+    joins = f"""{table(Admission)} a
         JOIN {table(User)} u ON u.id = a.owner_id
         JOIN {table(Workspace)} w ON w.id = a.workspace_id
         JOIN {table(Team)} t ON t.id = w.team_id
-        JOIN {table(Org)} o ON o.id = t.org_id
-        WHERE a.credential_digest = %s
-    """  # identifiers come from model metadata; the digest is a parameter
-    row = fetch_one(sql, [digest])
-    if row is None:
-        return None
+        JOIN {table(Org)} o ON o.id = t.org_id"""
+    return select, joins
+
+
+def _admission_grant_from(row: Sequence[Any]) -> Admission:
     offsets = itertools.accumulate((width(Admission), width(User), width(Workspace), width(Team)))
     after_admission, after_user, after_workspace, after_team = offsets
     admission = instance(Admission, row, 0)

@@ -55,7 +55,7 @@ from workspaces.services import (
     key_session_revoke,
     workspace_key_ensure,
 )
-from workspaces.sql import datetime_param, pk_param, table
+from workspaces.sql import datetime_param, pk_param, table, unsynchronized
 from workspaces.violations import violation_code
 
 logger = logging.getLogger(__name__)
@@ -297,21 +297,23 @@ class Recall:
     text: str | None = None
 
 
-def memory_recall(*, admission: Admission) -> Recall:
+def memory_recall(*, admission: Admission, live: RecallFacts | None = None) -> Recall:
     """Read memory for one model call, as the turn may see it now, and record it in the
     turn's memory receipt.
 
     Runs before every model call, so a Save, a Clear or Off between two calls of one
     turn reaches the second. When memory is withheld the status says why; an older
-    copy is never substituted. One query reads every live fact the decision needs, and
-    one statement records the receipt.
+    copy is never substituted. One query reads every live fact the decision needs (or the
+    caller passes them, read with the admission in the same request:
+    `admission_with_recall_facts_by_credential_digest`), and one statement records the
+    receipt.
 
     A turn past its expiry is refused (TOKEN_EXPIRED) as on the document routes, and
     records nothing. Only a recall that reads memory for the model (provided or empty)
     restarts the key session's idle timeout: a withheld one must not keep alive a
     session that nothing is using.
     """
-    recall = _recall_inspect(admission)
+    recall = _recall_inspect(admission, live)
     _recall_receipt_write(admission=admission, recall=recall)
     return recall
 
@@ -319,19 +321,13 @@ def memory_recall(*, admission: Admission) -> Recall:
 def _recall_receipt_write(*, admission: Admission, recall: Recall) -> None:
     # Raw: one statement, where the ORM needs four (BEGIN, SET LOCAL, UPDATE, COMMIT).
     # The receipt is a diagnostic record: losing the last few to a server crash is
-    # acceptable, waiting for a WAL flush on every model call is not, so on PostgreSQL the
-    # statement's own transaction commits without waiting (set_config(..., true) lasts
-    # until that commit; in an enclosing transaction, until its commit, as SET LOCAL would).
-    unsynchronized = connection.vendor == "postgresql"
+    # acceptable, waiting for a WAL flush on every model call is not.
+    with_clause, from_item = unsynchronized()
     sql = f"""
-        {
-        "WITH unsynchronized AS (SELECT set_config('synchronous_commit', 'off', true))"
-        if unsynchronized
-        else ""
-    }
+        {with_clause}
         UPDATE {table(Admission)} SET recall_status = %s, recall_version = %s,
             recalled_at = %s, recall_count = recall_count + 1
-        {"FROM unsynchronized" if unsynchronized else ""}
+        {f"FROM {from_item}" if from_item else ""}
         WHERE id = %s
     """  # identifiers come from model metadata; every value is a parameter
     params = [
@@ -344,13 +340,13 @@ def _recall_receipt_write(*, admission: Admission, recall: Recall) -> None:
         cursor.execute(sql, params)
 
 
-def _recall_inspect(admission: Admission) -> Recall:
-    now = timezone.now()
-    live = recall_facts(admission=admission, now=now)
+def _recall_inspect(admission: Admission, live: RecallFacts | None) -> Recall:
+    if live is None:
+        live = recall_facts(admission=admission, now=timezone.now())
     if live is None:
         return Recall(RecallStatus.NO_ACCESS, None)
     slot = live.credential_slot(admission=admission)
-    turn_expiry_refuse(admission=admission, slot=slot, now=now)
+    turn_expiry_refuse(admission=admission, slot=slot, now=live.read_at)
     return _recall_decide(live, admission, is_superseded=not slot.is_current, restart_idle=True)
 
 

@@ -215,7 +215,7 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "admission",
         ),
     ),
-    ('SELECT "workspaces_keysession"', "key", ("key_session", "owner", "workspace")),
+    ("SELECT s.revoked_at IS NOT NULL", "key", ("key_session", "workspace", "owner")),
     ("SELECT v.file_id, v.version", "read", ("workspace", "memory_path")),
     (
         'SELECT (SELECT 1 FROM "memory_memorypolicy"',
@@ -255,7 +255,8 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        'INSERT INTO "automation_commitfence"',
+        # The fence row and the admission's commit, one statement on PostgreSQL.
+        'WITH fence AS ( INSERT INTO "automation_commitfence"',
         "fence",
         (
             "revision_id",
@@ -269,12 +270,11 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "key_session",
             "now",
             "admission",
+            "committed",
+            "now",
+            "revision_id",
+            "capture_digest",
         ),
-    ),
-    (
-        'UPDATE "automation_admission"',
-        "admission_commit",
-        ("committed", "now", "revision_id", "capture_digest", "admission"),
     ),
 )
 _ONCE = (
@@ -287,7 +287,6 @@ _ONCE = (
     "usage",
     "revision",
     "fence",
-    "admission_commit",
     "commit",
 )
 
@@ -406,7 +405,6 @@ def _plan_check(steps: list[str]) -> None:
     ordered = (
         at("begin") < at("locks") < at("bump")
         and at("read") < at("bump") < at("revision") < at("fence") < at("commit")
-        and at("revision") < at("admission_commit") < at("commit")
         and steps[-1] == "commit"
         and steps.count("savepoint") == steps.count("release")
     )
@@ -456,7 +454,7 @@ class RawCapture:
                     values["ciphertext_sha256"] = hashlib.sha256(ciphertext).hexdigest()
                 elif step == "bump":
                     values["write_now"] = datetime.now(UTC)
-                elif step == "admission_commit":
+                elif step == "fence":
                     digest = f"{side.version}:{line}".encode()
                     values["capture_digest"] = hashlib.sha256(digest).hexdigest()
                 cur.execute(statement.sql, [values[role] for role in statement.roles])
@@ -481,7 +479,7 @@ class RawCapture:
                     if inserted is None:
                         raise RuntimeError("raw side: revision not inserted")
                     values["revision_id"] = inserted[0]
-                elif step in ("usage", "fence", "admission_commit") and cur.rowcount != 1:
+                elif step in ("usage", "fence") and cur.rowcount != 1:
                     raise RuntimeError(f"raw side: {step} wrote {cur.rowcount} rows")
         side.version = values["version"]
         return side.version

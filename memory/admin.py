@@ -1,4 +1,5 @@
-"""Staff inspection of memory policies, proposals and memory spaces, and bots.
+"""Staff inspection of memory policies, proposals, line provenance and reviews, memory
+spaces, and bots.
 
 Policies and proposals are view-only: the mode moves only by the compare-and-set service
 (which audits it), and a proposal is history whose changes are memory text, so its sealed
@@ -18,6 +19,8 @@ from django.http import HttpRequest
 from memory.bots import bot_create, bot_spec_require_valid, bot_update
 from memory.errors import BotSpecInvalid
 from memory.models import (
+    LineProvenance,
+    LineReview,
     MemoryPolicy,
     MemorySpace,
     Proposal,
@@ -74,6 +77,38 @@ class ProposalAdmin(ViewOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Proposal]:
         return super().get_queryset(request).defer("changes_ciphertext")
+
+
+@admin.register(LineProvenance)
+class LineProvenanceAdmin(ViewOnlyAdmin):
+    # Runs of (origin version, line index, count): where lines came from, never their text.
+    fields = ("revision", "line_count", "origin_runs", "created_at")
+    list_display = ("revision", "line_count", "created_at")
+    list_select_related = ("revision",)
+    search_fields = ("=revision__file__workspace__id",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[LineProvenance]:
+        return super().get_queryset(request).defer("revision__ciphertext")
+
+
+@admin.register(LineReview)
+class LineReviewAdmin(ViewOnlyAdmin):
+    # A line is named by where it came from (origin revision and index), never by its text.
+    fields = (
+        "workspace",
+        "origin",
+        "origin_line",
+        "reviewed_version",
+        "reviewer",
+        "reviewed_at",
+    )
+    list_display = fields
+    list_select_related = ("workspace", "origin", "reviewer")
+    list_filter = ("reviewed_at",)
+    search_fields = workspace_search_fields()
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[LineReview]:
+        return super().get_queryset(request).defer("origin__ciphertext")
 
 
 @admin.register(MemorySpace)

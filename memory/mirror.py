@@ -38,7 +38,7 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -88,13 +88,24 @@ class Level(enum.StrEnum):
     DEFAULT = "default"
 
 
-@dataclass(frozen=True)
-class Switch:
-    enabled: bool
-    level: Level
+class _Printed:
+    """A result the `memory` command prints as JSON: every field, in order, under its
+    camelCase name, with a path or an enum member as its text."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "level": self.level.value}
+        printed: dict[str, Any] = {}
+        for each in fields(self):  # type: ignore[arg-type]  # only dataclasses take this base
+            value = getattr(self, each.name)
+            if isinstance(value, Path | enum.Enum):
+                value = value.value if isinstance(value, enum.Enum) else str(value)
+            printed[re.sub(r"_(\w)", lambda match: match[1].upper(), each.name)] = value
+        return printed
+
+
+@dataclass(frozen=True)
+class Switch(_Printed):
+    enabled: bool
+    level: Level
 
 
 def auto_memory_resolve(*, flag: object, bot: object, team: object, environment: object) -> Switch:
@@ -382,7 +393,7 @@ def _digest(body: bytes) -> str:
 
 
 @dataclass
-class HydrateReport:
+class HydrateReport(_Printed):
     directory: Path
     written: list[str] = field(default_factory=list)
     # Documents at a path that is not canonical: not materialised, never deleted.
@@ -391,15 +402,6 @@ class HydrateReport:
     # Documents the runtime's own entries kept off the disk (a directory where the file
     # goes): not in the manifest, so never a deletion either.
     errors: list[dict[str, str]] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "directory": str(self.directory),
-            "written": self.written,
-            "skipped": self.skipped,
-            "pruned": self.pruned,
-            "errors": self.errors,
-        }
 
 
 def mirror_hydrate(*, space: MirrorSpace, state_dir: Path, node_name: str) -> HydrateReport:
@@ -640,7 +642,7 @@ def _problem(path: str, code: str, error: OSError) -> dict[str, str]:
 
 
 @dataclass
-class SyncReport:
+class SyncReport(_Printed):
     written: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     unchanged: int = 0
@@ -648,16 +650,6 @@ class SyncReport:
     errors: list[dict[str, str]] = field(default_factory=list)
     # False: the walk missed part of the tree, so no document was deleted.
     walk_complete: bool = True
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "written": self.written,
-            "deleted": self.deleted,
-            "unchanged": self.unchanged,
-            "skipped": self.skipped,
-            "errors": self.errors,
-            "walkComplete": self.walk_complete,
-        }
 
 
 def sync_budget_seconds(document_count: int) -> float:
@@ -756,14 +748,11 @@ def mirror_release(*, state_dir: Path, space_id: str, node_name: str) -> bool:
 
 
 @dataclass
-class SweepReport:
+class SweepReport(_Printed):
     reaped: list[str] = field(default_factory=list)
     busy: list[str] = field(default_factory=list)
     # Entries in the node's place that are not real directories (a decoy symlink): kept.
     ignored: list[str] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"reaped": self.reaped, "busy": self.busy, "ignored": self.ignored}
 
 
 def mirror_sweep(*, state_dir: Path, now: float | None = None) -> SweepReport:

@@ -25,19 +25,33 @@ revisions it wrote.
 from __future__ import annotations
 
 import difflib
+import itertools
+import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db.models import Max
+from django.db import connection
 from django.utils import timezone
 
 from memory.models import MEMORY_PATH, LineProvenance, LineReview
+from workspaces.crypto import data_key_unwrap
 from workspaces.errors import DocumentUnreadable
-from workspaces.models import FileVersion, Workspace
-from workspaces.selectors import file_current_version, file_version_plaintext, workspace_data_key
+from workspaces.models import File, FileVersion, User, Workspace, WorkspaceKey
+from workspaces.selectors import file_version_plaintext
+from workspaces.sql import (
+    columns,
+    datetime_param,
+    fetch_one,
+    field_value,
+    instance,
+    table,
+    unsynchronized,
+    width,
+)
 
 # A line's origin: the version of the revision that introduced it, and its index there.
 Origin = tuple[int, int]
@@ -127,55 +141,149 @@ def _capture_links(revision_ids: list[int]) -> dict[int, CaptureLink]:
     return links
 
 
-# ---- origins of a revision -----------------------------------------------------------------
+# ---- origins of the live revision -----------------------------------------------------------
 
 
-def revision_origins(*, workspace: Workspace, revision: FileVersion) -> list[Origin]:
-    """The origin of each line of `revision`, from the cache, or carried forward from the
-    latest cached revision before it (from the first revision when none is), caching each
-    revision on the way. The cache is derived and written once per revision: two requests
-    that fill it at once write the same rows, and the second insert is skipped."""
-    latest = (
-        LineProvenance.objects.filter(
-            revision__file_id=revision.file_id, revision__version__lte=revision.version
+@dataclass(frozen=True)
+class _OriginsStart:
+    """What the origins of the live memory revision are worked out from, read in one
+    statement: the live revision, the latest revision at or before it whose origins are
+    cached (with those origins), and the workspace's wrapped data key. A ciphertext is
+    read only when that revision has to be opened."""
+
+    current: FileVersion
+    cached: FileVersion | None
+    cached_runs: list[list[int]]
+    wrapped_key: bytes | None
+
+
+def _origins_start(workspace: Workspace) -> _OriginsStart | None:
+    # Raw: one statement where the ORM took four (the live revision, the cache, the data
+    # key, the revisions to open), and it runs on every blame and every Keep.
+    sql = f"""
+        SELECT v.id, v.file_id, v.version, c.id, c.version, p.origin_runs, k.wrapped_key,
+            CASE WHEN c.version = v.version THEN NULL ELSE v.ciphertext END,
+            CASE WHEN c.version < v.version THEN c.ciphertext END
+        FROM {table(FileVersion)} v
+        JOIN {table(File)} f ON f.id = v.file_id AND v.version = f.current_version
+        LEFT JOIN {table(FileVersion)} c ON c.file_id = v.file_id AND c.version = (
+            SELECT cv.version FROM {table(FileVersion)} cv
+            WHERE cv.file_id = v.file_id AND cv.version <= v.version AND EXISTS (
+                SELECT 1 FROM {table(LineProvenance)} cp WHERE cp.revision_id = cv.id
+            )
+            ORDER BY cv.version DESC LIMIT 1
         )
-        .order_by("-revision__version")
-        .values_list("revision__version", "origin_runs")
-        .first()
+        LEFT JOIN {table(LineProvenance)} p ON p.revision_id = c.id
+        LEFT JOIN {table(WorkspaceKey)} k ON k.workspace_id = f.workspace_id
+        WHERE f.workspace_id = %s AND f.path = %s AND f.deleted_at IS NULL
+    """  # identifiers come from model metadata; every value is a parameter
+    row = fetch_one(sql, [workspace.pk, MEMORY_PATH])
+    if row is None:
+        return None
+    (current_id, file_id, version, cached_id, cached_version, runs, wrapped_key, ciphertext,
+     cached_ciphertext) = row  # fmt: skip
+    cached = None
+    if cached_id is not None:
+        cached = FileVersion(
+            id=cached_id,
+            file_id=file_id,
+            version=cached_version,
+            ciphertext=None if cached_ciphertext is None else bytes(cached_ciphertext),
+        )
+    return _OriginsStart(
+        current=FileVersion(
+            id=current_id,
+            file_id=file_id,
+            version=version,
+            ciphertext=None if ciphertext is None else bytes(ciphertext),
+        ),
+        cached=cached,
+        # A JSON column reads back as its text on both databases, as the ORM reads it.
+        cached_runs=json.loads(runs) if runs is not None else [],
+        wrapped_key=None if wrapped_key is None else bytes(wrapped_key),
     )
-    if latest is not None and latest[0] == revision.version:
-        return origins_of_runs(latest[1])
-    data_key = workspace_data_key(workspace=workspace)
-    if data_key is None:
-        raise DocumentUnreadable(version=revision.version)
+
+
+_ORIGIN_RUNS = LineProvenance._meta.get_field("origin_runs")
+
+
+def _origins(workspace: Workspace, start: _OriginsStart) -> list[Origin]:
+    """The origin of each line of the live revision: from the cache, or carried forward from
+    the latest cached revision before it (from the first revision when none is), caching
+    each revision on the way. Right after a Save that opens only the revision before it and
+    the live one."""
+    current, cached = start.current, start.cached
+    if cached is not None and cached.version == current.version:
+        return origins_of_runs(start.cached_runs)
+    if start.wrapped_key is None:
+        raise DocumentUnreadable(version=current.version)
+    data_key = data_key_unwrap(start.wrapped_key)
     lines: list[str] = []
     origins: list[Origin] = []
     after = 0
-    if latest is not None:
-        after, runs = latest
-        origins = origins_of_runs(runs)
-    # The cached revision itself comes first (its lines are what the next one is diffed
-    # against), then every revision after it up to `revision`.
-    steps = FileVersion.objects.filter(
-        file_id=revision.file_id, version__gte=after, version__lte=revision.version
-    ).order_by("version")
+    if cached is not None:
+        after = cached.version
+        lines = text_lines(_opened(cached, workspace, data_key))
+        origins = origins_of_runs(start.cached_runs)
+    steps: Iterable[FileVersion] = [current]
+    if current.version > after + 1:
+        between = FileVersion.objects.filter(
+            file_id=current.file_id, version__gt=after, version__lt=current.version
+        ).order_by("version")
+        steps = itertools.chain(between.iterator(chunk_size=50), steps)
     computed = []
-    for step in steps.iterator(chunk_size=50):
-        current = text_lines(_opened(step, workspace, data_key))
-        if step.version == after:
-            lines = current
-            continue
-        origins = origins_carry(lines, origins, current, step.version)
-        lines = current
-        computed.append(
-            LineProvenance(revision=step, line_count=len(origins), origin_runs=origin_runs(origins))
-        )
-    LineProvenance.objects.bulk_create(computed, batch_size=200, ignore_conflicts=True)
+    for step in steps:
+        following = text_lines(_opened(step, workspace, data_key))
+        origins = origins_carry(lines, origins, following, step.version)
+        lines = following
+        computed.append((step.pk, len(origins), origin_runs(origins)))
+    origins_cache(computed)
     return origins
 
 
 def _opened(revision: FileVersion, workspace: Workspace, data_key: bytes) -> str:
     return file_version_plaintext(version=revision, workspace=workspace, data_key=data_key)
+
+
+# Rows in one insert of the cache: four parameters each, within SQLite's 999.
+_CACHE_BATCH = 200
+
+
+def origins_cache(rows: list[tuple[int, int, list[list[int]]]]) -> None:
+    """Cache the origins of revisions, given as (revision id, line count, origin runs).
+
+    The cache is derived and written once per revision: two requests that fill it at once
+    write the same rows, and the second insert is skipped. It is rebuilt from the revisions
+    whenever a row is missing, so its insert commits without waiting for the WAL flush: a
+    server crash may lose the last rows, never anything that cannot be recomputed. Each
+    batch is one statement, so no transaction is opened around it."""
+    if not rows:
+        return
+    with_clause, from_item = unsynchronized()
+    created_at = datetime_param(timezone.now())
+    for first in range(0, len(rows), _CACHE_BATCH):
+        batch = rows[first : first + _CACHE_BATCH]
+        values = ", ".join(["(%s, %s, %s, %s)"] * len(batch))
+        # INSERT ... SELECT, so PostgreSQL's settings item can be joined in; its WHERE is
+        # what SQLite needs to read the ON CONFLICT that follows as the upsert clause.
+        sql = f"""
+            {with_clause}
+            INSERT INTO {table(LineProvenance)} (revision_id, line_count, origin_runs, created_at)
+            SELECT r.column1, r.column2, r.column3, r.column4
+            FROM (VALUES {values}) r {f", {from_item}" if from_item else ""}
+            WHERE true
+            ON CONFLICT DO NOTHING
+        """  # identifiers come from model metadata; every value is a parameter
+        params: list[Any] = []
+        for revision_id, line_count, runs in batch:
+            params += [
+                revision_id,
+                line_count,
+                _ORIGIN_RUNS.get_db_prep_value(runs, connection),
+                created_at,
+            ]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
 
 
 # ---- blame ---------------------------------------------------------------------------------
@@ -211,12 +319,52 @@ class Blame:
 
 
 def memory_line_origins(*, workspace: Workspace) -> tuple[FileVersion | None, list[Origin]]:
-    """The live memory revision (None when there is none, or it is deleted) and the origin
-    of each of its lines."""
-    current = file_current_version(workspace=workspace, path=MEMORY_PATH)
-    if current is None:
+    """The live memory revision (None when there is none, or it is deleted; its id, file and
+    version only) and the origin of each of its lines."""
+    start = _origins_start(workspace)
+    if start is None:
         return None, []
-    return current, revision_origins(workspace=workspace, revision=current)
+    return start.current, _origins(workspace, start)
+
+
+def _origin_revisions(
+    file_id: int, versions: set[int]
+) -> tuple[dict[int, FileVersion], dict[tuple[int, int], datetime]]:
+    """The revisions of `versions` (with their authors; never their text), and the latest
+    review of each of their lines that has one, by (revision id, line index)."""
+    if not versions:
+        return {}, {}
+    # Raw: one statement where the ORM took two (the revisions, the reviews), each compiled
+    # anew for every length of the version list.
+    sql = f"""
+        SELECT {columns(FileVersion, "v", deferred=_TEXT)}, {columns(User, "u")},
+            r.origin_line, MAX(r.reviewed_at)
+        FROM {table(FileVersion)} v
+        LEFT JOIN {table(User)} u ON u.id = v.author_id
+        LEFT JOIN {table(LineReview)} r ON r.origin_id = v.id
+        WHERE v.file_id = %s AND v.version IN ({", ".join(["%s"] * len(versions))})
+        GROUP BY v.id, u.id, r.origin_line
+    """  # identifiers come from model metadata; every value is a parameter
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [file_id, *sorted(versions)])
+        rows = cursor.fetchall()
+    author_at = width(FileVersion, deferred=_TEXT)
+    review_at = author_at + width(User)
+    revisions: dict[int, FileVersion] = {}
+    reviews: dict[tuple[int, int], datetime] = {}
+    for row in rows:
+        revision = instance(FileVersion, row, 0, deferred=_TEXT)
+        revision = revisions.setdefault(revision.version, revision)
+        if revision.author_id is not None:
+            revision.author = instance(User, row, author_at)
+        origin_line, reviewed_at = row[review_at:]
+        if origin_line is not None:
+            reviews[revision.pk, origin_line] = field_value(LineReview, "reviewed_at", reviewed_at)
+    return revisions, reviews
+
+
+# A revision's sealed text, which no blame reads from the origin revisions.
+_TEXT = ("ciphertext",)
 
 
 def memory_blame(*, workspace: Workspace, now: datetime | None = None) -> Blame:
@@ -229,20 +377,8 @@ def memory_blame(*, workspace: Workspace, now: datetime | None = None) -> Blame:
     current, origins = memory_line_origins(workspace=workspace)
     if current is None:
         return Blame(version=0, stale_days=stale_days, lines=[])
-    revisions = {
-        revision.version: revision
-        for revision in FileVersion.objects.select_related("author")
-        .defer("ciphertext")
-        .filter(file_id=current.file_id, version__in={version for version, _ in origins})
-    }
-    revision_ids = [revision.pk for revision in revisions.values()]
-    captures = _capture_links(revision_ids)
-    reviews = {
-        (row["origin_id"], row["origin_line"]): row["latest"]
-        for row in LineReview.objects.filter(origin_id__in=revision_ids)
-        .values("origin_id", "origin_line")
-        .annotate(latest=Max("reviewed_at"))
-    }
+    revisions, reviews = _origin_revisions(current.file_id, {version for version, _ in origins})
+    captures = _capture_links([revision.pk for revision in revisions.values()])
     stale_before = now - timedelta(days=stale_days)
     lines = []
     for number, (version, index) in enumerate(origins, start=1):

@@ -267,27 +267,70 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 
-def _alternation(words: list[str]) -> str:
-    """A regex matching any of `words`, as a trie (`g(?:h(?:o_|p_)|l...)`): at each position
-    the engine follows one branch instead of trying every word. A word that another one
-    starts with stands for both, since a text holding the longer holds the shorter too."""
-    branches: dict[str, list[str]] = {}
-    for word in words:
-        branches.setdefault(word[0], []).append(word[1:])
-    alternatives = []
-    for head, tails in sorted(branches.items()):
-        if "" in tails:
-            alternatives.append(re.escape(head))
-        elif len(tails) == 1:
-            alternatives.append(re.escape(head + tails[0]))
-        else:
-            alternatives.append(f"{re.escape(head)}(?:{_alternation(tails)})")
-    return "|".join(alternatives)
+# Characters from the most to the least frequent in English prose and Markdown (the letters
+# by their frequency in English, the punctuation notes are full of among them); any other
+# character counts as rarer than all of these. Only the speed of the needle search depends
+# on this order, never what it finds.
+_FREQUENT = " etaoinshrdlcumwfgypb.,-/vkjxqz"
+
+
+def _rarity(char: str) -> int:
+    return _FREQUENT.index(char) if char in _FREQUENT else len(_FREQUENT)
+
+
+def _needles_pattern(needles: list[str]) -> re.Pattern[str]:
+    """One pattern that matches where any of `needles` occurs. Each needle is sought from
+    its rarest character (its anchor): the engine stops only at an anchor, then looks
+    behind it for the needle's start and ahead for its rest. Sought from their first
+    characters, the needles stopped the engine at every `a`, `e`, `s`, `p`, ... of a text:
+    on English prose the search took half as long again."""
+    by_anchor: dict[str, dict[str, list[str]]] = {}  # anchor: what follows: what precedes
+    # A needle holding another is found with it: a text holding `sk-ant-` holds `sk-`.
+    for needle in [each for each in needles if not any(o != each and o in each for o in needles)]:
+        at = max(range(len(needle)), key=lambda index: (_rarity(needle[index]), index))
+        following = by_anchor.setdefault(needle[at], {})
+        following.setdefault(needle[at + 1 :], []).append(needle[:at])
+    return re.compile(
+        "|".join(
+            re.escape(anchor)
+            + _one_of(
+                [
+                    _behind(preceding, anchor) + re.escape(rest)
+                    for rest, preceding in sorted(following.items())
+                ]
+            )
+            for anchor, following in sorted(by_anchor.items())
+        )
+    )
+
+
+def _behind(preceding: list[str], matched: str) -> str:
+    """A regex asserting that one of `preceding` comes right before `matched` (what the
+    engine has just matched): lookbehinds, as a trie from the nearest character back, so
+    that one character rules out every needle that does not end with it."""
+    if "" in preceding:
+        return ""
+    by_last: dict[str, list[str]] = {}
+    for before in preceding:
+        by_last.setdefault(before[-1], []).append(before[:-1])
+    return _one_of(
+        [
+            # One lookbehind for the whole of a lone branch, not one per character of it.
+            f"(?<={re.escape(rest[0] + last + matched)})"
+            if len(rest) == 1
+            else f"(?<={re.escape(last + matched)})" + _behind(rest, last + matched)
+            for last, rest in sorted(by_last.items())
+        ]
+    )
+
+
+def _one_of(alternatives: list[str]) -> str:
+    return alternatives[0] if len(alternatives) == 1 else f"(?:{'|'.join(alternatives)})"
 
 
 # Every rule's needles in one pattern: a text holding none of them (most notes) is answered
 # by one pass instead of a search for each needle.
-_NEEDLES = re.compile(_alternation(sorted({needle for rule in _RULES for needle in rule.needles})))
+_NEEDLES = _needles_pattern(sorted({needle for rule in _RULES for needle in rule.needles}))
 
 
 def secret_find(text: str) -> SecretFinding | None:

@@ -18,7 +18,6 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -47,7 +46,7 @@ from workspaces.selectors import (
     team_owner_is,
     workspace_data_key,
 )
-from workspaces.views import WorkspacePage, request_team, workspace_page
+from workspaces.views import WorkspacePage, team_page, workspace_page
 
 CHANGES_PAGE_SIZE = 50
 SEARCH_QUERY_MAX_CHARS = 200
@@ -247,9 +246,7 @@ def search(request: HttpRequest, workspace_id: int) -> HttpResponse:
 def team_memory(request: HttpRequest) -> HttpResponse:
     """The active team's memory spaces. Everything on it is read and written by the page
     script through the space routes, as the session's team: the same tenant the page names."""
-    team = request_team(request)
-    if team is None:
-        raise PermissionDenied("You are not a member of any team.")
+    team = team_page(request)
     visibilities = [
         {
             "value": visibility.value,
@@ -383,9 +380,7 @@ def team_bots(request: HttpRequest) -> HttpResponse:
     """The active team's bots. The page script lists, creates and edits them and issues and
     revokes their tokens through the bot routes, as the session's team; the routes decide
     who may change what (owners), the page only leaves out the controls others cannot use."""
-    team = request_team(request)
-    if team is None:
-        raise PermissionDenied("You are not a member of any team.")
+    team = team_page(request)
     is_owner = isinstance(request.user, User) and team_owner_is(team=team, user=request.user)
     config = {
         "isOwner": is_owner,

@@ -1,7 +1,7 @@
 """The cache backends the settings name: Django's, with one redis-py client per connection
 pool, and two calls made on most requests done in one round trip each: a read that restarts
-an entry's timeout (a key session), and a counter's creation with its increment (a rate
-limit's window).
+an entry's timeout (a key session), and the rate limits of a request (the windows it counts
+in, each created with its expiry if missing, unless a gate window is already full).
 
 Hand-written rather than a third-party backend: Django's RedisCache does everything else the
 product needs, and keeping it keeps its exact behaviour (its serializer,
@@ -13,6 +13,7 @@ round trip it serves; a throttled write pays it about four times.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from django.core.cache import cache
@@ -22,6 +23,30 @@ from django.core.cache.backends.redis import RedisCacheClient, RedisSerializer
 
 if TYPE_CHECKING:
     from redis import ConnectionPool, Redis
+    from redis.commands.core import Script
+
+# A counter is (its key, its lifetime in seconds); a gate is (a counter's key, its limit).
+Counter = tuple[str, int]
+Gate = tuple[str, int]
+
+# KEYS: the counters, then the gate's key if ARGV[1] is not empty. ARGV[1]: the gate's limit
+# or ''; ARGV[2...]: each counter's lifetime. A script, so that nothing is counted between
+# the gate's read and the increments, and every counter is created with its expiry.
+COUNT_UNLESS_GATE_FULL = """
+local counters = #ARGV - 1
+if ARGV[1] ~= '' then
+    local seen = tonumber(redis.call('GET', KEYS[counters + 1]) or '0')
+    if seen >= tonumber(ARGV[1]) then
+        return false
+    end
+end
+local counts = {}
+for i = 1, counters do
+    redis.call('SET', KEYS[i], 0, 'EX', ARGV[i + 1], 'NX')
+    counts[i] = redis.call('INCR', KEYS[i])
+end
+return counts
+"""
 
 
 class PooledRedisCacheClient(RedisCacheClient):
@@ -42,6 +67,7 @@ class PooledRedisCacheClient(RedisCacheClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._clients: dict[int, Redis] = {}
+        self._count_scripts: dict[int, Script] = {}
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Redis:
         pool = self._get_connection_pool(write)
@@ -59,19 +85,28 @@ class PooledRedisCacheClient(RedisCacheClient):
             value = client.getex(key, ex=int(timeout))
         return None if value is None else self._serializer.loads(cast(bytes, value))
 
-    def incr_or_create(self, key: str, timeout: int) -> int:
-        # SET NX and INCR in one MULTI/EXEC: one round trip, and no moment at which the
-        # counter exists without its expiry.
-        pipeline = self.get_client(key, write=True).pipeline()
-        pipeline.set(key, 0, ex=timeout, nx=True)
-        pipeline.incr(key)
-        _, count = pipeline.execute()
-        return int(count)
+    def count_unless_gate_full(
+        self, counters: Sequence[Counter], gate: Gate | None
+    ) -> list[int] | None:
+        client = self.get_client(write=True)
+        script = self._count_scripts.get(id(client))
+        if script is None:
+            # EVALSHA, loading the script again if the server lost it (a restart).
+            script = self._count_scripts[id(client)] = client.register_script(
+                COUNT_UNLESS_GATE_FULL
+            )
+        keys = [key for key, _ in counters]
+        limit = ""
+        if gate is not None:
+            keys.append(gate[0])
+            limit = str(gate[1])
+        counts = script(keys=keys, args=[limit, *(timeout for _, timeout in counters)])
+        return None if counts is None else [int(count) for count in counts]
 
 
 class RedisCache(DjangoRedisCache):
     """Django's Redis backend with `PooledRedisCacheClient`, `get_and_touch` and
-    `incr_or_create`."""
+    `count_unless_gate_full`."""
 
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
@@ -84,24 +119,37 @@ class RedisCache(DjangoRedisCache):
         client = cast(PooledRedisCacheClient, self._cache)
         return client.get_and_touch(key, self.get_backend_timeout(timeout))
 
-    def incr_or_create(self, key: str, timeout: int, version: int | None = None) -> int:
-        """Add one to the counter at `key`, first creating it at 0 to expire after
-        `timeout` seconds if it is missing; returns the new count. One Redis call."""
-        key = self.make_and_validate_key(key, version=version)
+    def count_unless_gate_full(
+        self, counters: Sequence[Counter], gate: Gate | None
+    ) -> list[int] | None:
+        """Add one to each of `counters`, first creating a missing one at 0 to expire after its
+        lifetime; unless `gate`'s counter has reached its limit: then count nothing and answer
+        None. Answers the new counts, in order. One Redis call, atomic."""
         client = cast(PooledRedisCacheClient, self._cache)
-        return client.incr_or_create(key, timeout)
+        return client.count_unless_gate_full(
+            [(self.make_and_validate_key(key), timeout) for key, timeout in counters],
+            None if gate is None else (self.make_and_validate_key(gate[0]), gate[1]),
+        )
 
 
 class LocMemCache(DjangoLocMemCache):
-    """Django's in-process cache, with the same `get_and_touch` and `incr_or_create` as
-    `RedisCache`."""
+    """Django's in-process cache, with the same `get_and_touch` and `count_unless_gate_full`
+    as `RedisCache`."""
 
-    def incr_or_create(self, key: str, timeout: int, version: int | None = None) -> int:
-        """As `RedisCache.incr_or_create`; in one process, an add then an increment, each
-        under the cache's lock (the counter outlives the caller's window, so it cannot
-        expire between them)."""
-        self.add(key, 0, timeout=timeout, version=version)
-        return self.incr(key, version=version)
+    def count_unless_gate_full(
+        self, counters: Sequence[Counter], gate: Gate | None
+    ) -> list[int] | None:
+        """As `RedisCache.count_unless_gate_full`. In one process each counter is an add then
+        an increment, each under the cache's lock (a counter outlives its caller's window, so
+        it cannot expire between them); the gate's read is not atomic with them, as nothing
+        that runs in one process needs it to be."""
+        if gate is not None and int(self.get(gate[0], 0)) >= gate[1]:
+            return None
+        counts = []
+        for key, timeout in counters:
+            self.add(key, 0, timeout=timeout)
+            counts.append(self.incr(key))
+        return counts
 
     def get_and_touch(self, key: str, timeout: int | None, version: int | None = None) -> Any:
         """The value of `key` (None if missing), its timeout restarted at `timeout` seconds.
@@ -115,7 +163,9 @@ class LocMemCache(DjangoLocMemCache):
 
 class _ProjectCache(Protocol):
     def get_and_touch(self, key: str, timeout: int | None) -> Any: ...
-    def incr_or_create(self, key: str, timeout: int) -> int: ...
+    def count_unless_gate_full(
+        self, counters: Sequence[Counter], gate: Gate | None
+    ) -> list[int] | None: ...
 
 
 def cache_get_and_touch(key: str, timeout: int) -> Any:
@@ -124,6 +174,8 @@ def cache_get_and_touch(key: str, timeout: int) -> Any:
     return cast(_ProjectCache, cache).get_and_touch(key, timeout)
 
 
-def cache_incr_or_create(key: str, timeout: int) -> int:
-    """`incr_or_create` on the default cache (one of the backends above)."""
-    return cast(_ProjectCache, cache).incr_or_create(key, timeout)
+def cache_count_unless_gate_full(
+    counters: Sequence[Counter], gate: Gate | None = None
+) -> list[int] | None:
+    """`count_unless_gate_full` on the default cache (one of the backends above)."""
+    return cast(_ProjectCache, cache).count_unless_gate_full(counters, gate)

@@ -26,7 +26,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
-# The periods the REST framework's throttles understand (it reads only the first letter).
+# The periods the throttles understand (memory_project/api/throttles.py reads only the
+# first letter, as the REST framework does).
 _RATE = re.compile(r"([1-9][0-9]*)/(s|sec|second|m|min|minute|h|hour|d|day)")
 # HS256 and the ciphers want 256-bit keys; fewer characters than this is a mistake.
 _SECRET_MIN_LENGTH = 32

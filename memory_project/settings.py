@@ -127,6 +127,9 @@ def _database(url: str) -> dict[str, object]:
         config["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
         config["CONN_MAX_AGE"] = 0
     elif engine == "django.db.backends.postgresql":
+        # Django's, with a health check that sends nothing while the connection is quiet
+        # (memory_project/postgresql/base.py).
+        config["ENGINE"] = "memory_project.postgresql"
         if env_bool("DATABASE_PREPARED_STATEMENTS", True):
             # Parameters bound by the server, and each statement prepared on its connection
             # after a few uses, so the hot ones (Save, capture, recall) are planned once per
@@ -304,10 +307,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["memory_project.api.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_THROTTLE_CLASSES": [
-        "memory_project.api.throttles.CredentialRateThrottle",
-        "memory_project.api.throttles.WriteRateThrottle",
-    ],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "memory_project.api.negotiation.ContentNegotiation",
+    "DEFAULT_THROTTLE_CLASSES": ["memory_project.api.throttles.RequestRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "credential": env_rate("THROTTLE_CREDENTIAL_RATE", "1200/min"),
         "write": env_rate("THROTTLE_WRITE_RATE", "300/min"),
@@ -355,7 +356,8 @@ SPECTACULAR_SETTINGS = {
 # worker, and the same code paths run as in production.
 _broker_url = env_str("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not _broker_url
-CELERY_BROKER_URL = _broker_url or "memory://"
+# The in-memory transport with its host named, as kombu otherwise warns on first use.
+CELERY_BROKER_URL = _broker_url or "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -122,6 +122,33 @@ class ViewOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class ReachesWorkspaceAdmin(ViewOnlyAdmin):
+    """The page of a row with no workspace of its own that reaches one through its
+    `workspace_via` relation (a turn, its admission): a read-only `workspace` column linking
+    it, the join that column needs in the list, and search by the workspace's name or id."""
+
+    workspace_via: ClassVar[str]
+    workspace: ClassVar[Callable[[Any, Any], str]]
+    list_select_related: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.workspace = workspace_column(cls.workspace_via)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return (*super().get_readonly_fields(request, obj), "workspace")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        # A queryset that already selects related rows makes the changelist skip
+        # list_select_related, so the page's own joins are named here too.
+        joins = (*self.list_select_related, f"{self.workspace_via}__workspace")
+        return super().get_queryset(request).select_related(*joins)
+
+    def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:
+        own = super().get_search_fields(request)
+        return (*own, *workspace_search_fields(self.workspace_via))
+
+
 class NoHardDeleteMixin:
     """A hard delete here would cascade through memory, history and keys with no audit
     event and around the org purge; people are deactivated, orgs go through deletion."""
@@ -367,7 +394,8 @@ _REVISION_COLUMNS = ("workspace", "version", "change_kind", "author_kind", "auth
 
 
 @admin.register(models.FileVersion)
-class FileVersionAdmin(ViewOnlyAdmin):
+class FileVersionAdmin(ReachesWorkspaceAdmin):
+    workspace_via = "file"
     # Never `ciphertext`. Its digest is shown: a hash of ciphertext reveals no text.
     fields: ClassVar[tuple[str, ...]] = (
         "file_link",
@@ -375,14 +403,11 @@ class FileVersionAdmin(ViewOnlyAdmin):
         "ciphertext_sha256",
         "created_at",
     )
-    readonly_fields: ClassVar[tuple[str, ...]] = ("file_link", "workspace")
+    readonly_fields: ClassVar[tuple[str, ...]] = ("file_link",)
     list_display = ("id", "path", *_REVISION_COLUMNS, "created_at")
-    list_select_related = ("file__workspace", "author")
+    list_select_related = ("author",)
     list_filter = ("change_kind", "author_kind", "created_at")
-    search_fields: ClassVar[tuple[str, ...]] = (
-        "file__path",
-        *workspace_search_fields("file"),
-    )
+    search_fields: ClassVar[tuple[str, ...]] = ("file__path",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[models.FileVersion]:
         return super().get_queryset(request).defer("ciphertext")
@@ -390,8 +415,6 @@ class FileVersionAdmin(ViewOnlyAdmin):
     @admin.display(description="Path", ordering="file__path")
     def path(self, revision: models.FileVersion) -> str:
         return revision.file.path
-
-    workspace = workspace_column("file")
 
     @admin.display(description="File")
     def file_link(self, revision: models.FileVersion) -> str:
@@ -422,19 +445,13 @@ class KeySessionAdmin(ViewOnlyAdmin):
 
 
 @admin.register(models.KeySessionRevocation)
-class KeySessionRevocationAdmin(ViewOnlyAdmin):
+class KeySessionRevocationAdmin(ReachesWorkspaceAdmin):
+    workspace_via = "key_session"
     fields = ("key_session", "workspace", "revoked_by", "revoked_at")
-    readonly_fields = ("workspace",)
-    list_display = ("key_session", "workspace", "revoked_by", "revoked_at")
-    list_select_related = ("key_session__workspace", "revoked_by")
+    list_display = fields
+    list_select_related = ("revoked_by",)
     list_filter = ("revoked_at",)
-    search_fields = (
-        "=key_session__id",
-        *workspace_search_fields("key_session"),
-        "revoked_by__username",
-    )
-
-    workspace = workspace_column("key_session")
+    search_fields = ("=key_session__id", "revoked_by__username")
 
 
 @admin.register(models.AuditEvent)

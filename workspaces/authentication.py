@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import jwt
 from django.conf import settings
@@ -17,9 +17,14 @@ from rest_framework.authentication import BaseAuthentication, SessionAuthenticat
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
 
-from workspaces.errors import CredentialKindRefused, NoActiveTeam, TokenScopeRefused
+from workspaces.errors import CredentialKindRefused, DomainError, NoActiveTeam, TokenScopeRefused
 from workspaces.models import ApiToken, Bot, Team, TeamMembership, User
-from workspaces.ratelimit import client_address, window_count, window_hit
+from workspaces.ratelimit import (
+    Window,
+    client_address,
+    window_retry_after,
+    windows_hit,
+)
 from workspaces.selectors import org_require_active
 from workspaces.services import api_token_use_record
 from workspaces.sql import api_token_by_digest
@@ -69,17 +74,23 @@ class BearerAuthentication(BaseAuthentication):
         scheme, _, raw = header.partition(" ")
         if scheme.lower() != "bearer":
             return None
-        # Checked before the token is, so that past the limit even a valid token gets no
-        # verdict from this address: guessing learns nothing.
-        address = client_address(request)
-        failures = window_count(key=_failures_key(address), **_failure_window())
-        if failures.count >= settings.BEARER_FAILURE_LIMIT:
-            raise Throttled(wait=failures.retry_after)
+        # The address's failures are judged before any verdict is given, so that past the
+        # limit even a valid token gets none from this address: guessing learns nothing.
+        # They are read after the token's lookup, in the same cache call as what follows
+        # from the verdict: a failure counted, or (by the view's throttle) the request.
+        gate = bearer_failure_gate(request)
         try:
-            return self._verify(raw.strip())
+            verified = self._verify(raw.strip())
         except AuthenticationFailed:
-            window_hit(key=_failures_key(address), **_failure_window())
+            _failures_judge(gate, failed=True)
             raise
+        except DomainError:
+            # A valid token refused here (its scope, its kind, its org) is a verdict too.
+            _failures_judge(gate, failed=False)
+            raise
+        if not _view_throttle_judges_bearer_failures(request):
+            _failures_judge(gate, failed=False)
+        return verified
 
     def _verify(self, raw: str) -> tuple[User, Credential]:
         if not raw or " " in raw:
@@ -165,12 +176,33 @@ class BotBearerAuthentication(BearerAuthentication):
     takes_bots = True
 
 
-def _failures_key(address: str) -> str:
-    return f"bearer-failures:{address}"
+def bearer_failure_gate(request: Request) -> Window:
+    """The window of failed bearer tokens from the request's client address: full, it
+    refuses every bearer request from there (`BEARER_FAILURE_LIMIT` per
+    `BEARER_FAILURE_WINDOW_SECONDS`)."""
+    return Window(
+        key=f"bearer-failures:{client_address(request)}",
+        limit=settings.BEARER_FAILURE_LIMIT,
+        seconds=settings.BEARER_FAILURE_WINDOW_SECONDS,
+    )
 
 
-def _failure_window() -> dict[str, Any]:
-    return {"window_seconds": settings.BEARER_FAILURE_WINDOW_SECONDS, "now": time.time()}
+def _failures_judge(gate: Window, *, failed: bool) -> None:
+    """Throttled if the failure `gate` is full; otherwise, if `failed`, count one failure in
+    it. One cache call."""
+    now = time.time()
+    if windows_hit(windows=[gate] if failed else [], unless_full=gate, now=now) is None:
+        raise Throttled(wait=window_retry_after(gate, now))
+
+
+def _view_throttle_judges_bearer_failures(request: Request) -> bool:
+    """Whether the view being served has a throttle that judges the failure gate itself,
+    in its own cache call (DRF runs it after authentication and before the view). Not
+    when there is no view: the MCP server authenticates on its own."""
+    view = (request.parser_context or {}).get("view")
+    return view is not None and any(
+        getattr(throttle, "judges_bearer_failures", False) for throttle in view.throttle_classes
+    )
 
 
 def _parent_token_require_live(claims: JwtClaims, *, token_id: int) -> None:

@@ -48,6 +48,19 @@ def set_iff_check(
     return models.CheckConstraint(condition=condition, name=name, violation_error_code=code)
 
 
+def after_check(
+    later: str, earlier: str, name: str, code: str, *, strictly: bool = True
+) -> models.CheckConstraint:
+    """The moment in `later` comes after the one in `earlier` (with `strictly=False`, or at
+    it): an expiry after its creation, a finish after its start."""
+    lookup = "gt" if strictly else "gte"
+    return models.CheckConstraint(
+        condition=Q(**{f"{later}__{lookup}": models.F(earlier)}),
+        name=name,
+        violation_error_code=code,
+    )
+
+
 def unique(fields: list[str], name: str, code: str) -> models.UniqueConstraint:
     """No two rows share `fields`."""
     return models.UniqueConstraint(fields=fields, name=name, violation_error_code=code)

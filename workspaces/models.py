@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from workspaces.constraints import (
+    after_check,
     choices_check,
     length_check,
     minimum_check,
@@ -319,10 +320,11 @@ class ApiToken(models.Model):
     class Meta:
         constraints = [
             unique(["token_hash"], "workspaces_apitoken_hash_unique", "TOKEN_HASH_TAKEN"),
-            models.CheckConstraint(
-                condition=Q(expires_at__gt=models.F("created_at")),
-                name="workspaces_apitoken_expires_after_created",
-                violation_error_code="TOKEN_EXPIRY_INVALID",
+            after_check(
+                "expires_at",
+                "created_at",
+                "workspaces_apitoken_expires_after_created",
+                "TOKEN_EXPIRY_INVALID",
             ),
             length_check(
                 "token_hash", 64, "workspaces_apitoken_hash_is_sha256", "TOKEN_HASH_INVALID"
@@ -543,6 +545,7 @@ class AuditAction(models.TextChoices):
     WORKSPACE_CREATED = "workspace_created", "Workspace created"
     MEMBER_ADDED = "member_added", "Member added"
     MEMBER_REMOVED = "member_removed", "Member removed"
+    MEMBER_ROLE_CHANGED = "member_role_changed", "Member role changed"
 
 
 class AuditEvent(models.Model):

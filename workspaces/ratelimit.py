@@ -13,7 +13,7 @@ a limit bounds. An unreachable counter counts nothing and is logged as a warning
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
@@ -22,10 +22,19 @@ from django.http import HttpRequest
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from memory_project.cache import cache_incr_or_create
+from memory_project.cache import cache_count_unless_gate_full
 from workspaces.errors import CACHE_ERRORS
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A fixed-window limit: at most `limit` hits of `key` in each window of `seconds`."""
+
+    key: str
+    limit: int
+    seconds: int
 
 
 @dataclass(frozen=True)
@@ -34,36 +43,51 @@ class WindowCount:
     # Seconds until the current window ends and the count starts again from zero.
     retry_after: float
 
-
-def _window_key(key: str, window_seconds: int, now: float) -> tuple[str, float]:
-    window = int(now // window_seconds)
-    return f"{key}:{window}", (window + 1) * window_seconds - now
+    def over(self, window: Window) -> bool:
+        return self.count > window.limit
 
 
-def window_hit(*, key: str, window_seconds: int, now: float) -> WindowCount:
-    """Count one hit against `key` in the current fixed window; the count includes it.
+def _window_key(window: Window, now: float) -> tuple[str, float]:
+    number = int(now // window.seconds)
+    return f"{window.key}:{number}", (number + 1) * window.seconds - now
 
-    The window's number is part of the cache key, and the key lives for two windows, so it
-    is only ever incremented while it exists. Creating it and incrementing it is one cache
-    call (`incr_or_create`: one Redis round trip, and never a counter without an expiry).
+
+def windows_hit(
+    *, windows: Sequence[Window], unless_full: Window | None = None, now: float
+) -> list[WindowCount] | None:
+    """Count one hit in the current window of each of `windows` (the counts include it),
+    unless `unless_full`'s current window already holds its limit: then count nothing and
+    answer None.
+
+    The window's number is part of each cache key, and the key lives for two windows, so it
+    is only ever incremented while it exists. Everything is one cache call
+    (`count_unless_gate_full`: one Redis round trip, atomic, and never a counter without
+    an expiry). If the cache is unreachable nothing is counted and every count is 0.
     """
-    cache_key, retry_after = _window_key(key, window_seconds, now)
+    keyed = [_window_key(window, now) for window in windows]
+    gate = None
+    if unless_full is not None:
+        gate = (_window_key(unless_full, now)[0], unless_full.limit)
     try:
-        count = cache_incr_or_create(cache_key, window_seconds * 2)
-        return WindowCount(count=count, retry_after=retry_after)
+        counts = cache_count_unless_gate_full(
+            [(key, window.seconds * 2) for window, (key, _) in zip(windows, keyed, strict=True)],
+            gate,
+        )
     except CACHE_ERRORS:
-        _warn_unreachable(key)
-        return WindowCount(count=0, retry_after=retry_after)
+        for window in (*windows, *([unless_full] if unless_full else [])):
+            _warn_unreachable(window.key)
+        counts = [0] * len(windows)
+    if counts is None:
+        return None
+    return [
+        WindowCount(count=count, retry_after=retry_after)
+        for count, (_, retry_after) in zip(counts, keyed, strict=True)
+    ]
 
 
-def window_count(*, key: str, window_seconds: int, now: float) -> WindowCount:
-    """The hits counted against `key` in the current window, without adding one."""
-    cache_key, retry_after = _window_key(key, window_seconds, now)
-    try:
-        return WindowCount(count=int(cache.get(cache_key, 0)), retry_after=retry_after)
-    except CACHE_ERRORS:
-        _warn_unreachable(key)
-        return WindowCount(count=0, retry_after=retry_after)
+def window_retry_after(window: Window, now: float) -> float:
+    """Seconds until `window`'s current window ends."""
+    return _window_key(window, now)[1]
 
 
 class TooManyInProgress(Exception):

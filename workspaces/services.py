@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 import uuid
@@ -68,11 +69,13 @@ from workspaces.models import (
 )
 from workspaces.ratelimit import client_address
 from workspaces.selectors import team_owner_is, workspace_data_key
-from workspaces.sql import datetime_param, table
+from workspaces.sql import datetime_param, key_session_revoked, loaded, table
 from workspaces.tokens import bearer_secret_digest, jwt_encode, pat_generate
 from workspaces.violations import violation_code, violation_raises
 
 if TYPE_CHECKING:
+    from django.db.backends.utils import CursorWrapper
+
     from workspaces.authentication import Credential, CredentialKind
 
 logger = logging.getLogger(__name__)
@@ -160,21 +163,11 @@ def workspace_member_remove(*, workspace: Workspace, actor: User, user_id: int) 
     included, stays with the workspace, out of their reach, since every read is a member's.
     """
     with transaction.atomic():
-        memberships = list(
-            WorkspaceMembership.objects.select_for_update()
-            .filter(workspace=workspace)
-            .order_by("pk")
-        )
-        by_user = {membership.user_id: membership for membership in memberships}
-        acting = by_user.get(actor.pk)
-        if acting is None:
-            raise NotFound("No such workspace.")
-        if user_id != actor.pk and not acting.is_admin:
+        members = _members_locked(workspace=workspace, actor=actor)
+        if user_id != actor.pk and not members.acting.is_admin:
             raise WorkspaceAdminRequired()
-        removed = by_user.get(user_id)
-        if removed is None:
-            raise NotFound("No such member.", userId=user_id)
-        if removed.is_admin and sum(membership.is_admin for membership in memberships) == 1:
+        removed = members.get(user_id)
+        if removed.is_admin and members.admin_count == 1:
             raise LastWorkspaceAdmin()
         removed.delete()
         sessions = KeySession.objects.filter(
@@ -190,6 +183,68 @@ def workspace_member_remove(*, workspace: Workspace, actor: User, user_id: int) 
             target_id=user_id,
             detail={"role": removed.role, "left": user_id == actor.pk},
         )
+
+
+def workspace_member_role_set(
+    *, workspace: Workspace, actor: User, user_id: int, role: str
+) -> WorkspaceMembership:
+    """Make a member an admin, or an admin a member. Only an admin may
+    (`WorkspaceAdminRequired`), and the workspace keeps at least one admin
+    (`LastWorkspaceAdmin`), under the same locks as a removal, so a demotion racing a
+    removal or another demotion cannot leave it without one. Setting the role a member
+    already has changes nothing and records nothing."""
+    with transaction.atomic():
+        members = _members_locked(workspace=workspace, actor=actor)
+        if not members.acting.is_admin:
+            raise WorkspaceAdminRequired()
+        changed = members.get(user_id)
+        if changed.role == role:
+            return changed
+        if changed.is_admin and members.admin_count == 1:
+            raise LastWorkspaceAdmin()
+        previous, changed.role = changed.role, role
+        changed.save(update_fields=["role"])
+        workspace_audit_record(
+            actor=actor,
+            action=AuditEvent.Action.MEMBER_ROLE_CHANGED,
+            workspace=workspace,
+            target_type="user",
+            target_id=user_id,
+            detail={"from": previous, "to": role},
+        )
+    return changed
+
+
+@dataclass(frozen=True)
+class _LockedMembers:
+    acting: WorkspaceMembership
+    by_user: dict[int, WorkspaceMembership]
+
+    @property
+    def admin_count(self) -> int:
+        return sum(membership.is_admin for membership in self.by_user.values())
+
+    def get(self, user_id: int) -> WorkspaceMembership:
+        member = self.by_user.get(user_id)
+        if member is None:
+            raise NotFound("No such member.", userId=user_id)
+        return member
+
+
+def _members_locked(*, workspace: Workspace, actor: User) -> _LockedMembers:
+    """Lock every membership of the workspace in primary-key order (one order for every
+    writer, so two admins acting on each other serialize instead of deadlocking), and
+    find the actor's: `NotFound` for someone who is not a member."""
+    by_user = {
+        membership.user_id: membership
+        for membership in WorkspaceMembership.objects.select_for_update()
+        .filter(workspace=workspace)
+        .order_by("pk")
+    }
+    acting = by_user.get(actor.pk)
+    if acting is None:
+        raise NotFound("No such workspace.")
+    return _LockedMembers(acting=acting, by_user=by_user)
 
 
 def _workspace_admin_require(*, workspace: Workspace, user: User) -> None:
@@ -699,47 +754,88 @@ def file_write(
     own key, read by the compare-and-set itself (created by a first write), so a refused
     write unwraps no key. `savepoint` False is for a caller whose own transaction already
     makes the write all or nothing and ends on any refusal (the capture): it saves a
-    SAVEPOINT and its RELEASE, and a refusal leaves that transaction unusable.
+    SAVEPOINT and its RELEASE, and a refusal other than VersionConflict leaves that
+    transaction unusable.
     """
     encoded = document_encode(plaintext)
-    now = timezone.now()
-    with transaction.atomic(savepoint=savepoint):
-        if base_version == 0:
-            file_id, version = _file_create(workspace=workspace, path=path, now=now).pk, 1
-            previous_bytes, wrapped_key = 0, None
-        else:
-            bumped = _file_version_bump(
-                workspace=workspace, path=path, base_version=base_version, now=now
-            )
-            file_id, version = bumped.file_id, bumped.version
-            previous_bytes, wrapped_key = bumped.previous_bytes, bumped.wrapped_key
-        if data_key is None:
-            data_key = (
-                data_key_unwrap(wrapped_key)
-                if wrapped_key is not None
-                else workspace_key_ensure(workspace=workspace)
-            )
-        team_storage_charge(workspace=workspace, delta=len(encoded) - previous_bytes)
-        ciphertext = seal(
+    # One cursor for the compare-and-set and the revision: a Django cursor costs about as
+    # much Python as the execute it serves, and these are a Save's only two statements.
+    with transaction.atomic(savepoint=savepoint), connection.cursor() as cursor:
+        written = _revision_write(
+            cursor,
+            workspace=workspace,
+            path=path,
+            encoded=encoded,
+            base_version=base_version,
             data_key=data_key,
-            plaintext=encoded,
-            associated_data=revision_associated_data(
-                workspace_id=workspace.pk, file_id=file_id, version=version
-            ),
+            author=author,
+            author_kind=author_kind,
+            change_kind=change_kind,
         )
-        return _revision_insert(
-            FileVersion(
-                file_id=file_id,
-                version=version,
-                ciphertext=ciphertext,
-                ciphertext_sha256=ciphertext_digest(ciphertext),
-                size_bytes=len(encoded),
-                author=author,
-                author_kind=author_kind,
-                change_kind=change_kind,
-                created_at=now,
-            )
+    if isinstance(written, VersionConflict):
+        # Raised once its transaction has ended: a refused compare-and-set changed nothing,
+        # so that transaction commits instead of rolling back, and the connection keeps its
+        # prepared statements (psycopg drops every one of them on a rollback; re-preparing
+        # them made a refused Save cost more than half a Save's CPU, and slowed the next).
+        raise written
+    return written
+
+
+def _revision_write(
+    cursor: CursorWrapper,
+    *,
+    workspace: Workspace,
+    path: str,
+    encoded: bytes,
+    base_version: int,
+    data_key: bytes | None,
+    author: User | None,
+    author_kind: str,
+    change_kind: str,
+) -> FileVersion | VersionConflict:
+    """`file_write`'s transaction: the saved revision, or the refusal of a compare-and-set
+    that changed nothing. Any other refusal is raised, and rolls the transaction back."""
+    now = timezone.now()
+    if base_version == 0:
+        file_id, version = _file_create(workspace=workspace, path=path, now=now).pk, 1
+        previous_bytes, wrapped_key = 0, None
+    else:
+        bumped = _file_version_bump(
+            cursor, workspace=workspace, path=path, base_version=base_version, now=now
         )
+        if isinstance(bumped, VersionConflict):
+            return bumped
+        file_id, version = bumped.file_id, bumped.version
+        previous_bytes, wrapped_key = bumped.previous_bytes, bumped.wrapped_key
+    if data_key is None:
+        data_key = (
+            data_key_unwrap(wrapped_key)
+            if wrapped_key is not None
+            else workspace_key_ensure(workspace=workspace)
+        )
+    team_storage_charge(workspace=workspace, delta=len(encoded) - previous_bytes)
+    ciphertext = seal(
+        data_key=data_key,
+        plaintext=encoded,
+        associated_data=revision_associated_data(
+            workspace_id=workspace.pk, file_id=file_id, version=version
+        ),
+    )
+    return _revision_insert(
+        cursor,
+        {
+            "file_id": file_id,
+            "version": version,
+            "ciphertext": ciphertext,
+            "ciphertext_sha256": ciphertext_digest(ciphertext),
+            "size_bytes": len(encoded),
+            "author_id": None if author is None else author.pk,
+            "author_kind": author_kind,
+            "change_kind": change_kind,
+            "created_at": now,
+        },
+        author=author,
+    )
 
 
 @dataclass(frozen=True)
@@ -753,58 +849,31 @@ class _Bumped:
 
 
 def _file_version_bump(
-    *, workspace: Workspace, path: str, base_version: int, now: datetime
-) -> _Bumped:
-    """The compare-and-set: bump a live file from `base_version`, or VersionConflict with
-    the version the file holds now.
+    cursor: CursorWrapper, *, workspace: Workspace, path: str, base_version: int, now: datetime
+) -> _Bumped | VersionConflict:
+    """The compare-and-set: bump a live file from `base_version`, or answer (not raise) the
+    VersionConflict carrying the version the file holds now.
 
     One conditional UPDATE. A concurrent writer blocks on the row lock, then re-reads the
     bumped version and matches nothing. On PostgreSQL the same statement answers a mismatch
-    with the version held, read FOR SHARE: that read follows the row to the version the
-    winning writer committed, where a plain read would see the statement's older snapshot.
-    On SQLite the write lock already serialises writers, so a read after the UPDATE is
-    current.
+    with the version its snapshot holds. When that is `base_version` itself, the UPDATE
+    waited for a writer that moved the row on after the snapshot was taken, and a second
+    statement (with a snapshot of its own) reads where the row went. Neither read locks the
+    row, so a routine refusal writes nothing, not even a lock: its transaction ends with no
+    WAL to flush. On SQLite the write lock already serialises writers, so a read after the
+    UPDATE is current.
     """
-    files, versions, keys = table(File), table(FileVersion), table(WorkspaceKey)
-    bump = (
-        f"UPDATE {files} SET current_version = current_version + 1, updated_at = %s "
-        "WHERE workspace_id = %s AND path = %s AND current_version = %s AND deleted_at IS NULL"
-    )
-    bump_params = [datetime_param(now), workspace.pk, path, base_version]
-    # SQL for RETURNING, which the ORM's update() lacks, and for a data-modifying WITH: what
-    # the write needs next (the replaced revision's size, the wrapped data key) or the 409's
-    # version comes back with the bump, not in statements of their own, measurable on every
-    # Save (identifiers come from model metadata; every value is a parameter).
-    if connection.vendor == "postgresql":
-        sql = f"""
-            WITH bumped AS ({bump} RETURNING id, current_version)
-            SELECT b.id, b.current_version,
-                (SELECT size_bytes FROM {versions} WHERE file_id = b.id AND version = %s),
-                (SELECT wrapped_key FROM {keys} WHERE workspace_id = %s)
-            FROM bumped b
-            UNION ALL
-            SELECT NULL, (
-                SELECT current_version FROM {files} WHERE workspace_id = %s AND path = %s
-                FOR SHARE
-            ), NULL, NULL
-            WHERE NOT EXISTS (SELECT 1 FROM bumped)
-        """
-        params = [*bump_params, base_version, workspace.pk, workspace.pk, path]
-    else:
-        sql = (
-            f"{bump} RETURNING id, current_version, (SELECT size_bytes FROM {versions} "
-            f"WHERE file_id = {files}.id AND version = %s), "
-            f"(SELECT wrapped_key FROM {keys} WHERE workspace_id = %s)"
-        )
-        params = [*bump_params, base_version, workspace.pk]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
-        raise _conflict(workspace=workspace, path=path)
+    vendor = connection.vendor
+    params = [datetime_param(now), workspace.pk, path, base_version, base_version, workspace.pk]
+    if vendor == "postgresql":
+        params += [workspace.pk, path]
+    cursor.execute(_version_bump_sql(vendor), params)
+    row = cursor.fetchone()
+    if row is None or (row[0] is None and row[1] == base_version):
+        return _conflict(workspace=workspace, path=path)
     file_id, version, previous_bytes, wrapped_key = row
     if file_id is None:
-        raise VersionConflict(currentVersion=version or 0)
+        return VersionConflict(currentVersion=version or 0)
     return _Bumped(
         file_id=file_id,
         version=version,
@@ -813,31 +882,76 @@ def _file_version_bump(
     )
 
 
-def _revision_insert(revision: FileVersion) -> FileVersion:
-    """Insert `revision` (unsaved) and return it saved."""
-    with connection.cursor() as cursor:
-        # SQL because it was measured: building and compiling the ORM's INSERT took a tenth
-        # of a Save's time, for a statement whose shape never changes.
-        cursor.execute(
-            f"INSERT INTO {table(FileVersion)} (file_id, version, ciphertext, "
-            "ciphertext_sha256, size_bytes, author_id, author_kind, change_kind, created_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            [
-                revision.file_id,
-                revision.version,
-                bytes(revision.ciphertext),
-                revision.ciphertext_sha256,
-                revision.size_bytes,
-                revision.author_id,
-                revision.author_kind,
-                revision.change_kind,
-                datetime_param(revision.created_at),
-            ],
-        )
-        revision.pk = cursor.fetchone()[0]
-    revision._state.adding = False
-    revision._state.db = connection.alias
+@functools.cache
+def _version_bump_sql(vendor: str) -> str:
+    """The compare-and-set's statement for `vendor`, built once: its parameters are the
+    time, the workspace, the path and the base version (twice), the workspace again, and on
+    PostgreSQL the workspace and the path once more."""
+    files, versions, keys = table(File), table(FileVersion), table(WorkspaceKey)
+    bump = (
+        f"UPDATE {files} SET current_version = current_version + 1, updated_at = %s "
+        "WHERE workspace_id = %s AND path = %s AND current_version = %s AND deleted_at IS NULL"
+    )
+    # SQL for RETURNING, which the ORM's update() lacks, and for a data-modifying WITH: what
+    # the write needs next (the replaced revision's size, the wrapped data key) or the 409's
+    # version comes back with the bump, not in statements of their own, measurable on every
+    # Save (identifiers come from model metadata; every value is a parameter).
+    if vendor == "postgresql":
+        return f"""
+            WITH bumped AS ({bump} RETURNING id, current_version)
+            SELECT b.id, b.current_version,
+                (SELECT size_bytes FROM {versions} WHERE file_id = b.id AND version = %s),
+                (SELECT wrapped_key FROM {keys} WHERE workspace_id = %s)
+            FROM bumped b
+            UNION ALL
+            SELECT NULL, (
+                SELECT current_version FROM {files} WHERE workspace_id = %s AND path = %s
+            ), NULL, NULL
+            WHERE NOT EXISTS (SELECT 1 FROM bumped)
+        """
+    return (
+        f"{bump} RETURNING id, current_version, (SELECT size_bytes FROM {versions} "
+        f"WHERE file_id = {files}.id AND version = %s), "
+        f"(SELECT wrapped_key FROM {keys} WHERE workspace_id = %s)"
+    )
+
+
+def _revision_insert(
+    cursor: CursorWrapper, fields: dict[str, Any], *, author: User | None
+) -> FileVersion:
+    """Insert the revision whose every field but its id is in `fields`; return it as the ORM
+    would load it, with `author` (its `author_id`'s user) attached."""
+    # SQL because it was measured: building and compiling the ORM's INSERT took a tenth
+    # of a Save's time, for a statement whose shape never changes. The instance is built as
+    # the ORM loads a row: built by keyword (each one looked up, the author set through the
+    # relation's checks) it cost a Save as much CPU as its INSERT's own Python.
+    params = [fields[name] for name in _REVISION_FIELDS]
+    params[-1] = datetime_param(fields["created_at"])
+    cursor.execute(_revision_insert_sql(), params)
+    revision = loaded(FileVersion, {"id": cursor.fetchone()[0], **fields})
+    FileVersion.author.field.set_cached_value(revision, author)
     return revision
+
+
+# What `_revision_insert` writes, in its statement's order: every field but the id.
+_REVISION_FIELDS = (
+    "file_id",
+    "version",
+    "ciphertext",
+    "ciphertext_sha256",
+    "size_bytes",
+    "author_id",
+    "author_kind",
+    "change_kind",
+    "created_at",
+)
+
+
+@functools.cache
+def _revision_insert_sql() -> str:
+    names = ", ".join(_REVISION_FIELDS)
+    slots = ", ".join(["%s"] * len(_REVISION_FIELDS))
+    return f"INSERT INTO {table(FileVersion)} ({names}) VALUES ({slots}) RETURNING id"
 
 
 def team_storage_charge(*, workspace: Workspace, delta: int) -> None:
@@ -935,17 +1049,13 @@ def key_session_resolve(*, session_id: uuid.UUID, workspace: Workspace, user: Us
     Refuses an unknown or foreign session, a revoked one (durable row), and one the
     cache has evicted after idling. Each use restarts the idle timeout.
     """
-    session = (
-        KeySession.objects.filter(pk=session_id, workspace=workspace, user=user)
-        .select_related("revocation")
-        .first()
-    )
-    if session is None:
+    revoked = key_session_revoked(session_id=session_id, workspace_id=workspace.pk, user_id=user.pk)
+    if revoked is None:
         raise KeySessionUnavailable(reason="unknown")
-    if session.is_revoked or hasattr(session, "revocation"):
+    if revoked:
         raise KeySessionUnavailable(reason="revoked")
     try:
-        data_key = _key_session_cache_read(session_id=session.pk, workspace_id=workspace.pk)
+        data_key = _key_session_cache_read(session_id=session_id, workspace_id=workspace.pk)
     except CACHE_ERRORS:
         raise KeySessionStoreUnavailable() from None
     if data_key is None:

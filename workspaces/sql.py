@@ -9,7 +9,7 @@ the comment beside each statement says why the ORM could not write it, or not ch
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -18,6 +18,7 @@ from django.db import connection, models
 from workspaces.models import (
     ApiToken,
     Bot,
+    KeySession,
     KeySessionRevocation,
     Org,
     Team,
@@ -30,8 +31,12 @@ from workspaces.models import (
 M = TypeVar("M", bound=models.Model)
 
 
+@functools.cache
 def table(model: type[models.Model]) -> str:
     """The model's table name, quoted for this database."""
+    # Cached: a capture builds its statements with about thirty of these, and each lookup
+    # of `connection` goes through its thread-local proxy. A process has one default
+    # database, so the quoting never changes.
     return connection.ops.quote_name(model._meta.db_table)
 
 
@@ -46,38 +51,91 @@ def datetime_param(value: datetime) -> Any:
     return connection.ops.adapt_datetimefield_value(value)
 
 
-def columns(model: type[models.Model], alias: str) -> str:
-    """Every concrete column of `model`, qualified by `alias`, in field order: what
-    `instance` reads back."""
+def unsynchronized() -> tuple[str, str]:
+    """For a single-statement write that may be lost to a server crash (a diagnostic record,
+    a derived cache): a WITH clause, and the FROM item the statement must join so that it
+    runs, that make the statement's own transaction commit without waiting for the WAL
+    flush on PostgreSQL (set_config(..., true) lasts until that commit; in an enclosing
+    transaction, until its commit, as SET LOCAL would). Both empty on SQLite."""
+    if connection.vendor != "postgresql":
+        return "", ""
+    return (
+        "WITH unsynchronized AS (SELECT set_config('synchronous_commit', 'off', true))",
+        "unsynchronized",
+    )
+
+
+def columns(model: type[models.Model], alias: str, *, deferred: Collection[str] = ()) -> str:
+    """Every concrete column of `model` but the `deferred` fields, qualified by `alias`, in
+    field order: what `instance` reads back."""
     quote = connection.ops.quote_name
-    return ", ".join(f"{alias}.{quote(str(field.column))}" for field in model._meta.concrete_fields)
+    return ", ".join(
+        f"{alias}.{quote(str(field.column))}"
+        for field in model._meta.concrete_fields
+        if field.attname not in deferred
+    )
 
 
 @functools.cache
-def _converters(model: type[models.Model], vendor: str) -> list[tuple[str, Any, list[Any]]]:
-    """Per concrete field: its attribute name, its column expression, and the functions
-    that turn a raw value into the Python value the ORM would give (SQLite returns
-    datetimes as text and booleans as integers)."""
-    found = []
+def _loader(
+    model: type[models.Model], vendor: str, deferred: frozenset[str]
+) -> tuple[list[str], list[tuple[int, Any, list[Any]]]]:
+    """The attribute names of the model's concrete fields but the `deferred` ones, and for
+    each field whose raw value needs converting (SQLite returns datetimes as text and
+    booleans as integers) its offset among them, its column expression and the functions
+    that turn the raw value into the Python value the ORM would give."""
+    names: list[str] = []
+    converted: list[tuple[int, Any, list[Any]]] = []
     for field in model._meta.concrete_fields:
+        if field.attname in deferred:
+            continue
         column = field.get_col(model._meta.db_table)
         convert = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-        found.append((field.attname, column, convert))
-    return found
+        if convert:
+            converted.append((len(names), column, convert))
+        names.append(field.attname)
+    return names, converted
 
 
-def instance(model: type[M], row: Sequence[Any], start: int) -> M:
-    """The `model` instance whose columns (as `columns` lists them) begin at `row[start]`,
-    as the ORM would load it."""
-    names: list[str] = []
-    values: list[Any] = []
-    for offset, (name, column, convert) in enumerate(_converters(model, connection.vendor)):
-        value = row[start + offset]
-        for converter in convert:
-            value = converter(value, column, connection)
-        names.append(name)
-        values.append(value)
+def instance(
+    model: type[M], row: Sequence[Any], start: int, *, deferred: Collection[str] = ()
+) -> M:
+    """The `model` instance whose columns (as `columns` lists them, with the same
+    `deferred`) begin at `row[start]`, as the ORM would load it (deferred fields load on
+    access, as after `QuerySet.defer`)."""
+    names, converted = _loader(model, connection.vendor, frozenset(deferred))
+    values = list(row[start : start + len(names)])
+    for offset, column, convert in converted:
+        values[offset] = _field_convert(values[offset], column, convert)
     return model.from_db(connection.alias, names, values)
+
+
+def field_value(model: type[models.Model], name: str, value: Any) -> Any:
+    """A raw value of `model`'s field `name` (or of an aggregate that keeps its type, as
+    MAX does) as the ORM would load it."""
+    names, converted = _loader(model, connection.vendor, frozenset())
+    offset = names.index(name)  # ValueError for a field the model does not have
+    for converted_offset, column, convert in converted:
+        if converted_offset == offset:
+            return _field_convert(value, column, convert)
+    return value
+
+
+def _field_convert(value: Any, column: Any, convert: list[Any]) -> Any:
+    for converter in convert:
+        value = converter(value, column, connection)
+    return value
+
+
+def loaded(model: type[M], values: dict[str, Any]) -> M:
+    """The `model` instance holding `values` (by attribute name, one for every concrete
+    field), as the ORM would load its row: for a row this process has just written."""
+    fields = model._meta.concrete_fields
+    return model.from_db(
+        connection.alias,
+        [field.attname for field in fields],
+        [values[field.attname] for field in fields],
+    )
 
 
 def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
@@ -88,9 +146,9 @@ def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
     return None if row is None else tuple(row)
 
 
-def width(model: type[models.Model]) -> int:
-    """How many values `columns(model, ...)` selects."""
-    return len(model._meta.concrete_fields)
+def width(model: type[models.Model], *, deferred: Collection[str] = ()) -> int:
+    """How many values `columns(model, ...)` selects, with the same `deferred`."""
+    return sum(field.attname not in deferred for field in model._meta.concrete_fields)
 
 
 def key_session_unrevoked(key_session_id: str) -> str:
@@ -107,23 +165,7 @@ def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
     """The token whose SHA-256 is `digest` (with its owner, team and org, and bot), and
     whether its owner is still in its team; whatever its state: the caller judges
     revocation and expiry, read afresh on every request."""
-    # Raw: it runs on every token-authenticated request, and the ORM spent longer compiling
-    # this query (four joins and an EXISTS) than PostgreSQL spent answering it.
-    sql = f"""
-        SELECT {columns(ApiToken, "k")}, {columns(User, "u")}, {columns(Team, "t")},
-            {columns(Org, "o")}, {columns(Bot, "b")},
-            EXISTS (
-                SELECT 1 FROM {table(TeamMembership)} m
-                WHERE m.team_id = k.team_id AND m.user_id = k.user_id
-            )
-        FROM {table(ApiToken)} k
-        JOIN {table(User)} u ON u.id = k.user_id
-        JOIN {table(Team)} t ON t.id = k.team_id
-        JOIN {table(Org)} o ON o.id = t.org_id
-        LEFT JOIN {table(Bot)} b ON b.id = k.bot_id
-        WHERE k.token_hash = %s
-    """  # identifiers come from model metadata; the digest is a parameter
-    row = fetch_one(sql, [digest])
+    row = fetch_one(_api_token_sql(connection.vendor), [digest])
     if row is None:
         return None
     start = 0
@@ -140,20 +182,33 @@ def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
     return token, bool(row[start])
 
 
+@functools.cache
+def _api_token_sql(vendor: str) -> str:
+    # Raw: it runs on every token-authenticated request, and the ORM spent longer compiling
+    # this query (four joins and an EXISTS) than PostgreSQL spent answering it. Built once
+    # per process: the identifiers come from model metadata; the digest is a parameter.
+    return f"""
+        SELECT {columns(ApiToken, "k")}, {columns(User, "u")}, {columns(Team, "t")},
+            {columns(Org, "o")}, {columns(Bot, "b")},
+            EXISTS (
+                SELECT 1 FROM {table(TeamMembership)} m
+                WHERE m.team_id = k.team_id AND m.user_id = k.user_id
+            )
+        FROM {table(ApiToken)} k
+        JOIN {table(User)} u ON u.id = k.user_id
+        JOIN {table(Team)} t ON t.id = k.team_id
+        JOIN {table(Org)} o ON o.id = t.org_id
+        LEFT JOIN {table(Bot)} b ON b.id = k.bot_id
+        WHERE k.token_hash = %s
+    """
+
+
 def workspace_membership_of(
     *, user: User, team: Team, workspace_id: int
 ) -> WorkspaceMembership | None:
     """`user`'s membership of workspace `workspace_id` of `team`, with its workspace; both
     are given the `user` and `team` instances passed (the caller's credential's)."""
-    # Raw: it runs on every workspace route, and compiling the ORM's join cost more than
-    # running it.
-    sql = f"""
-        SELECT {columns(WorkspaceMembership, "m")}, {columns(Workspace, "w")}
-        FROM {table(WorkspaceMembership)} m
-        JOIN {table(Workspace)} w ON w.id = m.workspace_id
-        WHERE m.user_id = %s AND m.workspace_id = %s AND w.team_id = %s
-    """  # identifiers come from model metadata; every value is a parameter
-    row = fetch_one(sql, [user.pk, workspace_id, team.pk])
+    row = fetch_one(_workspace_membership_sql(connection.vendor), [user.pk, workspace_id, team.pk])
     if row is None:
         return None
     membership = instance(WorkspaceMembership, row, 0)
@@ -161,3 +216,30 @@ def workspace_membership_of(
     membership.workspace.team = team
     membership.user = user
     return membership
+
+
+def key_session_revoked(*, session_id: Any, workspace_id: int, user_id: int) -> bool | None:
+    """Whether `user_id`'s key session `session_id` on workspace `workspace_id` is revoked
+    (stamped, or with a durable revocation row); None if there is no such session."""
+    # Raw: every automatic read and write checks its key session first, and the ORM spent
+    # longer building this query (with its revocation join) than PostgreSQL spent answering.
+    sql = f"""
+        SELECT s.revoked_at IS NOT NULL OR NOT {key_session_unrevoked("s.id")}
+        FROM {table(KeySession)} s
+        WHERE s.id = %s AND s.workspace_id = %s AND s.user_id = %s
+    """  # identifiers come from model metadata; every value is a parameter
+    row = fetch_one(sql, [pk_param(KeySession, session_id), workspace_id, user_id])
+    return None if row is None else bool(row[0])
+
+
+@functools.cache
+def _workspace_membership_sql(vendor: str) -> str:
+    # Raw: it runs on every workspace route, and compiling the ORM's join cost more than
+    # running it. Built once per process: the identifiers come from model metadata; every
+    # value is a parameter.
+    return f"""
+        SELECT {columns(WorkspaceMembership, "m")}, {columns(Workspace, "w")}
+        FROM {table(WorkspaceMembership)} m
+        JOIN {table(Workspace)} w ON w.id = m.workspace_id
+        WHERE m.user_id = %s AND m.workspace_id = %s AND w.team_id = %s
+    """

@@ -14,6 +14,8 @@ is done here, in the view functions, not with login/logout signals (house rule).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -102,20 +104,29 @@ class WorkspacePage:
         return self.membership.workspace
 
 
-def workspace_page(request: HttpRequest, workspace_id: int) -> WorkspacePage:
-    """Resolve a workspace page's membership (404 for another team's workspace) and make
-    sure this browser session holds a key session for it."""
+def team_page(request: HttpRequest) -> Team:
+    """The team a team-wide page shows: refused for someone in no team, and for a closed
+    org, whose routes all refuse, with the time its purge is due."""
     team = request_team(request)
     if team is None:
         raise PermissionDenied("You are not a member of any team.")
+    with _closed_org_refused():
+        selectors.org_require_active(org=team.org)
+    return team
+
+
+def workspace_page(request: HttpRequest, workspace_id: int) -> WorkspacePage:
+    """Resolve a workspace page's membership (404 for another team's workspace) and make
+    sure this browser session holds a key session for it."""
+    team = team_page(request)
     try:
-        membership = selectors.workspace_membership_get(
-            user=_user(request), team=team, workspace_id=workspace_id
-        )
+        # The org is checked again with the membership: it may close in between.
+        with _closed_org_refused():
+            membership = selectors.workspace_membership_get(
+                user=_user(request), team=team, workspace_id=workspace_id
+            )
     except NotFound:
         raise Http404("No such workspace.") from None
-    except OrgPendingDeletion as closed:
-        raise PermissionDenied(_closed_sentence(closed.detail["deletionDueAt"])) from None
     return WorkspacePage(
         membership=membership, key_session_id=_key_session_ensure(request, membership)
     )
@@ -257,11 +268,17 @@ def request_team(request: HttpRequest) -> Team | None:
     return membership.team
 
 
-def _closed_sentence(purge_due_at: datetime) -> str:
-    return (
-        "This organisation is scheduled for deletion and its workspaces are closed. Its "
-        f"data is purged at the first nightly purge after {purge_due_at:%Y-%m-%d %H:%M} UTC."
-    )
+@contextmanager
+def _closed_org_refused() -> Iterator[None]:
+    """A closed org's page is a 403 that says when its data is purged."""
+    try:
+        yield
+    except OrgPendingDeletion as closed:
+        due: datetime = closed.detail["deletionDueAt"]
+        raise PermissionDenied(
+            "This organisation is scheduled for deletion and its workspaces are closed. Its "
+            f"data is purged at the first nightly purge after {due:%Y-%m-%d %H:%M} UTC."
+        ) from None
 
 
 def _user(request: HttpRequest) -> User:

@@ -4,8 +4,11 @@ a request names is judged before its headers and body (docs/architecture.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 
 from automation.api import serializers as shapes
 from automation.api.access import AutomationDocumentView, caller_document_actor
@@ -13,9 +16,9 @@ from memory import documents
 from memory.api import document_common as common
 from memory.api.document_common import validated
 from memory.documents import DocumentActor, Operation
-from memory_project.api.schema import operation
 from workspaces.api.headers import base_version_from
-from workspaces.errors import KeySessionUnavailable, NotFound, QueryInvalid, RateLimited
+from workspaces.errors import KeySessionUnavailable, NotFound, RateLimited
+from workspaces.models import File
 
 
 def _paths(actor: DocumentActor, operation: Operation, *raw_paths: str) -> list[str]:
@@ -50,46 +53,47 @@ class AutomationDocumentApi(AutomationDocumentView):
         return Response(shapes.State(file).data)
 
 
-class AutomationDocumentMoveApi(AutomationDocumentView):
-    @shapes.SCHEMAS.move()
+# A move or a restore: the body first, as it names the paths, then X-Base-Version.
+class _StateChangeApi(AutomationDocumentView):
+    shape: type[Serializer]
+    operation: Operation
+    service: Callable[..., File]
+    path_arguments: dict[str, str]  # the service's argument -> the body's field
+
     def post(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
-        data = validated(shapes.Move(data=request.data))
-        source, destination = _paths(actor, Operation.MOVE, data["from"], data["to"])
-        base = base_version_from(request)
-        file = documents.document_move(
-            actor=actor, raw_source=source, raw_destination=destination, base_version=base
-        )
+        data = validated(self.shape(data=request.data))
+        paths = _paths(actor, self.operation, *(data[f] for f in self.path_arguments.values()))
+        named = dict(zip(self.path_arguments, paths, strict=True))
+        file = self.service(actor=actor, base_version=base_version_from(request), **named)
         return Response(shapes.State(file).data)
 
 
-class AutomationDocumentRestoreApi(AutomationDocumentView):
-    @shapes.SCHEMAS.restore()
-    def post(self, request: Request, workspace_id: int) -> Response:
-        actor = caller_document_actor(request, workspace_id)
-        data = validated(shapes.Restore(data=request.data))
-        (path,) = _paths(actor, Operation.RESTORE, data["path"])
-        file = documents.document_restore(
-            actor=actor, raw_path=path, base_version=base_version_from(request)
-        )
-        return Response(shapes.State(file).data)
+@shapes.SCHEMAS.move()
+class AutomationDocumentMoveApi(_StateChangeApi):
+    shape = shapes.Move
+    operation = Operation.MOVE
+    service = staticmethod(documents.document_move)
+    path_arguments = {"raw_source": "from", "raw_destination": "to"}
+
+
+@shapes.SCHEMAS.restore()
+class AutomationDocumentRestoreApi(_StateChangeApi):
+    shape = shapes.Restore
+    operation = Operation.RESTORE
+    service = staticmethod(documents.document_restore)
+    path_arguments = {"raw_path": "path"}
 
 
 class AutomationDocumentSearchApi(AutomationDocumentView):
-    @operation(
+    @common.search_operation(
         "Search notes",
         NotFound,
-        QueryInvalid,
         KeySessionUnavailable,
         RateLimited,
-        parameters=[shapes.SearchQuery],
-        responses=shapes.SearchResults,
-        description=(
-            "Live documents containing `q` (case-insensitive), in path order; the memory "
-            "namespace never is searched. Documents are encrypted at rest, so one request "
-            "decrypts a bounded number of bytes: when it stops early, `truncated` is true and "
-            "`nextCursor` continues the search."
-        ),
+        results=shapes.SearchResults,
+        description="Live documents containing `q` (case-insensitive), in path order; the "
+        f"memory namespace never is searched. {common.SEARCH_BOUND} the search.",
     )
     def get(self, request: Request, workspace_id: int) -> Response:
         found = common.search(request, caller_document_actor(request, workspace_id))

@@ -1,6 +1,42 @@
-from django.urls import path
+"""The assistant's routes, the automation credentials' document routes and a bot's own memory
+tools, grouped by what they hang from; each group's prefix is written once."""
+
+from django.urls import include, path
 
 from automation.api import bot_memory, documents, views
+
+conversation_routes = [
+    path("messages", views.MessageSendApi.as_view(), name="message-send"),
+    path("memory-receipts", views.MemoryReceiptsApi.as_view(), name="memory-receipts"),
+]
+
+# What an automation credential reaches of one workspace.
+automation_workspace_routes = [
+    path("memory", views.AutomationMemoryApi.as_view(), name="automation-memory"),
+    path("documents", documents.AutomationDocumentApi.as_view(), name="automation-document"),
+    path(
+        "documents/move",
+        documents.AutomationDocumentMoveApi.as_view(),
+        name="automation-document-move",
+    ),
+    path(
+        "documents/restore",
+        documents.AutomationDocumentRestoreApi.as_view(),
+        name="automation-document-restore",
+    ),
+    path(
+        "documents/search",
+        documents.AutomationDocumentSearchApi.as_view(),
+        name="automation-document-search",
+    ),
+]
+
+# The calling bot's own memory tools (the bot is the token's).
+bot_memory_routes = [
+    path("read", bot_memory.BotMemoryReadApi.as_view(), name="bot-memory-read"),
+    path("list", bot_memory.BotMemoryListApi.as_view(), name="bot-memory-list"),
+    path("write", bot_memory.BotMemoryWriteApi.as_view(), name="bot-memory-write"),
+]
 
 urlpatterns = [
     path(
@@ -8,49 +44,14 @@ urlpatterns = [
         views.ConversationListCreateApi.as_view(),
         name="conversation-list",
     ),
-    path(
-        "agents/assistant/<uuid:conversation_id>/messages",
-        views.MessageSendApi.as_view(),
-        name="message-send",
-    ),
-    path(
-        "agents/assistant/<uuid:conversation_id>/memory-receipts",
-        views.MemoryReceiptsApi.as_view(),
-        name="memory-receipts",
-    ),
+    path("agents/assistant/<uuid:conversation_id>/", include(conversation_routes)),
     path(
         "workspaces/<int:workspace_id>/memory/preview",
         views.MemoryPreviewApi.as_view(),
         name="memory-preview",
     ),
-    path(
-        "automation/workspaces/<int:workspace_id>/memory",
-        views.AutomationMemoryApi.as_view(),
-        name="automation-memory",
-    ),
-    path(
-        "automation/workspaces/<int:workspace_id>/documents",
-        documents.AutomationDocumentApi.as_view(),
-        name="automation-document",
-    ),
-    path(
-        "automation/workspaces/<int:workspace_id>/documents/move",
-        documents.AutomationDocumentMoveApi.as_view(),
-        name="automation-document-move",
-    ),
-    path(
-        "automation/workspaces/<int:workspace_id>/documents/restore",
-        documents.AutomationDocumentRestoreApi.as_view(),
-        name="automation-document-restore",
-    ),
-    path(
-        "automation/workspaces/<int:workspace_id>/documents/search",
-        documents.AutomationDocumentSearchApi.as_view(),
-        name="automation-document-search",
-    ),
-    path("bots/me/memory/read", bot_memory.BotMemoryReadApi.as_view(), name="bot-memory-read"),
-    path("bots/me/memory/list", bot_memory.BotMemoryListApi.as_view(), name="bot-memory-list"),
-    path("bots/me/memory/write", bot_memory.BotMemoryWriteApi.as_view(), name="bot-memory-write"),
+    path("automation/workspaces/<int:workspace_id>/", include(automation_workspace_routes)),
+    path("bots/me/memory/", include(bot_memory_routes)),
     path(
         "bots/<slug:bot_id>/memory/context",
         bot_memory.BotMemoryContextApi.as_view(),

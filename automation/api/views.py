@@ -6,6 +6,7 @@ import uuid
 
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers, status
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,7 +24,6 @@ from automation.errors import (
     WorkspaceAiDisabled,
 )
 from automation.models import (
-    Admission,
     AdmissionStatus,
     Conversation,
     MessageRole,
@@ -334,6 +334,15 @@ class AutomationMemoryApi(APIView):
 
     authentication_classes = [DeliveryCredentialAuthentication]
 
+    def get_authenticators(self) -> list[BaseAuthentication]:
+        # A recall (GET, before every model call) reads its admission and the live facts it
+        # decides on in one statement. Without a request (a test asking which credential the
+        # route takes), or on another method, the route's own class.
+        request = getattr(self, "request", None)
+        if request is not None and request.method == "GET":
+            return [DeliveryCredentialAuthentication(with_recall_facts=True)]
+        return super().get_authenticators()
+
     class InputSerializer(StrictSerializer):
         expectedVersion = serializers.IntegerField(min_value=0)
         changes = serializers.JSONField()
@@ -360,9 +369,9 @@ class AutomationMemoryApi(APIView):
     )
     @extend_schema(parameters=[RecallQuerySerializer], responses=RecallSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
-        admission = _granted_admission(request, workspace_id)
+        grant = _grant(request, workspace_id)
         validated(self.RecallQuerySerializer(data=request.query_params))  # purpose=recall only
-        recall = services.memory_recall(admission=admission)
+        recall = services.memory_recall(admission=grant.admission, live=grant.recall_facts)
         return Response(self.RecallSerializer(recall).data)
 
     @extend_schema(
@@ -398,7 +407,7 @@ class AutomationMemoryApi(APIView):
         responses=ReceiptSerializer,
     )
     def put(self, request: Request, workspace_id: int) -> Response:
-        admission = _granted_admission(request, workspace_id)
+        admission = _grant(request, workspace_id).admission
         if _idempotency_key_from(request) != f"memory:{admission.pk}":
             raise InvalidHeader(
                 "Idempotency-Key must be memory:<admissionId> of this credential's turn.",
@@ -419,9 +428,9 @@ class AutomationMemoryApi(APIView):
         return Response(self.ReceiptSerializer(capture_receipt).data)
 
 
-def _granted_admission(request: Request, workspace_id: int) -> Admission:
-    """The admission a delivery credential grants, if it is for this workspace (else 404)."""
+def _grant(request: Request, workspace_id: int) -> DeliveryGrant:
+    """What a delivery credential grants, if its admission is for this workspace (else 404)."""
     grant = request.auth
     if not isinstance(grant, DeliveryGrant) or grant.admission.workspace_id != workspace_id:
         raise NotFound("No such workspace.")
-    return grant.admission
+    return grant

@@ -29,8 +29,9 @@ from automation.tests.test_purge import make_due, populate
 from automation.tools import TurnContext, remember_in_memory
 from memory.documents import ActorKind, DocumentActor, document_write
 from memory.models import Proposal
+from memory.provenance import memory_blame
 from memory.selectors import memory_current_get
-from memory.services import memory_policy_set, memory_save
+from memory.services import memory_line_keep, memory_policy_set, memory_save
 from workspaces.models import ApiToken, AuditEvent, FileVersion, KeySessionRevocation, Org
 from workspaces.selectors import workspace_data_key
 from workspaces.services import api_token_create, key_session_open, key_session_revoke
@@ -49,6 +50,8 @@ VIEW_ONLY = [
     "workspaces.file",
     "memory.proposal",
     "memory.memorypolicy",
+    "memory.lineprovenance",
+    "memory.linereview",
     "automation.admission",
     "automation.commitfence",
     "automation.turn",
@@ -96,6 +99,8 @@ def world_of(tenant, text: str = MARKER) -> Assistant:
         [{"op": "add", "line": f"- {text} proposal"}],
     )
     memory_recall(admission=proposing)
+    memory_blame(workspace=workspace)
+    memory_line_keep(workspace=workspace, reviewer=member, base_version=2, line=1)
     purged_org_receipt(f"purged beside {tenant.org.name}")
     return assistant
 

@@ -129,3 +129,31 @@ def test_remember_in_read_only_becomes_a_proposal_that_apply_saves(
         "save",
     )
     assert Proposal.objects.get(workspace=tenant.workspace).status == Proposal.Status.APPLIED
+
+
+def test_apply_after_memory_moved_shows_the_newer_text_and_applies_on_the_next_press(
+    browser_context, live_server, tenant
+):
+    workspace, member = tenant.workspace, tenant.member
+    memory_save(workspace=workspace, author=member, base_version=0, content="- likes tea\n")
+    page = open_frame(browser_context, live_server, tenant)
+    send(page, "remember likes green tea")
+    proposal = page.locator("#proposals .proposal")
+    expect(proposal).to_have_count(1)
+
+    memory_save(workspace=workspace, author=member, base_version=1, content="- likes cocoa\n")
+    proposal.get_by_role("button", name=re.compile("^Apply")).click()
+
+    status = page.locator("#assistant-status")
+    expect(status).to_have_text(
+        "Not applied: Memory changed to version 2; the newer text is shown. Press Apply again "
+        "to apply the suggestion to it. (VERSION_CONFLICT)"
+    )
+    expect(page.get_by_label("Memory document (Markdown)")).to_have_value("- likes cocoa\n")
+    expect(proposal).to_have_count(1)
+    assert Proposal.objects.get(workspace=workspace).status == Proposal.Status.OPEN
+
+    proposal.get_by_role("button", name=re.compile("^Apply")).click()
+    expect(status).to_have_text("Applied. Memory is now version 3, saved as your change.")
+    expect(page.locator("#proposals")).to_be_hidden()
+    assert memory_current_get(workspace=workspace).version == 3

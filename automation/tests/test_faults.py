@@ -94,20 +94,21 @@ def assert_invariants_hold_once_the_reaper_has_run() -> None:
 
 
 @contextmanager
-def at_statement(sql_start: str, fault: Callable[[], None]) -> Iterator[None]:
+def at_statement(sql_part: str, fault: Callable[[], None]) -> Iterator[None]:
     """Run `fault` just before this thread's connection sends the first statement that
-    starts with `sql_start`; fails if no such statement was sent."""
+    contains `sql_part` (a write may be one part of a statement, as the fence's insert is);
+    fails if no such statement was sent."""
     fired: list[str] = []
 
     def wrapper(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any):
-        if not fired and sql.lstrip().startswith(sql_start):
+        if not fired and sql_part in sql:
             fired.append(sql)
             fault()
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(wrapper):
         yield
-    assert fired, f"no statement started with {sql_start!r}"
+    assert fired, f"no statement contained {sql_part!r}"
 
 
 def kill_this_backend() -> None:

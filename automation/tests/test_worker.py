@@ -30,8 +30,7 @@ BROKER_DB = 12
 
 pytestmark = [
     pytest.mark.skipif(
-        not os.environ.get("REDIS_URL")
-        or settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
+        not os.environ.get("REDIS_URL") or connection.vendor != "postgresql",
         reason="needs PostgreSQL and Redis (REDIS_URL); CI runs it",
     ),
     pytest.mark.django_db(transaction=True),

@@ -41,16 +41,15 @@ from workspaces.errors import (
 )
 from workspaces.models import ChangeKind
 
-PATH_PARAMETER = OpenApiParameter(
-    "path", str, OpenApiParameter.QUERY, description="The document's canonical path."
-)
-PATH_REQUIRED = OpenApiParameter(
-    "path",
-    str,
-    OpenApiParameter.QUERY,
-    required=True,
-    description="The document's canonical path.",
-)
+
+def _path_parameter(*, required: bool) -> OpenApiParameter:
+    return OpenApiParameter(
+        "path", str, required=required, description="The document's canonical path."
+    )
+
+
+PATH_PARAMETER = _path_parameter(required=False)
+PATH_REQUIRED = _path_parameter(required=True)
 
 
 class PathField(serializers.CharField):
@@ -171,6 +170,28 @@ class SearchResultsSerializer(serializers.Serializer):
     results = SearchHitSerializer(source="hits", many=True)
     truncated = serializers.BooleanField(source="is_truncated")
     nextCursor = serializers.CharField(source="next_cursor", allow_null=True)
+
+
+# Why a search may answer part of its matches; each search route's description ends the
+# sentence.
+SEARCH_BOUND = (
+    "Documents are encrypted at rest, so one request decrypts a bounded number of bytes: "
+    "when it stops early, `truncated` is true and `nextCursor` continues"
+)
+
+
+def search_operation(
+    summary: str, *refusals: Refusal, results: type[SearchResultsSerializer], description: str
+) -> Callable[[Any], Any]:
+    """A search route's schema: `operation` with the search's query and `results`."""
+    return operation(
+        summary,
+        *refusals,
+        QueryInvalid,
+        parameters=[SearchQuerySerializer],
+        responses=results,
+        description=description,
+    )
 
 
 def search(request: Request, actor: documents.DocumentActor) -> documents.SearchResults:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -11,9 +10,8 @@ from rest_framework.views import APIView
 from memory import documents
 from memory.api import document_common as common
 from memory.models import MEMORY_PATH
-from memory_project.api.schema import refuses
 from workspaces.api.access import MEMBER_REFUSALS
-from workspaces.errors import DocumentUnreadable, QueryInvalid
+from workspaces.errors import DocumentUnreadable
 
 
 class _PersonSearchHitSerializer(common.SearchHitSerializer):
@@ -28,17 +26,14 @@ class _PersonSearchResultsSerializer(common.SearchResultsSerializer):
 
 
 class WorkspaceSearchApi(APIView):
-    @refuses(*MEMBER_REFUSALS, QueryInvalid, DocumentUnreadable)
-    @extend_schema(
-        summary="Search the workspace's notes and memory",
-        parameters=[common.SearchQuerySerializer],
-        responses=_PersonSearchResultsSerializer,
-        description=(
-            "The workspace's live notes and its memory document containing `q` "
-            "(case-insensitive), in path order, each with a snippet; `isMemory` marks memory. "
-            "Documents are encrypted at rest, so one request decrypts a bounded number of "
-            "bytes: when it stops early, `truncated` is true and `nextCursor` continues."
-        ),
+    @common.search_operation(
+        "Search the workspace's notes and memory",
+        *MEMBER_REFUSALS,
+        DocumentUnreadable,
+        results=_PersonSearchResultsSerializer,
+        description="The workspace's live notes and its memory document containing `q` "
+        "(case-insensitive), in path order, each with a snippet; `isMemory` marks memory. "
+        f"{common.SEARCH_BOUND}.",
     )
     def get(self, request: Request, workspace_id: int) -> Response:
         found = common.search(request, common.person_actor(request, workspace_id))

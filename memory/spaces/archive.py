@@ -30,7 +30,6 @@ import contextlib
 import enum
 import functools
 import gzip
-import hashlib
 import io
 import json
 import re
@@ -52,7 +51,7 @@ from memory.spaces.services import (
     space_documents_write_many,
     space_write_permit,
 )
-from memory.spaces.store import DocumentMeta, PendingWrite, StoredDocument
+from memory.spaces.store import DocumentMeta, PendingWrite, StoredDocument, body_checksum
 from workspaces.errors import DocumentTooLarge, InvalidDocumentPath, QueryInvalid
 from workspaces.paths import DOCUMENT_SUFFIX, canonical_document_path
 
@@ -71,7 +70,8 @@ _ENTRY_MODE = 0o644
 _READ_CHUNK = 1024 * 1024
 # Bytes of the tar stream gathered before each write to the compressor.
 _WRITE_CHUNK = 1024 * 1024
-_DRIVE = re.compile(r"^[A-Za-z]:")
+# A segment that starts with a drive prefix (`C:`), anywhere in an entry name.
+_DRIVE = re.compile(r"(?:^|/)[A-Za-z]:")
 _CHECKSUM_LINE = re.compile(r"^([0-9a-f]{64})  (.+)$")
 
 Progress = Callable[[int, int], None]
@@ -358,6 +358,7 @@ def space_import(
             expected_revision=(
                 existing[planned.path].revision if planned.action is ImportAction.OVERWRITE else 0
             ),
+            checksum=contents.checksums[planned.path],
         )
         for planned in plan
         if planned.action is not ImportAction.SKIP
@@ -411,6 +412,7 @@ def _free_name(path: str, taken: set[str]) -> str:
 @dataclass
 class _Contents:
     documents: dict[str, bytes] = field(default_factory=dict)  # path (without docs/): body
+    checksums: dict[str, str] = field(default_factory=dict)  # path: its body's body_checksum
     ignored: list[str] = field(default_factory=list)
 
 
@@ -532,9 +534,10 @@ def _plain_member(header: bytes) -> tarfile.TarInfo | None:
     """The member a plain header describes, as `tarfile.TarInfo.frombuf` reads it, or None
     when the header is not plain (see `_tar_entries`)."""
     kind = header[156:157]
-    if kind not in _PLAIN_TYPES or header[257:265] != tarfile.POSIX_MAGIC or any(header[345:500]):
+    if kind not in _PLAIN_TYPES or header[257:265] != tarfile.POSIX_MAGIC:
         return None
-    if any(header[157:257]):  # a link name
+    # No prefix, no link name: every byte of those fields is zero.
+    if header.count(0, 345, 500) != 155 or header.count(0, 157, 257) != 100:
         return None
     checksum = _octal_field(header[148:156])
     if checksum is None or checksum != 256 + sum(header[:148]) + sum(header[156:]):
@@ -591,12 +594,14 @@ def _entries_read(entries: Iterator[_Entry]) -> _Contents:
     manifest: dict[str, Any] | None = None
     checksums: dict[str, str] | None = None
     actual: dict[str, str] = {}  # entry name: the sha256 of its bytes
+    max_entries, max_document_bytes = (
+        settings.MEMORY_IMPORT_MAX_ENTRIES,
+        settings.MEMORY_MAX_DOCUMENT_BYTES,
+    )
     for count, (member, read) in enumerate(entries, start=1):
         name = member.name
-        if count > settings.MEMORY_IMPORT_MAX_ENTRIES:
-            raise ArchiveInvalid(
-                reason="too_many_entries", entry=name, limit=settings.MEMORY_IMPORT_MAX_ENTRIES
-            )
+        if count > max_entries:
+            raise ArchiveInvalid(reason="too_many_entries", entry=name, limit=max_entries)
         _entry_judge(member)
         if name in names:
             raise ArchiveInvalid(reason="duplicate", entry=name)
@@ -617,12 +622,12 @@ def _entries_read(entries: Iterator[_Entry]) -> _Contents:
             checksums = _checksums_parse(read())
         elif name.startswith(DOCS):
             path = _document_path(name)
-            limit = settings.MEMORY_MAX_DOCUMENT_BYTES
-            if member.size > limit:
-                raise DocumentTooLarge(limitBytes=limit, bytes=member.size, path=path)
+            if member.size > max_document_bytes:
+                raise DocumentTooLarge(limitBytes=max_document_bytes, bytes=member.size, path=path)
             body = read()
             contents.documents[path] = body
-            actual[name] = hashlib.sha256(body).hexdigest()
+            contents.checksums[path] = body_checksum(body)
+            actual[name] = _hex(contents.checksums[path])
         else:
             contents.ignored.append(name)
     for directory in sorted(directories):
@@ -645,24 +650,31 @@ def _entry_judge(member: tarfile.TarInfo) -> None:
         reason = "absolute"
     elif "\\" in name:
         reason = "backslash"
-    elif any(_DRIVE.match(segment) for segment in segments):
+    elif _DRIVE.search(name):
         reason = "drive"
     elif ".." in segments:
         reason = "dot_dot"
     elif any(segment in ("", ".") for segment in segments) or "\x00" in name:
         reason = "not_canonical"
-    elif member.issym():
-        reason = "symlink"
-    elif member.islnk():
-        reason = "hardlink"
-    elif member.ischr() or member.isblk():
-        reason = "device"
-    elif member.isfifo():
-        reason = "fifo"
-    elif not (member.isreg() or member.isdir()):
-        reason = "unsupported_type"
+    elif member.type not in _PLAIN_TYPES:  # a file or a directory: what an export writes
+        reason = _kind_refusal(member)
     if reason is not None:
         raise ArchiveInvalid(reason=reason, entry=name)
+
+
+def _kind_refusal(member: tarfile.TarInfo) -> str | None:
+    """Why an entry of this kind is refused, or None for a regular file or directory."""
+    if member.issym():
+        return "symlink"
+    if member.islnk():
+        return "hardlink"
+    if member.ischr() or member.isblk():
+        return "device"
+    if member.isfifo():
+        return "fifo"
+    if not (member.isreg() or member.isdir()):
+        return "unsupported_type"
+    return None
 
 
 def _document_path(name: str) -> str:

@@ -213,8 +213,12 @@ class DatabaseStore:
             )
             with _locking_transaction(batch.deadline):
                 space = _space_lock(handle, create=not batch.check_only)
-                current = {} if space is None else _documents_lock(space, paths)
                 near = {} if space is None else _tree_index(space)
+                # Under the space's row lock no writer adds or removes a document of the
+                # space: only the rows the index holds can exist, and only those are locked
+                # (none, for an import into a new space).
+                stored = [path for path in paths if near.get(path) == path]
+                current = {} if space is None else _documents_lock(space, stored)
                 metas, delta = store.batch_judge(
                     batch,
                     current=current.get,

@@ -32,6 +32,7 @@ import itertools
 import json
 import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -155,9 +156,10 @@ class FilesystemStore:
         with _store_errors(), self._locked(handle, batch.deadline):
             # Listed once: a batch of thousands would otherwise ask the disk per document.
             stored = set(os.listdir(meta_dir)) if meta_dir.is_dir() else set()
+            meta_names = {write.path: f"{_digest(write.path)}.json" for write in batch.writes}
 
             def current(path: str) -> CurrentDocument | None:
-                name = f"{_digest(path)}.json"
+                name = meta_names[path]
                 if name not in stored:
                     return None
                 meta = _meta_read(meta_dir / name)
@@ -172,10 +174,10 @@ class FilesystemStore:
             space_used, tenant_used = self._quotas_require(handle, delta, batch.quotas)
             if batch.check_only:
                 return metas
-            files: list[tuple[Path, bytes]] = []
+            files: list[tuple[str, bytes]] = []
             for write, meta in zip(batch.writes, metas, strict=True):
-                files.append((tree / write.path, write.body))
-                files.append((meta_dir / f"{_digest(write.path)}.json", _meta_dump(meta)))
+                files.append((f"{tree}/{write.path}", write.body))
+                files.append((f"{meta_dir}/{meta_names[write.path]}", _meta_dump(meta)))
             _swap_in(space_dir, files)
             self._counters_add(handle, delta, space_used, tenant_used)
         return metas
@@ -482,49 +484,97 @@ def _temporary_name(space_dir: Path) -> Path:
     return space_dir / "tmp" / f"{os.getpid()}-{time.monotonic_ns()}-{next(_temporary_numbers)}"
 
 
-def _swap_in(space_dir: Path, files: Sequence[tuple[Path, bytes]]) -> None:
-    """Write every file of `files` or none: all are staged first (a failure there leaves the
-    tree as it was) and made durable by one sync of their filesystem (an fsync each made a
-    batch of thousands wait on the disk thousands of times), then renamed into place, each
-    replaced file set aside until the last rename succeeded and put back if one failed.
-    Paths are plain strings here: building a `Path` per file cost more than writing it."""
+def _swap_in(space_dir: Path, files: Sequence[tuple[str, bytes]]) -> None:
+    """Write every file of `files` (each under `space_dir`) or none: all are staged first (a
+    failure there leaves the tree as it was) and made durable by one sync of their
+    filesystem (an fsync each made a batch of thousands wait on the disk thousands of
+    times), then moved into place. A file whose directory is there is renamed in on its
+    own, the file it replaces set aside until the last rename succeeded and put back if one
+    failed. A directory that is not there (a new space's tree and metadata, a new folder of
+    notes) is staged whole and renamed in as one: a batch into a new space renames two
+    directories, not two files per document. Paths are plain strings here: building a
+    `Path` per file cost more than writing it."""
     temporary_dir = space_dir / "tmp"
     temporary_dir.mkdir(parents=True, exist_ok=True)
     prefix = f"{temporary_dir}/{os.getpid()}-{time.monotonic_ns()}-"
-    staged: list[str] = []
+    # The new directories, laid out below it as they will be below `space_dir`.
+    staging = f"{prefix}{next(_temporary_numbers)}"
+    base = str(space_dir)
+    absent = _AbsentDirectories(base)
+    staged: list[tuple[str, str]] = []  # (temporary file, target): renamed in one by one
+    roots: set[str] = set()  # new directories, relative to `base`: renamed in whole
+    staged_directories: set[str] = set()
     swapped: list[tuple[str, str | None]] = []  # (target, the file it replaced)
-    made: set[str] = set()
+    moved: list[str] = []  # the new directories renamed in so far
     try:
-        for _, data in files:
-            staged.append(f"{prefix}{next(_temporary_numbers)}")
-            _file_write(staged[-1], data)
+        for target, data in files:
+            root = absent.root(os.path.dirname(target))
+            if root is None:
+                staged.append((f"{prefix}{next(_temporary_numbers)}", target))
+                _file_write(staged[-1][0], data)
+                continue
+            roots.add(root)
+            staged_file = os.path.join(staging, target[len(base) + 1 :])
+            directory = os.path.dirname(staged_file)
+            if directory not in staged_directories:
+                os.makedirs(directory, exist_ok=True)
+                staged_directories.add(directory)
+            _file_write(staged_file, data)
         _filesystem_sync(space_dir)
-        for temporary, (target_path, _) in zip(staged, files, strict=True):
-            target = str(target_path)
-            parent = os.path.dirname(target)
-            if parent not in made:
-                os.makedirs(parent, exist_ok=True)
-                made.add(parent)
+        for temporary, target in staged:
             previous = None
             if os.path.exists(target):
                 previous = f"{prefix}{next(_temporary_numbers)}"
                 os.replace(target, previous)
             swapped.append((target, previous))
             os.replace(temporary, target)
+        for root in sorted(roots):
+            os.replace(os.path.join(staging, root), os.path.join(base, root))
+            moved.append(os.path.join(base, root))
     except BaseException:
+        for directory in moved:
+            shutil.rmtree(directory, ignore_errors=True)
         for target, previous in reversed(swapped):
             if previous is None:
                 Path(target).unlink(missing_ok=True)
             else:
                 os.replace(previous, target)
-        for temporary in staged:
+        for temporary, _ in staged:
             Path(temporary).unlink(missing_ok=True)
         raise
-    for directory in sorted(made):
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    renamed_into = {os.path.dirname(target) for target, _ in swapped}
+    renamed_into |= {os.path.dirname(directory) for directory in moved}
+    for directory in sorted(renamed_into):
         _fsync_directory(Path(directory))
     for _, previous in swapped:
         if previous is not None:
             os.unlink(previous)
+
+
+class _AbsentDirectories:
+    """Which directories below `base` (which is there) are absent, each looked at once.
+    Every directory asked about is below `base`."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.roots: dict[str, str | None] = {base: None}
+
+    def root(self, directory: str) -> str | None:
+        """None when `directory` is there; else the highest absent directory between
+        `base` and it (itself, or an ancestor), relative to `base`."""
+        unknown = []
+        path = directory
+        while path not in self.roots:
+            unknown.append(path)
+            path = os.path.dirname(path)
+        for path in reversed(unknown):  # from the nearest to `base` down
+            above = self.roots[os.path.dirname(path)]
+            if above is None and not os.path.isdir(path):
+                above = path[len(self.base) + 1 :]
+            self.roots[path] = above
+        return self.roots[directory]
 
 
 def _file_write(path: str, data: bytes) -> None:
@@ -572,23 +622,43 @@ def _prune_empty_directories(tree: Path, directory: Path) -> None:
 
 class _PathsNear:
     """`_paths_near` over a batch: an ancestor directory shared by many of its documents is
-    looked at on disk once."""
+    looked at on disk once, and below one that is absent nothing more is asked (a batch into
+    a new space or a new directory costs no look-up per document)."""
 
     def __init__(self, tree: Path) -> None:
         self.tree = tree
-        self.files: dict[str, bool] = {}  # ancestor path: a file of the tree is there
+        self.kinds: dict[str, str] = {}  # a path of the tree ("": the tree itself): its kind
 
     def __call__(self, path: str) -> list[str]:
         segments = path.split("/")
+        if self._kind("") != _DIRECTORY:
+            return []
         for end in range(1, len(segments)):
             ancestor = "/".join(segments[:end])
-            if ancestor not in self.files:
-                self.files[ancestor] = os.path.isfile(os.path.join(self.tree, ancestor))
-            if self.files[ancestor]:
+            kind = self._kind(ancestor)
+            if kind == _FILE:
                 return [ancestor]
+            if kind != _DIRECTORY:
+                return []  # nothing can be below it
         if not os.path.isdir(os.path.join(self.tree, path)):
             return []
         return _paths_near(self.tree, path)
+
+    def _kind(self, relative: str) -> str:
+        """What the tree holds at `relative`: a regular file, a directory, or neither ("",
+        absent or anything else), as `isfile` and `isdir` see it."""
+        if relative not in self.kinds:
+            try:
+                mode = os.stat(os.path.join(self.tree, relative)).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                mode = 0
+            self.kinds[relative] = (
+                _FILE if stat.S_ISREG(mode) else _DIRECTORY if stat.S_ISDIR(mode) else ""
+            )
+        return self.kinds[relative]
+
+
+_FILE, _DIRECTORY = "file", "directory"
 
 
 def _paths_near(tree: Path, path: str) -> list[str]:

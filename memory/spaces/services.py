@@ -31,7 +31,7 @@ import enum
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -180,20 +180,14 @@ def space_documents_write_many(
     writes them together, charging the quotas with their one total delta. With
     `check_only` the store judges the batch (quotas, revisions, paths) and writes nothing.
     """
-    checked = [
-        replace(
-            write,
-            path=space_document_write_check(
-                handle=handle, path=write.path, body=write.body, writer=writer
-            ),
-        )
-        for write in writes
-    ]
+    for write in writes:
+        # The path comes back as it was sent, or is refused: the batch goes on as it is.
+        space_document_write_check(handle=handle, path=write.path, body=write.body, writer=writer)
     with _audited(handle):
         metas = store_get().write_many(
             handle,
             WriteBatch(
-                writes=checked,
+                writes=writes,
                 updated_by=writer.attribution,
                 quotas=quotas_for(handle),
                 deadline=_deadline(),

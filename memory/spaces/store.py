@@ -111,11 +111,14 @@ def path_conflict_check(path: str, near: Sequence[str]) -> None:
 
 @dataclass(frozen=True)
 class PendingWrite:
-    """One document of a batch (`MemoryStore.write_many`); `expected_revision` as `write`'s."""
+    """One document of a batch (`MemoryStore.write_many`); `expected_revision` as `write`'s.
+    `checksum` is the body's `body_checksum` when the caller has already computed it (an
+    import, which verified it against the archive's), so a batch hashes each body once."""
 
     path: str
     body: bytes
     expected_revision: int | None
+    checksum: str | None = None
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,7 @@ def batch_judge(
             DocumentMeta(
                 path=write.path,
                 size=len(write.body),
-                checksum=body_checksum(write.body),
+                checksum=write.checksum or body_checksum(write.body),
                 revision=revision + 1,
                 updated_by=batch.updated_by,
                 updated_at=now,

@@ -183,6 +183,45 @@ def test_undo_restores_the_previous_revision_as_a_new_one_shown_in_changes(
     screenshot(page, "changes-revision-diff")
 
 
+def test_a_clear_or_undo_after_memory_moved_changes_nothing_and_says_what_next(
+    browser_context, live_server, tenant
+):
+    workspace, member = tenant.workspace, tenant.member
+    memory_save(workspace=workspace, author=member, base_version=0, content="- likes tea\n")
+    sign_in(browser_context, live_server, member)
+    page = open_page(browser_context, frame_url(tenant))
+    editor = page.get_by_label("Memory document (Markdown)")
+    status = page.locator("#memory-status")
+    retry = page.get_by_role("button", name="Retry Clear")
+    expect(retry).to_be_hidden()
+
+    memory_save(workspace=workspace, author=member, base_version=1, content="- likes coffee\n")
+    page.get_by_role("button", name="Clear", exact=True).click()
+    expect(status).to_have_text(
+        "Not cleared: Memory changed to version 2 first, so nothing was cleared. The newer "
+        "text is shown; press Retry Clear to clear it. (VERSION_CONFLICT)"
+    )
+    expect(editor).to_have_value("- likes coffee\n")
+    expect(retry).to_be_visible()
+
+    memory_save(workspace=workspace, author=member, base_version=2, content="- likes cocoa\n")
+    page.get_by_role("button", name="Undo").click()
+    expect(status).to_have_text(
+        "Not undone: Memory changed to version 3 first, so nothing changed. The newer text "
+        "is shown; press Undo again to step back from it. (VERSION_CONFLICT)"
+    )
+    expect(editor).to_have_value("- likes cocoa\n")
+    assert memory_current_get(workspace=workspace).version == 3
+
+    retry.click()
+    expect(status).to_have_text(
+        "Cleared. The server holds version 4, which is empty. Undo brings back the text of "
+        "version 3."
+    )
+    expect(retry).to_be_hidden()
+    assert memory_current_get(workspace=workspace).content == ""
+
+
 def test_mode_change_is_a_compare_and_set_of_the_policy(browser_context, live_server, tenant):
     sign_in(browser_context, live_server, tenant.member)
     page = open_page(browser_context, frame_url(tenant))

@@ -28,9 +28,12 @@ from memory.errors import (
 from memory.mirror import (
     NODE_MAX_AGE_SECONDS,
     SYNC_BUDGET_CAP_SECONDS,
+    HydrateReport,
     Level,
     LocalMirrorSpace,
+    SweepReport,
     Switch,
+    SyncReport,
     auto_memory_resolve,
     manifest_read,
     mirror_hydrate,
@@ -685,3 +688,18 @@ def test_the_command_refuses_another_teams_bot(tenant, make_tenant, every_store,
     assert code == 1
     assert "NOT_FOUND" in err
     assert not (state / "auto-memory").exists()
+
+
+def test_a_report_prints_every_field_in_order_under_its_camel_case_name(tmp_path):
+    synced = SyncReport(written=["a.md"], unchanged=2, walk_complete=False)
+    assert list(synced.as_json().items()) == [
+        ("written", ["a.md"]),
+        ("deleted", []),
+        ("unchanged", 2),
+        ("skipped", []),
+        ("errors", []),
+        ("walkComplete", False),
+    ]
+    assert HydrateReport(directory=tmp_path).as_json()["directory"] == str(tmp_path)
+    assert Switch(enabled=True, level=Level.TEAM).as_json() == {"enabled": True, "level": "team"}
+    assert SweepReport(busy=["n1"]).as_json() == {"reaped": [], "busy": ["n1"], "ignored": []}

@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from conftest import postgres_only, run_concurrently, wait_until_a_backend_waits_on_a_lock
-from memory import services
+from memory import provenance, services
 from memory.models import MEMORY_PATH, LineProvenance
 from memory.provenance import memory_blame
 from memory.selectors import memory_current_get, memory_policy_get
@@ -162,16 +162,16 @@ def test_two_blames_filling_the_origin_cache_at_once_keep_one_row_per_revision(t
             base_version=base,
             content=f"- kept\n- line {base}\n",
         )
-    real_insert = LineProvenance.objects.bulk_create
+    real_insert = provenance.origins_cache
     holds = threading.local()
     second_done = threading.Event()
 
-    def insert_after_the_second(rows, **options):
+    def insert_after_the_second(rows):
         # The first blame has computed its rows; it inserts them only once the second one
         # has inserted the same rows and committed.
         if getattr(holds, "is_first", False):
             assert second_done.wait(timeout=30)
-        return real_insert(rows, **options)
+        return real_insert(rows)
 
     def first():
         holds.is_first = True
@@ -183,7 +183,7 @@ def test_two_blames_filling_the_origin_cache_at_once_keep_one_row_per_revision(t
         finally:
             second_done.set()
 
-    monkeypatch.setattr(LineProvenance.objects, "bulk_create", insert_after_the_second)
+    monkeypatch.setattr(provenance, "origins_cache", insert_after_the_second)
 
     results = run_concurrently(first, second)
 

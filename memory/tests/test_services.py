@@ -24,8 +24,8 @@ def fail_after_revision_insert(monkeypatch):
     """Make the revision insert succeed, then fail inside the same transaction."""
     real_insert = workspaces.services._revision_insert
 
-    def insert_then_fail(revision):
-        inserted = real_insert(revision)
+    def insert_then_fail(*args, **kwargs):
+        inserted = real_insert(*args, **kwargs)
         assert FileVersion.objects.filter(pk=inserted.pk).exists()
         raise InjectedFailure()
 

@@ -12,7 +12,7 @@ from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.test import override_settings
 
-from memory_project.cache import cache_get_and_touch, cache_incr_or_create
+from memory_project.cache import cache_count_unless_gate_full, cache_get_and_touch
 
 REDIS = django_settings.CACHES["default"]["BACKEND"] == "memory_project.cache.RedisCache"
 
@@ -77,10 +77,31 @@ def _redis_ttl(key: str) -> int:
     return int(client.ttl(cache.make_and_validate_key(key)))
 
 
-def test_incr_or_create_counts_from_one_and_the_counter_expires(backend):
-    counts = [cache_incr_or_create("hits", 120) for _ in range(3)]
+def test_counters_count_from_one_and_expire(backend):
+    counts = [cache_count_unless_gate_full([("hits", 120), ("writes", 60)]) for _ in range(3)]
 
-    assert counts == [1, 2, 3]
-    assert cache.get("hits") == 3
+    assert counts == [[1, 1], [2, 2], [3, 3]]
+    assert (cache.get("hits"), cache.get("writes")) == (3, 3)
     if backend == "redis":
         assert 0 < _redis_ttl("hits") <= 120, "created with its expiry, which increments keep"
+        assert 0 < _redis_ttl("writes") <= 60
+
+
+def test_a_full_gate_counts_nothing(backend):
+    cache.set("failures", 2, timeout=60)
+
+    below = cache_count_unless_gate_full([("hits", 120)], gate=("failures", 3))
+    cache.incr("failures")
+    full = cache_count_unless_gate_full([("hits", 120), ("failures", 60)], gate=("failures", 3))
+
+    assert (below, full) == ([1], None)
+    assert (cache.get("hits"), cache.get("failures")) == (1, 3)
+
+
+def test_a_missing_gate_is_open_and_a_gate_may_count_itself(backend):
+    counts = [
+        cache_count_unless_gate_full([("failures", 60)], gate=("failures", 2)) for _ in range(3)
+    ]
+
+    assert counts == [[1], [2], None]
+    assert cache.get("failures") == 2

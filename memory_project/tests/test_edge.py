@@ -38,7 +38,7 @@ from workspaces.services import api_token_create
 # The server's body limit, small so an over-size chunked body stays cheap to send. The
 # document ceiling must fit it (settings.py checks the two against each other).
 SERVER_BODY_LIMIT = 64 * 1024
-ON_POSTGRES = django_settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+ON_POSTGRES = connection.vendor == "postgresql"
 
 
 @dataclass

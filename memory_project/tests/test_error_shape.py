@@ -13,7 +13,7 @@ from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
 from memory_project.api.exceptions import DRF_ERROR_CODES
-from memory_project.api.throttles import WriteRateThrottle
+from memory_project.api.throttles import RequestRateThrottle
 from memory_project.gunicorn_conf import EDGE_ERROR_CODES
 from workspaces.errors import DomainError
 
@@ -106,7 +106,7 @@ def test_429_with_retry_after_when_writes_exceed_the_rate(tenant, settings, monk
     rates = dict(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], write="2/min")
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
     # One instant: the three writes fall in one rate window whenever the test runs.
-    monkeypatch.setattr(WriteRateThrottle, "timer", staticmethod(lambda: 1_000_000.0))
+    monkeypatch.setattr(RequestRateThrottle, "timer", staticmethod(lambda: 1_000_000.0))
     client = tenant.client_for(tenant.admin)
     url = f"/api/v1/workspaces/{tenant.workspace.pk}/ai"
 

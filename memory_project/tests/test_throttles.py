@@ -13,7 +13,7 @@ from django.test import override_settings
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from memory_project.api.throttles import WriteRateThrottle
+from memory_project.api.throttles import RequestRateThrottle
 from workspaces.models import User
 
 REDIS = django_settings.CACHES["default"]["BACKEND"].endswith("RedisCache")
@@ -55,7 +55,7 @@ def test_concurrent_writes_of_one_user_pass_exactly_the_write_rate(
     rates = dict(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], write="30/min")
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
     # One instant for every request: the whole burst falls in one window by construction.
-    monkeypatch.setattr(WriteRateThrottle, "timer", staticmethod(lambda: 1_000_000.0))
+    monkeypatch.setattr(RequestRateThrottle, "timer", staticmethod(lambda: 1_000_000.0))
     writers, writes_each = 32, 4
     barrier = threading.Barrier(writers)
     allowed: list[bool] = []
@@ -64,7 +64,7 @@ def test_concurrent_writes_of_one_user_pass_exactly_the_write_rate(
     def write() -> None:
         barrier.wait(timeout=30)
         for _ in range(writes_each):
-            verdict = WriteRateThrottle().allow_request(a_write_by(7), view=None)
+            verdict = RequestRateThrottle().allow_request(a_write_by(7), view=None)
             with lock:
                 allowed.append(verdict)
 
@@ -77,14 +77,14 @@ def test_concurrent_writes_of_one_user_pass_exactly_the_write_rate(
     assert len(allowed) == writers * writes_each
     assert allowed.count(True) == 30
     # Another user has a budget of their own.
-    assert WriteRateThrottle().allow_request(a_write_by(8), view=None)
+    assert RequestRateThrottle().allow_request(a_write_by(8), view=None)
 
 
 def test_a_refused_write_says_when_its_window_ends(cache_backend, settings, monkeypatch):
     rates = dict(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], write="1/min")
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
-    monkeypatch.setattr(WriteRateThrottle, "timer", staticmethod(lambda: 1_000_000.0))
-    first, second = WriteRateThrottle(), WriteRateThrottle()
+    monkeypatch.setattr(RequestRateThrottle, "timer", staticmethod(lambda: 1_000_000.0))
+    first, second = RequestRateThrottle(), RequestRateThrottle()
 
     assert first.allow_request(a_write_by(7), view=None)
     assert not second.allow_request(a_write_by(7), view=None)

@@ -454,25 +454,12 @@ class AssistantPanel {
     buttons.forEach((button) => {
       button.disabled = false;
     });
-    if (result.ok) {
-      await this.refresh();
-      announce(
-        this.status,
-        `Applied. Memory is now version ${result.data.version}, saved as your change.`,
-        "success",
-      );
-    } else if (result.code === "VERSION_CONFLICT") {
-      await frame.refusedAsStale(
-        this.status,
-        "Not applied",
-        result,
-        ` Memory changed to version ${result.detail.currentVersion}; the newer text is ` +
-          "shown. Press Apply again to apply the suggestion to it.",
-      );
-    } else {
-      await this.refresh();
-      announce(this.status, failure("Not applied", result, " Nothing changed."), "error");
-    }
+    // After a conflict the suggestion is still open, as listed; any other answer may change the list.
+    if (result.code !== "VERSION_CONFLICT") await this.refresh();
+    await frame.reportChange(this.status, "Not applied", result, {
+      done: (version) => `Applied. Memory is now version ${version}, saved as your change.`,
+      stale: "; the newer text is shown. Press Apply again to apply the suggestion to it.",
+    });
   }
 
   async dismiss(proposal, buttons) {

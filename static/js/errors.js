@@ -105,7 +105,7 @@ const SENTENCES = {
     `Your team already has a workspace named ${detail.name ? `“${detail.name}”` : "so"}; choose another name.`,
   ALREADY_MEMBER: "That person is already a member of this workspace.",
   LAST_WORKSPACE_ADMIN:
-    "This is the workspace's only admin, and a workspace keeps one. Add another admin first.",
+    "This is the workspace's only admin, and a workspace keeps one. Make someone else an admin first.",
   NOT_TEAM_MEMBER: (detail) =>
     `${detail.username ? `“${detail.username}”` : "That person"} is not a member of your team; only team members can be added.`,
   DOCUMENT_EXISTS: (detail) =>

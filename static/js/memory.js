@@ -186,24 +186,14 @@ class MemoryFrame extends DocumentEditor {
       this.hasUnresolvedConflict = false;
       this.acknowledge(result.data.version, "", { replaceText: true });
       this.afterAcknowledged(result.data.version);
-      const undo = base > 0 ? ` Undo brings back the text of version ${base}.` : "";
-      announce(
-        this.status,
-        `Cleared. The server holds version ${result.data.version}, which is empty.${undo}`,
-        "success",
-      );
     } else if (result.code === "VERSION_CONFLICT") {
       this.part("clear-retry").hidden = false;
-      await this.refusedAsStale(
-        this.status,
-        "Not cleared",
-        result,
-        ` Memory changed to version ${result.detail.currentVersion} first, so nothing was ` +
-          "cleared. The newer text is shown; press Retry Clear to clear it.",
-      );
-    } else {
-      announce(this.status, failure("Not cleared", result, " Nothing changed."), "error");
     }
+    const undo = base > 0 ? ` Undo brings back the text of version ${base}.` : "";
+    await this.reportChange(this.status, "Not cleared", result, {
+      done: (version) => `Cleared. The server holds version ${version}, which is empty.${undo}`,
+      stale: " first, so nothing was cleared. The newer text is shown; press Retry Clear to clear it.",
+    });
   }
 
   async undo() {
@@ -230,22 +220,24 @@ class MemoryFrame extends DocumentEditor {
       await this.acknowledgeVersion(result.data.version);
     }
     this.setBusy(false);
+    await this.reportChange(this.status, "Not undone", result, {
+      done: (version) => `Undone. Version ${version} restores the text of version ${restore}.`,
+      stale: " first, so nothing changed. The newer text is shown; press Undo again to step back from it.",
+    });
+  }
+
+  // In `status`, how a change of memory other than a Save went (a Clear, an Undo, an applied
+  // suggestion): `done(version)` once made; when memory moved first, the newer text and
+  // what to do next (`stale`, after the version it moved to); else the refusal, and that
+  // nothing changed.
+  async reportChange(status, verb, result, { done, stale }) {
     if (result.ok) {
-      announce(
-        this.status,
-        `Undone. Version ${result.data.version} restores the text of version ${restore}.`,
-        "success",
-      );
+      announce(status, done(result.data.version), "success");
     } else if (result.code === "VERSION_CONFLICT") {
-      await this.refusedAsStale(
-        this.status,
-        "Not undone",
-        result,
-        ` Memory changed to version ${result.detail.currentVersion} first, so nothing ` +
-          "changed. The newer text is shown; press Undo again to step back from it.",
-      );
+      const moved = ` Memory changed to version ${result.detail.currentVersion}`;
+      await this.refusedAsStale(status, verb, result, moved + stale);
     } else {
-      announce(this.status, failure("Not undone", result, " Nothing changed."), "error");
+      announce(status, failure(verb, result, " Nothing changed."), "error");
     }
   }
 

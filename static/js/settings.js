@@ -59,11 +59,24 @@ function loadMembers() {
     if (isMe) {
       action.append(button("Leave", "Leave this workspace", () => removeMember(member, true)));
     } else if (config.isAdmin) {
+      const [label, role] = member.role === "admin" ? ["Make member", "member"] : ["Make admin", "admin"];
       action.append(
+        button(label, `${label}: ${member.username}`, () => setRole(member, role), "button-quiet"),
         button("Remove", `Remove ${member.username}`, () => removeMember(member, false)),
       );
     }
   });
+}
+
+async function setRole(member, role) {
+  const result = await api("PATCH", `${config.urls.members}/${member.userId}`, { body: { role } });
+  if (!result.ok) {
+    announce(membersStatus, failure("Role not changed", result), "error");
+    return;
+  }
+  await loadMembers();
+  const as = role === "admin" ? "an admin" : "a member";
+  announce(membersStatus, `${member.username} is now ${as}.`, "success");
 }
 
 async function removeMember(member, isLeaving) {

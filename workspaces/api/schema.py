@@ -17,14 +17,15 @@ class CredentialScheme(OpenApiAuthenticationExtension):
         return self.definition
 
 
+def bearer(description: str) -> dict[str, Any]:
+    """An `Authorization: Bearer` credential, told apart from the others by `description`."""
+    return {"type": "http", "scheme": "bearer", "description": description}
+
+
 class BearerScheme(CredentialScheme):
     target_class = "workspaces.authentication.BearerAuthentication"
     name = "bearer"
-    definition = {
-        "type": "http",
-        "scheme": "bearer",
-        "description": "A personal access token (iap_...) or a short-lived JWT.",
-    }
+    definition = bearer("A personal access token (iap_...) or a short-lived JWT.")
 
 
 class SessionScheme(CredentialScheme):
@@ -41,8 +42,4 @@ class SessionScheme(CredentialScheme):
 class BotBearerScheme(CredentialScheme):
     target_class = "workspaces.authentication.BotBearerAuthentication"
     name = "botBearer"
-    definition = {
-        "type": "http",
-        "scheme": "bearer",
-        "description": "A bot's token (iap_..., scope `bot`): the bot is the caller.",
-    }
+    definition = bearer("A bot's token (iap_..., scope `bot`): the bot is the caller.")

@@ -1,6 +1,16 @@
-from django.urls import path
+"""Tenancy's routes: sign-in, tokens, workspaces and their members, consent and key sessions."""
+
+from django.urls import include, path
 
 from workspaces.api import views
+
+# Below `workspaces/<id>/`.
+workspace_routes = [
+    path("members", views.WorkspaceMemberListApi.as_view(), name="workspace-member-list"),
+    path("members/<int:user_id>", views.WorkspaceMemberApi.as_view(), name="workspace-member"),
+    path("ai", views.WorkspaceAiConsentApi.as_view(), name="workspace-ai"),
+    path("key-sessions", views.KeySessionListCreateApi.as_view(), name="key-session-list"),
+]
 
 urlpatterns = [
     path("ping", views.PingApi.as_view(), name="ping"),
@@ -8,26 +18,7 @@ urlpatterns = [
     path("tokens", views.TokenListCreateApi.as_view(), name="token-list"),
     path("tokens/<int:token_id>", views.TokenRevokeApi.as_view(), name="token-revoke"),
     path("workspaces", views.WorkspaceListApi.as_view(), name="workspace-list"),
-    path(
-        "workspaces/<int:workspace_id>/members",
-        views.WorkspaceMemberListApi.as_view(),
-        name="workspace-member-list",
-    ),
-    path(
-        "workspaces/<int:workspace_id>/members/<int:user_id>",
-        views.WorkspaceMemberApi.as_view(),
-        name="workspace-member",
-    ),
-    path(
-        "workspaces/<int:workspace_id>/ai",
-        views.WorkspaceAiConsentApi.as_view(),
-        name="workspace-ai",
-    ),
-    path(
-        "workspaces/<int:workspace_id>/key-sessions",
-        views.KeySessionListCreateApi.as_view(),
-        name="key-session-list",
-    ),
+    path("workspaces/<int:workspace_id>/", include(workspace_routes)),
     path(
         "automation/key-sessions/<uuid:session_id>",
         views.KeySessionRevokeApi.as_view(),

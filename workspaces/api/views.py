@@ -134,6 +134,30 @@ class WorkspaceMemberListApi(APIView):
 
 
 class WorkspaceMemberApi(APIView):
+    class InputSerializer(StrictSerializer):
+        role = serializers.ChoiceField(choices=WorkspaceMembership.Role.choices)
+
+    @operation(
+        "Make a member an admin, or an admin a member",
+        *MEMBER_REFUSALS,
+        WorkspaceAdminRequired,
+        LastWorkspaceAdmin,
+        example=("Make an admin", {"role": "admin"}),
+        request=InputSerializer,
+        responses={200: WorkspaceMemberOutputSerializer},
+        description="Admins only. The workspace always keeps at least one admin.",
+    )
+    def patch(self, request: Request, workspace_id: int, user_id: int) -> Response:
+        membership = caller_membership(request, workspace_id)
+        data = validated(self.InputSerializer(data=request.data))
+        changed = services.workspace_member_role_set(
+            workspace=membership.workspace,
+            actor=membership.user,
+            user_id=user_id,
+            role=data["role"],
+        )
+        return Response(WorkspaceMemberOutputSerializer(changed).data)
+
     @operation(
         "Remove a member, or leave",
         *MEMBER_REFUSALS,

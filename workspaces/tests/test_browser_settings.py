@@ -137,6 +137,13 @@ def test_an_admin_adds_and_removes_a_member_and_a_member_leaves(new_context, liv
     expect(members.locator("tr", has_text="newcomer")).to_contain_text("Member")
     assert WorkspaceMembership.objects.filter(workspace=tenant.workspace, user=newcomer).exists()
 
+    page.get_by_role("button", name="Make admin: newcomer").click()
+    expect(page.locator("#members-status")).to_have_text("newcomer is now an admin.")
+    expect(members.locator("tr", has_text="newcomer")).to_contain_text("Admin")
+    assert WorkspaceMembership.objects.get(workspace=tenant.workspace, user=newcomer).is_admin
+    page.get_by_role("button", name="Make member: newcomer").click()
+    expect(page.locator("#members-status")).to_have_text("newcomer is now a member.")
+
     page.get_by_role("button", name="Remove newcomer").click()
     expect(page.locator("#members-status")).to_have_text("Removed newcomer.")
     expect(members.locator("tr", has_text="newcomer")).to_have_count(0)

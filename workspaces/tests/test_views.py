@@ -356,6 +356,22 @@ def test_a_closed_orgs_workspace_pages_refuse_with_the_purge_time_and_open_no_ke
     assert not KeySession.objects.filter(workspace=tenant.workspace).exists()
 
 
+@pytest.mark.parametrize("name", ["memory:spaces", "memory:bots"])
+def test_a_closed_orgs_team_pages_refuse_with_the_purge_time(client, tenant, name):
+    closed(tenant)
+    due = tenant.org.deletion_due_at
+
+    response = signed_in(client, tenant.admin).get(reverse(name))
+
+    assert response.status_code == 403
+    assert f"first nightly purge after {due:%Y-%m-%d %H:%M} UTC" in response.content.decode()
+
+
+@pytest.mark.parametrize("name", ["memory:spaces", "memory:bots"])
+def test_an_active_orgs_team_pages_open(client, tenant, name):
+    assert signed_in(client, tenant.admin).get(reverse(name)).status_code == 200
+
+
 def test_a_closed_orgs_api_refusal_carries_when_the_purge_is_due(tenant):
     closed(tenant)
 

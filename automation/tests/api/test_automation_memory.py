@@ -8,6 +8,8 @@ from datetime import timedelta
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -18,6 +20,7 @@ from memory.models import MEMORY_PATH, Proposal
 from memory.selectors import memory_current_get
 from memory.services import memory_policy_set, memory_save
 from memory.tests.secret_corpus import CREDENTIALS, PROSE, fake
+from workspaces.models import FileVersion
 
 CHANGE = {"expectedVersion": 1, "changes": [{"op": "add", "line": "- likes green tea"}]}
 
@@ -285,6 +288,21 @@ def test_a_provided_recall_restarts_the_key_sessions_idle_timeout(
 
     assert response.json() == {"status": "provided", "version": 1, "text": "- likes tea\n"}
     assert idle_restarts == [assistant.key_session.cache_key]
+
+
+def test_a_recall_reads_its_credential_and_facts_in_one_statement_then_its_receipt(runtime):
+    with CaptureQueriesContext(connection) as queries:
+        response = runtime.get(runtime.url, {"purpose": "recall"})
+
+    assert response.json()["status"] == "provided"
+    statements = [" ".join(query["sql"].split()) for query in queries.captured_queries]
+    assert len(statements) == 2, statements
+    lookup, receipt = statements
+    assert lookup.startswith("SELECT")
+    assert "credential_digest" in lookup
+    assert Admission._meta.db_table in lookup
+    assert FileVersion._meta.db_table in lookup
+    assert "UPDATE" in receipt
 
 
 # The secret corpus, one line per change: a change is one line, so the corpus' multi-line

@@ -145,3 +145,14 @@ def test_a_reader_that_stops_early_holds_no_cursor_open(team, monkeypatch):
     assert open_cursors == 0
     assert [document.meta.path for document in first] == ["a.md", "b.md", "c.md"]
     assert sorted(document.meta.path for document in reader) == ["d.md", "e.md"]
+
+
+@postgres_only
+def test_sealed_bodies_are_stored_out_of_line_without_a_compression_attempt():
+    """Ciphertext never compresses: PostgreSQL is told not to try (storage EXTERNAL)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attstorage FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
+            [SpaceDocument._meta.db_table, "body_ciphertext"],
+        )
+        assert cursor.fetchone() == ("e",)

@@ -90,6 +90,89 @@ def test_a_batch_failing_in_its_swap_puts_every_file_back(tmp_path, monkeypatch,
     assert after == before
 
 
+def _counting_renames(monkeypatch, failing: int | None = None) -> list[str]:
+    """Every `os.replace` of the store, by target; the `failing`-th raises."""
+    targets: list[str] = []
+    real_replace = os.replace
+
+    def replace(source, target):
+        targets.append(str(target))
+        if len(targets) == failing:
+            raise OSError("disk gone")
+        real_replace(source, target)
+
+    monkeypatch.setattr("memory.spaces.filesystem.os.replace", replace)
+    return targets
+
+
+def _batch(*writes: PendingWrite) -> WriteBatch:
+    return WriteBatch(
+        writes=list(writes),
+        updated_by="import:7",
+        quotas=Quotas(space_bytes=0, tenant_bytes=0),
+        deadline=time.monotonic() + 5,
+    )
+
+
+def test_a_batch_into_new_directories_renames_each_in_whole(tmp_path, monkeypatch):
+    """A directory that was not there is staged whole and renamed in as one: a batch into a
+    new space renames its tree and its metadata directory, not two files per document; a
+    file beside ones already there is renamed in on its own."""
+    store = FilesystemStore(root=tmp_path)
+    handle = handle_of(4)
+    space_dir = store._space_dir(handle)
+    renamed = _counting_renames(monkeypatch)
+    paths = [f"notes/{index % 3}/n-{index}.md" for index in range(12)]
+
+    documents = (str(space_dir / "tree"), str(space_dir / "meta"))  # not the counters
+
+    store.write_many(handle, _batch(*(PendingWrite(path, path.encode(), 0) for path in paths)))
+
+    assert sorted(name for name in renamed if name.startswith(documents)) == sorted(documents)
+    renamed.clear()
+    store.write_many(
+        handle,
+        _batch(PendingWrite("notes/0/late.md", b"late", 0), PendingWrite("new/x.md", b"x", 0)),
+    )
+
+    tree_renames = [name for name in renamed if name.startswith(documents[0])]
+    assert sorted(tree_renames) == [
+        str(space_dir / "tree/new"),
+        str(space_dir / "tree/notes/0/late.md"),
+    ]
+    for path in [*paths, "notes/0/late.md", "new/x.md"]:
+        stored = store.read(handle, path)
+        assert stored is not None
+    assert store.read(handle, "new/x.md").body == b"x"
+    assert store.read(handle, paths[5]).body == paths[5].encode()
+    assert list((space_dir / "tmp").iterdir()) == []
+
+
+# The metadata files are renamed in one by one (1, 2), then the new directories b (3) and
+# d (4): 4 fails after b was moved in.
+@pytest.mark.parametrize("failing_rename", [1, 3, 4])
+def test_a_batch_failing_after_a_new_directory_moved_in_removes_it(
+    tmp_path, monkeypatch, failing_rename
+):
+    store = FilesystemStore(root=tmp_path)
+    handle = handle_of(4)
+    space_dir = store._space_dir(handle)
+    store_write(store, handle, "a.md", b"old a", expected=0)
+    before = {path: path.read_bytes() for path in space_dir.rglob("*") if path.is_file()}
+    _counting_renames(monkeypatch, failing=failing_rename)
+
+    with pytest.raises(StoreUnavailable):
+        store.write_many(
+            handle,
+            _batch(PendingWrite("b/c.md", b"c", 0), PendingWrite("d/e/f.md", b"f", 0)),
+        )
+
+    after = {path: path.read_bytes() for path in space_dir.rglob("*") if path.is_file()}
+    assert after == before
+    assert sorted(path.name for path in (space_dir / "tree").iterdir()) == ["a.md"]
+    assert list((space_dir / "tmp").iterdir()) == []
+
+
 def test_a_batch_syncs_its_staged_files_once_before_the_first_rename(tmp_path, monkeypatch):
     """A file renamed into the tree before its bytes reached the disk could be found empty
     after a crash: the batch's one filesystem sync comes before any of its renames."""

@@ -1,13 +1,18 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import jwt
 import pytest
+from django.core.cache import caches
 from django.utils import timezone
-from rest_framework.test import APIClient
+from rest_framework.exceptions import Throttled
+from rest_framework.request import Request
+from rest_framework.test import APIClient, APIRequestFactory
 
 from conftest import assert_error
+from workspaces.authentication import McpBearerAuthentication
 from workspaces.models import ApiToken, WorkspaceMembership
 from workspaces.services import api_token_create, api_token_revoke, workspace_membership_ensure
 from workspaces.tokens import jwt_encode
@@ -306,6 +311,55 @@ def test_failed_bearer_tokens_are_limited_per_client_address(tenant, settings):
     # Another address is not affected.
     assert from_address("192.0.2.2", valid).status_code == 200
     assert_error(from_address("192.0.2.2", "iap_guess-5"), 401, "TOKEN_INVALID")
+
+
+def test_past_the_failure_limit_a_valid_token_of_another_scope_gets_no_verdict(tenant, settings):
+    settings.BEARER_FAILURE_LIMIT = 2
+    _, mcp_token = api_token_create(user=tenant.member, team=tenant.team, name="mcp", scope="mcp")
+    for n in range(2):
+        bearer(f"iap_guess-{n}").get(WORKSPACES_URL)
+
+    # Not TOKEN_SCOPE_REFUSED: that would say the token is valid.
+    assert_error(bearer(mcp_token).get(WORKSPACES_URL), 429, "RATE_LIMITED")
+
+
+def test_past_the_failure_limit_the_mcp_authenticator_refuses_a_valid_token(tenant, settings):
+    # The MCP server authenticates without a view, so without the view's throttle.
+    settings.BEARER_FAILURE_LIMIT = 2
+    _, mcp_token = api_token_create(user=tenant.member, team=tenant.team, name="mcp", scope="mcp")
+    for n in range(2):
+        bearer(f"iap_guess-{n}").get(WORKSPACES_URL)
+
+    def mcp_request(raw: str) -> Request:
+        return Request(APIRequestFactory().post("/mcp", HTTP_AUTHORIZATION=f"Bearer {raw}"))
+
+    with pytest.raises(Throttled):
+        McpBearerAuthentication().authenticate(mcp_request(mcp_token))
+    settings.BEARER_FAILURE_LIMIT = 3
+    assert McpBearerAuthentication().authenticate(mcp_request(mcp_token)) is not None
+
+
+def test_an_authenticated_request_judges_the_failures_and_its_rates_in_one_cache_call(
+    tenant, monkeypatch
+):
+    _, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    backend: Any = type(caches["default"])  # the project's Redis or in-process backend
+    calls: list[tuple[Any, Any]] = []
+    counted = backend.count_unless_gate_full
+
+    def count_spy(self: Any, counters: Any, gate: Any) -> Any:
+        calls.append((counters, gate))
+        return counted(self, counters, gate)
+
+    monkeypatch.setattr(backend, "count_unless_gate_full", count_spy)
+
+    assert bearer(raw).get(WORKSPACES_URL).status_code == 200
+
+    ((counters, gate),) = calls
+    assert [key.partition(":")[0] for key, _ in counters] == [
+        f"throttle_credential_user-{tenant.member.pk}"
+    ]
+    assert gate[0].startswith("bearer-failures:127.0.0.1:")
 
 
 def test_a_forwarded_for_header_does_not_change_the_address_that_is_limited(tenant, settings):

@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from conftest import assert_error, postgres_only, run_concurrently
-from workspaces.errors import LastWorkspaceAdmin, NotFound
+from workspaces.errors import LastWorkspaceAdmin, NotFound, WorkspaceAdminRequired
 from workspaces.models import (
     AuditEvent,
     KeySession,
@@ -19,6 +19,7 @@ from workspaces.services import (
     key_session_open,
     team_membership_ensure,
     workspace_member_remove,
+    workspace_member_role_set,
     workspace_membership_ensure,
 )
 
@@ -391,6 +392,127 @@ def test_two_admins_at_once_leave_exactly_one_admin(make_tenant, how):
     loser = NotFound if each_other else LastWorkspaceAdmin
     assert sorted(type(result).__name__ for result in results) == sorted(
         ["NoneType", loser.__name__]
+    )
+    admins = WorkspaceMembership.objects.filter(workspace=tenant.workspace, role="admin")
+    assert admins.count() == 1
+
+
+# ---- roles ----------------------------------------------------------------------------------
+
+
+def test_an_admin_makes_a_member_an_admin_and_back(tenant):
+    client = tenant.client_for(tenant.admin)
+    url = members_url(tenant.workspace.pk, tenant.member.pk)
+
+    promoted = client.patch(url, {"role": "admin"}, format="json")
+    assert promoted.status_code == 200
+    assert promoted.json()["role"] == "admin"
+    assert role_of(tenant.workspace, tenant.member) == "admin"
+
+    demoted = client.patch(url, {"role": "member"}, format="json")
+    assert demoted.json()["role"] == "member"
+    assert role_of(tenant.workspace, tenant.member) == "member"
+    assert [event.detail for event in AuditEvent.objects.filter(action="member_role_changed")] == [
+        {"from": "member", "to": "admin"},
+        {"from": "admin", "to": "member"},
+    ]
+
+
+def test_a_promoted_member_may_then_let_the_first_admin_leave(tenant):
+    client = tenant.client_for(tenant.admin)
+    client.patch(
+        members_url(tenant.workspace.pk, tenant.member.pk), {"role": "admin"}, format="json"
+    )
+
+    response = client.delete(members_url(tenant.workspace.pk, tenant.admin.pk))
+
+    assert response.status_code == 204
+    assert role_of(tenant.workspace, tenant.member) == "admin"
+
+
+def test_setting_the_role_a_member_has_changes_and_records_nothing(tenant):
+    response = tenant.client_for(tenant.admin).patch(
+        members_url(tenant.workspace.pk, tenant.member.pk), {"role": "member"}, format="json"
+    )
+
+    assert response.json()["role"] == "member"
+    assert not AuditEvent.objects.filter(action="member_role_changed").exists()
+
+
+def test_a_plain_member_changes_no_role_not_even_their_own(tenant):
+    client = tenant.client_for(tenant.member)
+
+    for user in (tenant.member, tenant.admin):
+        response = client.patch(
+            members_url(tenant.workspace.pk, user.pk), {"role": "admin"}, format="json"
+        )
+        assert_error(response, 403, "WORKSPACE_ADMIN_REQUIRED")
+    assert role_of(tenant.workspace, tenant.member) == "member"
+    assert role_of(tenant.workspace, tenant.admin) == "admin"
+
+
+def test_the_last_admin_cannot_make_themselves_a_member(tenant):
+    response = tenant.client_for(tenant.admin).patch(
+        members_url(tenant.workspace.pk, tenant.admin.pk), {"role": "member"}, format="json"
+    )
+
+    assert_error(response, 409, "LAST_WORKSPACE_ADMIN")
+    assert role_of(tenant.workspace, tenant.admin) == "admin"
+
+
+@pytest.mark.parametrize("body", [{}, {"role": "owner"}, {"role": "admin", "extra": 1}])
+def test_a_role_change_names_a_known_role_and_nothing_else(tenant, body):
+    response = tenant.client_for(tenant.admin).patch(
+        members_url(tenant.workspace.pk, tenant.member.pk), body, format="json"
+    )
+
+    assert_error(response, 400, "VALIDATION_FAILED")
+    assert role_of(tenant.workspace, tenant.member) == "member"
+
+
+def test_a_role_change_for_a_non_member_or_another_teams_workspace_is_404(make_tenant):
+    tenant, other = make_tenant(), make_tenant()
+    client = tenant.client_for(tenant.admin)
+
+    not_member = client.patch(
+        members_url(tenant.workspace.pk, team_newcomer(tenant).pk), {"role": "admin"}, format="json"
+    )
+    elsewhere = client.patch(
+        members_url(other.workspace.pk, other.member.pk), {"role": "admin"}, format="json"
+    )
+
+    assert_error(not_member, 404, "NOT_FOUND")
+    assert_error(elsewhere, 404, "NOT_FOUND")
+    assert role_of(other.workspace, other.member) == "member"
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("how", ["each demotes the other", "both demote themselves"])
+def test_two_admins_demoting_at_once_leave_exactly_one_admin(make_tenant, how):
+    tenant = make_tenant()
+    second = team_newcomer(tenant)
+    workspace_membership_ensure(
+        workspace=tenant.workspace, user=second, role=WorkspaceMembership.Role.ADMIN
+    )
+    each_other = how == "each demotes the other"
+    first_target = second.pk if each_other else tenant.admin.pk
+    second_target = tenant.admin.pk if each_other else second.pk
+
+    results = run_concurrently(
+        lambda: workspace_member_role_set(
+            workspace=tenant.workspace, actor=tenant.admin, user_id=first_target, role="member"
+        ),
+        lambda: workspace_member_role_set(
+            workspace=tenant.workspace, actor=second, user_id=second_target, role="member"
+        ),
+    )
+
+    # The second to take the lock sees the first's change: no longer an admin, or now the
+    # only one.
+    loser = WorkspaceAdminRequired if each_other else LastWorkspaceAdmin
+    assert sorted(type(result).__name__ for result in results) == sorted(
+        ["WorkspaceMembership", loser.__name__]
     )
     admins = WorkspaceMembership.objects.filter(workspace=tenant.workspace, role="admin")
     assert admins.count() == 1

@@ -1,0 +1,31 @@
+"""Content negotiation: DRF's, without parsing the Accept header of the usual request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
+
+
+class ContentNegotiation(DefaultContentNegotiation):
+    """A request that names no format and accepts `*/*` (or sends no Accept header, which
+    means the same) or exactly the first renderer's media type gets the first renderer and
+    its media type: what DRF's rules give it, without parsing and ordering the header on
+    every request. Any other request is negotiated by DRF's rules."""
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: Any = None
+    ) -> tuple[BaseRenderer, str]:
+        renderers = list(renderers)
+        accept = request.META.get("HTTP_ACCEPT", "*/*")
+        if (
+            renderers
+            and format_suffix is None
+            and accept in ("*/*", renderers[0].media_type)
+            and self.settings.URL_FORMAT_OVERRIDE not in request.query_params
+        ):
+            return renderers[0], renderers[0].media_type
+        return super().select_renderer(request, renderers, format_suffix)
