@@ -28,7 +28,9 @@ def _paths(actor: DocumentActor, operation: Operation, *raw_paths: str) -> list[
 class AutomationDocumentApi(AutomationDocumentView):
     @shapes.SCHEMAS.read()
     def get(self, request: Request, workspace_id: int) -> Response:
-        return shapes.READ_OR_LIST.respond(request, caller_document_actor(request, workspace_id))
+        return shapes.SCHEMAS.read_or_list.respond(
+            request, caller_document_actor(request, workspace_id)
+        )
 
     @shapes.SCHEMAS.write()
     def put(self, request: Request, workspace_id: int) -> Response:

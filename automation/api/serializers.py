@@ -60,21 +60,19 @@ class SearchResults(common.SearchResultsSerializer):
     results = SearchHit(source="hits", many=True)
 
 
-READ_OR_LIST = common.ReadOrList(
-    component_name="AutomationDocumentReadOrList",
-    document=Document,
-    item=ListItem,
-    description=(
-        "With `path`: read that document (one object). Without: list documents by path "
-        "(`prefix`, `includeDeleted`) a cursor page at a time, never any under the memory "
-        "namespace."
-    ),
-)
-
 SCHEMAS = common.DocumentSchemas(
     noun="note",
     refusals=(NotFound, MemoryNamespaceReserved, KeySessionUnavailable),
-    read_or_list=READ_OR_LIST,
+    read_or_list=common.ReadOrList(
+        component_name="AutomationDocumentReadOrList",
+        document=Document,
+        item=ListItem,
+        description=(
+            "With `path`: read that document (one object). Without: list documents by path "
+            "(`prefix`, `includeDeleted`) a cursor page at a time, never any under the memory "
+            "namespace."
+        ),
+    ),
     save_request=Save,
     move_request=Move,
     restore_request=Restore,
