@@ -56,9 +56,11 @@ from workspaces.crypto import (
     CiphertextRejected,
     Sealer,
     data_key_generate,
+    data_key_unwrap,
     deployment_key_id,
 )
 from workspaces.errors import DocumentUnreadable, NotFound, VersionConflict
+from workspaces.sql import columns, fetch_one, instance, table
 from workspaces.violations import violation_raises
 
 # The columns of a space row that are its handle's fields of the same name.
@@ -72,8 +74,14 @@ _LOCK_NOT_AVAILABLE = "55P03"
 def space_data_key(*, tenant_id: int | None) -> bytes | None:
     """The tenant's unwrapped space key (None: the global space's), or None before its
     first write."""
-    row = SpaceKey.objects.filter(tenant_id=tenant_id).first()
-    return None if row is None else bytes(row.wrapped_key)
+    # SQL because it was measured: it runs on every read and write of a space, and the
+    # ORM's query (and the whole key row it loaded) cost more than the statement itself.
+    tenant = "tenant_id IS NULL" if tenant_id is None else "tenant_id = %s"
+    row = fetch_one(
+        f"SELECT wrapped_key FROM {table(SpaceKey)} WHERE {tenant}",
+        [] if tenant_id is None else [tenant_id],
+    )
+    return None if row is None else data_key_unwrap(bytes(row[0]))
 
 
 def space_data_key_ensure(*, tenant_id: int | None) -> bytes:
@@ -434,8 +442,7 @@ def _space_lock(handle: SpaceHandle, *, create: bool) -> MemorySpace | None:
     """Lock the space's row, the first lock of every change; create it first if asked.
     Two first writers may race to create it: the loser's insert is ignored and it waits on
     the winner's row lock."""
-    rows = MemorySpace.objects.select_for_update().filter(handle_id=handle.id)
-    space = rows.first()
+    space = _space_row_lock(handle)
     if space is not None or not create:
         return space
     MemorySpace.objects.bulk_create(
@@ -453,19 +460,37 @@ def _space_lock(handle: SpaceHandle, *, create: bool) -> MemorySpace | None:
         ],
         ignore_conflicts=True,
     )
-    return rows.get()
+    created = _space_row_lock(handle)
+    assert created is not None  # inserted above, or by the writer it raced
+    return created
+
+
+# SQL for the row locks every write takes, because it was measured: building and compiling
+# these ORM queries cost a space write more than running them.
+
+
+def _space_row_lock(handle: SpaceHandle) -> MemorySpace | None:
+    row = fetch_one(
+        f"SELECT {columns(MemorySpace, 's')} FROM {table(MemorySpace)} s "
+        f"WHERE s.handle_id = %s{_for_update()}",
+        [handle.id],
+    )
+    return None if row is None else instance(MemorySpace, row, 0)
 
 
 def _document_lock(space: MemorySpace, path: str) -> _Current | None:
-    row = (
-        SpaceDocument.objects.select_for_update()
-        .filter(space=space, path=path)
-        .values("pk", "revision", "size")
-        .first()
+    row = fetch_one(
+        f"SELECT id, revision, size FROM {table(SpaceDocument)} "
+        f"WHERE space_id = %s AND path = %s{_for_update()}",
+        [space.pk, path],
     )
-    return (
-        None if row is None else _Current(revision=row["revision"], size=row["size"], pk=row["pk"])
-    )
+    return None if row is None else _Current(pk=row[0], revision=row[1], size=row[2])
+
+
+def _for_update() -> str:
+    """FOR UPDATE where the database has it; SQLite's IMMEDIATE transaction already holds
+    the write lock (as the ORM's `select_for_update()` there adds nothing either)."""
+    return " FOR UPDATE" if connection.features.has_select_for_update else ""
 
 
 def _documents_lock(space: MemorySpace, paths: Sequence[str]) -> dict[str, _Current]:
