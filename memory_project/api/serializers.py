@@ -10,10 +10,12 @@ values are converted as usual, and what cannot be is QUERY_INVALID.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from workspaces.errors import QueryInvalid
 
@@ -58,8 +60,35 @@ def _json_type_name(value: Any) -> str:
     return "another type"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class ProhibitSurrogateCharacters(ProhibitSurrogateCharactersValidator):
+    """DRF's refusal of a lone surrogate (which JSON can carry), with its message and code,
+    found by one regular-expression search: DRF's own loops over every character in Python,
+    which took a third of the CPU of a 4 KiB Save."""
+
+    def __call__(self, value: Any) -> None:
+        found = _SURROGATE.search(str(value))
+        if found is not None:
+            message = self.message.format(code_point=ord(found.group()))
+            raise serializers.ValidationError(message, code=self.code)
+
+
 class StrictSerializer(serializers.Serializer):
     """A JSON request body: only the fields it declares, each of its own JSON type."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        for field in fields.values():
+            if isinstance(field, serializers.CharField):
+                field.validators = [
+                    ProhibitSurrogateCharacters()
+                    if type(validator) is ProhibitSurrogateCharactersValidator
+                    else validator
+                    for validator in field.validators
+                ]
+        return fields
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from rest_framework.exceptions import ValidationError
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from conftest import assert_error
+from memory_project.api.serializers import ProhibitSurrogateCharacters
 from workspaces.models import File
 
 
@@ -77,3 +82,27 @@ def test_a_bad_query_parameter_is_a_query_error(tenant, route, query, parameter)
 
     error = assert_error(response, 400, "QUERY_INVALID")
     assert list(error["detail"]["fields"]) == [parameter]
+
+
+@pytest.mark.parametrize(
+    "content", ["\ud800", "- likes tea \udfff\n", "x" * 5000 + "\udbff", "\U0001f600 \ud800"]
+)
+def test_a_lone_surrogate_is_refused_as_drf_refuses_it(memory_api, tenant, content):
+    # The project's check (a regular expression) against DRF's own (a loop in Python).
+    with pytest.raises(ValidationError) as drf:
+        ProhibitSurrogateCharactersValidator()(content)
+
+    # JSON escapes the surrogate (json.dumps's default): UTF-8 itself cannot carry it.
+    body = json.dumps({"content": content})
+    response = memory_api.client.put(
+        memory_api.url, body, content_type="application/json", HTTP_X_BASE_VERSION="0"
+    )
+
+    error = assert_error(response, 400, "VALIDATION_FAILED")
+    assert error["detail"]["fields"]["content"] == [str(drf.value.detail[0])]  # type: ignore[index]
+    assert _memory_files(tenant) == 0
+
+
+def test_text_with_no_lone_surrogate_passes_the_check():
+    for text in ["", "- likes tea\n", "emoji \U0001f600 and \ue000 \uffff"]:
+        ProhibitSurrogateCharacters()(text)
