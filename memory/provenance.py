@@ -43,6 +43,7 @@ from workspaces.errors import DocumentUnreadable
 from workspaces.models import File, FileVersion, User, Workspace, WorkspaceKey
 from workspaces.selectors import file_version_plaintext
 from workspaces.sql import (
+    any_of,
     columns,
     datetime_param,
     fetch_one,
@@ -336,17 +337,18 @@ def _origin_revisions(
         return {}, {}
     # Raw: one statement where the ORM took two (the revisions, the reviews), each compiled
     # anew for every length of the version list.
+    among, among_params = any_of("v.version", sorted(versions))
     sql = f"""
         SELECT {columns(FileVersion, "v", deferred=_TEXT)}, {columns(User, "u")},
             r.origin_line, MAX(r.reviewed_at)
         FROM {table(FileVersion)} v
         LEFT JOIN {table(User)} u ON u.id = v.author_id
         LEFT JOIN {table(LineReview)} r ON r.origin_id = v.id
-        WHERE v.file_id = %s AND v.version IN ({", ".join(["%s"] * len(versions))})
+        WHERE v.file_id = %s AND {among}
         GROUP BY v.id, u.id, r.origin_line
     """  # identifiers come from model metadata; every value is a parameter
     with connection.cursor() as cursor:
-        cursor.execute(sql, [file_id, *sorted(versions)])
+        cursor.execute(sql, [file_id, *among_params])
         rows = cursor.fetchall()
     author_at = width(FileVersion, deferred=_TEXT)
     review_at = author_at + width(User)
