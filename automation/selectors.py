@@ -42,6 +42,7 @@ from workspaces.models import (
 )
 from workspaces.selectors import workspace_data_key, workspace_membership_get
 from workspaces.sql import (
+    any_of,
     columns,
     datetime_param,
     fetch_one,
@@ -481,14 +482,15 @@ def capture_links_for_revisions(revision_ids: list[int]) -> dict[int, CaptureLin
         return {}
     # Raw: part of every blame, and the ORM compiled this join anew for every length of the
     # list.
+    among, params = any_of("f.revision_id", revision_ids)
     sql = f"""
         SELECT f.revision_id, f.admission_id, a.conversation_id
         FROM {table(CommitFence)} f
         JOIN {table(Admission)} a ON a.id = f.admission_id
-        WHERE f.revision_id IN ({", ".join(["%s"] * len(revision_ids))})
+        WHERE {among}
     """  # identifiers come from model metadata; every value is a parameter
     with connection.cursor() as cursor:
-        cursor.execute(sql, revision_ids)
+        cursor.execute(sql, params)
         fences = cursor.fetchall()
     # UUIDs are text on SQLite: read back as the ORM reads them.
     return {

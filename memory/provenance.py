@@ -43,6 +43,7 @@ from workspaces.errors import DocumentUnreadable
 from workspaces.models import File, FileVersion, User, Workspace, WorkspaceKey
 from workspaces.selectors import file_version_plaintext
 from workspaces.sql import (
+    any_of,
     columns,
     datetime_param,
     fetch_one,
@@ -166,8 +167,8 @@ def _origins_start(workspace: Workspace) -> _OriginsStart | None:
             CASE WHEN c.version < v.version THEN c.ciphertext END
         FROM {table(FileVersion)} v
         JOIN {table(File)} f ON f.id = v.file_id AND v.version = f.current_version
-        LEFT JOIN {table(FileVersion)} c ON c.file_id = v.file_id AND c.version = (
-            SELECT cv.version FROM {table(FileVersion)} cv
+        LEFT JOIN {table(FileVersion)} c ON c.id = (
+            SELECT cv.id FROM {table(FileVersion)} cv
             WHERE cv.file_id = v.file_id AND cv.version <= v.version AND EXISTS (
                 SELECT 1 FROM {table(LineProvenance)} cp WHERE cp.revision_id = cv.id
             )
@@ -336,27 +337,31 @@ def _origin_revisions(
         return {}, {}
     # Raw: one statement where the ORM took two (the revisions, the reviews), each compiled
     # anew for every length of the version list.
+    among, among_params = any_of("v.version", sorted(versions))
     sql = f"""
         SELECT {columns(FileVersion, "v", deferred=_TEXT)}, {columns(User, "u")},
             r.origin_line, MAX(r.reviewed_at)
         FROM {table(FileVersion)} v
         LEFT JOIN {table(User)} u ON u.id = v.author_id
         LEFT JOIN {table(LineReview)} r ON r.origin_id = v.id
-        WHERE v.file_id = %s AND v.version IN ({", ".join(["%s"] * len(versions))})
+        WHERE v.file_id = %s AND {among}
         GROUP BY v.id, u.id, r.origin_line
     """  # identifiers come from model metadata; every value is a parameter
     with connection.cursor() as cursor:
-        cursor.execute(sql, [file_id, *sorted(versions)])
+        cursor.execute(sql, [file_id, *among_params])
         rows = cursor.fetchall()
     author_at = width(FileVersion, deferred=_TEXT)
     review_at = author_at + width(User)
     revisions: dict[int, FileVersion] = {}
+    authors: dict[int, User] = {}  # most revisions share a few authors: each loaded once
     reviews: dict[tuple[int, int], datetime] = {}
     for row in rows:
         revision = instance(FileVersion, row, 0, deferred=_TEXT)
         revision = revisions.setdefault(revision.version, revision)
         if revision.author_id is not None:
-            revision.author = instance(User, row, author_at)
+            if revision.author_id not in authors:
+                authors[revision.author_id] = instance(User, row, author_at)
+            revision.author = authors[revision.author_id]
         origin_line, reviewed_at = row[review_at:]
         if origin_line is not None:
             reviews[revision.pk, origin_line] = field_value(LineReview, "reviewed_at", reviewed_at)

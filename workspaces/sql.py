@@ -65,6 +65,15 @@ def unsynchronized() -> tuple[str, str]:
     )
 
 
+def any_of(expression: str, values: Collection[Any]) -> tuple[str, list[Any]]:
+    """`expression` is one of `values` (not empty), as SQL and its parameters: on PostgreSQL
+    one array parameter, so the statement is the same (parsed and prepared once) whatever
+    the count; elsewhere one parameter per value."""
+    if connection.vendor == "postgresql":
+        return f"{expression} = ANY(%s)", [list(values)]
+    return f"{expression} IN ({', '.join(['%s'] * len(values))})", list(values)
+
+
 def columns(model: type[models.Model], alias: str, *, deferred: Collection[str] = ()) -> str:
     """Every concrete column of `model` but the `deferred` fields, qualified by `alias`, in
     field order: what `instance` reads back."""
