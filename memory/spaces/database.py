@@ -20,7 +20,7 @@ lock's part.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -255,12 +255,21 @@ class DatabaseStore:
                 created = []
                 space_id = handle.id
                 for write, meta in zip(batch.writes, metas, strict=True):
-                    fields = _sealed_fields(space_id, sealer, meta, write.body)
                     if (found := current.get(write.path)) is None:
-                        created.append({"path": meta.path, **fields})
+                        created.append((meta, write.body))
                     else:
+                        fields = _sealed_fields(space_id, sealer, meta, write.body)
                         SpaceDocument.objects.filter(pk=found.pk).update(**fields)
-                _documents_insert(space, created)
+                if created:
+                    # Sealed as they are sent: the server stores the first rows while the
+                    # next are sealed.
+                    _documents_insert(
+                        space,
+                        (
+                            {"path": meta.path, **_sealed_fields(space_id, sealer, meta, body)}
+                            for meta, body in created
+                        ),
+                    )
                 # Within the quotas, checked above under these same locks.
                 if handle.tenant_id is not None:
                     _tenant_charge(handle.tenant_id, delta, 0)
@@ -521,16 +530,15 @@ _INSERT_COLUMNS = (
 )
 
 
-def _documents_insert(space: MemorySpace, rows: Sequence[dict[str, object]]) -> None:
-    """Insert new documents of `space` (each a path and its `_sealed_fields`). On PostgreSQL
+def _documents_insert(space: MemorySpace, rows: Iterable[dict[str, object]]) -> None:
+    """Insert new documents of `space` (each a path and its `_sealed_fields`; at least one,
+    taken as they come). On PostgreSQL
     one binary COPY: a multi-row INSERT of thousands of sealed bodies spent most of an
     import's time in the client, spelling every parameter into the statement. The table's
     constraints hold for COPY as for INSERT."""
     if connection.vendor != "postgresql":
         documents = [SpaceDocument(space=space, **row) for row in rows]
         SpaceDocument.objects.bulk_create(documents, batch_size=_BATCH_ROWS)
-        return
-    if not rows:
         return
     statement = psycopg_sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
         psycopg_sql.Identifier(SpaceDocument._meta.db_table),

@@ -650,7 +650,7 @@ class _PathsNear:
         if relative not in self.kinds:
             try:
                 mode = os.stat(os.path.join(self.tree, relative)).st_mode
-            except (FileNotFoundError, NotADirectoryError):
+            except (OSError, ValueError):  # as `isfile` and `isdir` answer "no"
                 mode = 0
             self.kinds[relative] = (
                 _FILE if stat.S_ISREG(mode) else _DIRECTORY if stat.S_ISDIR(mode) else ""

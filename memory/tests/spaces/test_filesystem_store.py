@@ -140,11 +140,14 @@ def test_a_batch_into_new_directories_renames_each_in_whole(tmp_path, monkeypatc
         str(space_dir / "tree/new"),
         str(space_dir / "tree/notes/0/late.md"),
     ]
-    for path in [*paths, "notes/0/late.md", "new/x.md"]:
+    bodies = {path: path.encode() for path in paths} | {
+        "notes/0/late.md": b"late",
+        "new/x.md": b"x",
+    }
+    for path, body in bodies.items():
         stored = store.read(handle, path)
         assert stored is not None
-    assert store.read(handle, "new/x.md").body == b"x"
-    assert store.read(handle, paths[5]).body == paths[5].encode()
+        assert stored.body == body
     assert list((space_dir / "tmp").iterdir()) == []
 
 
