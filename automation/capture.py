@@ -37,7 +37,7 @@ from automation.models import (
     Conversation,
     DeliveryCredential,
 )
-from automation.selectors import fence_failed_predicates
+from automation.selectors import FenceClaim, fence_failed_predicates
 from memory.edits import MemoryChange, apply_memory_changes
 from memory.instruction_lint import InstructionFinding, instruction_findings_added
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal, ProposalReason
@@ -111,13 +111,13 @@ def capture_commit(
     """
     with _refusal_recorded(admission):
         request_digest = capture_request_digest(expected_version=expected_version, changes=changes)
-        judge = _AuthorityJudge(
-            admission=admission,
+        claim = FenceClaim(
+            admission_id=admission.pk,
             owner=owner,
             workspace=workspace,
             key_session_id=key_session_id,
-            request_digest=request_digest,
         )
+        judge = _AuthorityJudge(claim=claim, request_digest=request_digest)
         if replay := judge.replay_or_refuse(now=timezone.now()):
             return replay
         data_key = key_session_resolve(session_id=key_session_id, workspace=workspace, user=owner)
@@ -166,13 +166,7 @@ def capture_commit(
                     savepoint=False,
                 )
                 _fence_commit(
-                    admission=admission,
-                    revision=revision,
-                    owner=owner,
-                    workspace=workspace,
-                    key_session_id=key_session_id,
-                    request_digest=request_digest,
-                    now=now,
+                    claim=claim, revision=revision, request_digest=request_digest, now=now
                 )
         except IntegrityError as error:
             if violation_code(error) != CaptureRetired.code:
@@ -226,31 +220,22 @@ class _AuthorityJudge:
     only the fence's INSERT ... SELECT, under the fence's locks, decides that.
     """
 
-    admission: Admission
-    owner: User
-    workspace: Workspace
-    key_session_id: uuid.UUID
+    claim: FenceClaim
     request_digest: str
 
     def replay_or_refuse(self, *, now: datetime) -> CaptureReceipt | None:
         """The committed capture receipt if this request is a transport retry of the turn's
         committed capture (same body), whatever has changed since; else CaptureRetired
         naming every false clause; else None (the capture may go on)."""
-        failed = fence_failed_predicates(
-            admission_id=self.admission.pk,
-            owner=self.owner,
-            workspace=self.workspace,
-            key_session_id=self.key_session_id,
-            now=now,
-        )
+        failed = fence_failed_predicates(claim=self.claim, now=now)
         if "admission_unconsumed" in failed and (
             Admission.objects.filter(
-                pk=self.admission.pk,
+                pk=self.claim.admission_id,
                 status=Admission.Status.COMMITTED,
                 capture_digest=self.request_digest,
             ).exists()
         ):
-            return _capture_receipt(admission_id=self.admission.pk, is_replay=True)
+            return _capture_receipt(admission_id=self.claim.admission_id, is_replay=True)
         if failed:
             raise CaptureRetired(predicate=failed[0], failed=failed)
         return None
@@ -290,15 +275,15 @@ def capture_propose(
 
 
 def _proposal_authority_refuse(admission: Admission, key_session_id: uuid.UUID) -> None:
+    claim = FenceClaim(
+        admission_id=admission.pk,
+        owner=admission.owner,
+        workspace=admission.workspace,
+        key_session_id=key_session_id,
+    )
     failed = [
         clause
-        for clause in fence_failed_predicates(
-            admission_id=admission.pk,
-            owner=admission.owner,
-            workspace=admission.workspace,
-            key_session_id=key_session_id,
-            now=timezone.now(),
-        )
+        for clause in fence_failed_predicates(claim=claim, now=timezone.now())
         if clause not in _PROPOSAL_EXEMPT_CLAUSES
     ]
     if failed:
@@ -395,14 +380,7 @@ def _fence_locks_take(admission: Admission) -> None:
 
 
 def _fence_commit(
-    *,
-    admission: Admission,
-    revision: FileVersion,
-    owner: User,
-    workspace: Workspace,
-    key_session_id: uuid.UUID,
-    request_digest: str,
-    now: datetime,
+    *, claim: FenceClaim, revision: FileVersion, request_digest: str, now: datetime
 ) -> None:
     """Insert the fence row with `ok` computed from the admission and the live rows, and mark
     the admission committed by `revision`. Call inside the capture's transaction, after the
@@ -414,7 +392,7 @@ def _fence_commit(
     no admission inserts nothing and raises nothing, so the row count is asserted.
     """
     moment = datetime_param(now)
-    presented = pk_param(KeySession, key_session_id)
+    presented = pk_param(KeySession, claim.key_session_id)
     # SQL because INSERT ... SELECT has no ORM spelling, and only it computes `ok` from the
     # live rows in the statement that writes the fence.
     fence = f"""
@@ -443,12 +421,12 @@ def _fence_commit(
         LEFT JOIN {table(DeliveryCredential)} c ON c.conversation_id = a.conversation_id
         WHERE a.id = %s
     """  # identifiers come from model metadata; every value is a parameter
-    admission_id = pk_param(Admission, admission.pk)
+    admission_id = pk_param(Admission, claim.admission_id)
     fence_params: list[Any] = [
         revision.pk,
         presented,
-        owner.pk,
-        workspace.pk,
+        claim.owner.pk,
+        claim.workspace.pk,
         moment,
         True,
         moment,

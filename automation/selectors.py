@@ -161,14 +161,20 @@ FENCE_PREDICATES = (
 )
 
 
-def fence_failed_predicates(
-    *,
-    admission_id: uuid.UUID,
-    owner: User,
-    workspace: Workspace,
-    key_session_id: uuid.UUID,
-    now: datetime,
-) -> list[str]:
+@dataclass(frozen=True)
+class FenceClaim:
+    """What a capture (or a Read only turn's proposal) claims, for the fence's predicate to
+    weigh: that `owner` holds admission `admission_id` in `workspace` and presents key
+    session `key_session_id`. The judge (`fence_failed_predicates`) and the fence row
+    (`automation.capture._fence_commit`) weigh the same claim."""
+
+    admission_id: uuid.UUID
+    owner: User
+    workspace: Workspace
+    key_session_id: uuid.UUID
+
+
+def fence_failed_predicates(*, claim: FenceClaim, now: datetime) -> list[str]:
     """Which clauses of the fence predicate are false right now.
 
     Only explains a refusal: it runs after the fence's transaction rolled back, so it
@@ -201,15 +207,15 @@ def fence_failed_predicates(
     """  # identifiers come from model metadata; every value is a parameter
     moment = datetime_param(now)
     params = [
-        owner.pk,
-        workspace.pk,
+        claim.owner.pk,
+        claim.workspace.pk,
         Admission.Status.ADMITTED,
         moment,
         MemoryPolicy.Mode.AUTO,
         MemoryPolicy.Mode.AUTO,
         moment,
-        pk_param(KeySession, key_session_id),
-        pk_param(Admission, admission_id),
+        pk_param(KeySession, claim.key_session_id),
+        pk_param(Admission, claim.admission_id),
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
