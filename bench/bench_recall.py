@@ -5,11 +5,12 @@ DATABASE_URL and DATA_DIR, and a Redis the benchmark starts for itself as its ca
 three sides:
 
 - recall: `GET /api/v1/automation/workspaces/{id}/memory?purpose=recall` with
-  `Authorization: Delivery dlv_...`. The view authenticates the delivery credential (one
-  query), then `automation.services.memory_recall` checks membership, the credential
-  slot, the policy and the key session (the unwrapped data key comes from the server's
-  Redis cache), reads and decrypts the 8192-byte memory and records the receipt (an
-  UPDATE on the admission). The receipt write is part of what is measured.
+  `Authorization: Delivery dlv_...`. The view authenticates the delivery credential and
+  reads, in the same query, the live facts the recall decides on (membership, the
+  credential slot, the policy, the key session's row and the memory's revision); then
+  `automation.services.memory_recall` reads the unwrapped data key from the server's Redis
+  cache, decrypts the 8192-byte memory and records the receipt (an UPDATE on the
+  admission). The receipt write is part of what is measured.
 - ping: `GET /api/v1/ping` with a personal access token (`Authorization: Bearer iap_...`):
   one token lookup and a two-field answer. The yardstick for what any authenticated route
   costs in this server (middleware, DRF, throttle, JSON, HTTP).
@@ -497,9 +498,11 @@ def run() -> list[dict[str, Any]]:
         f"({local['recall_statements']} statements) vs ping {local['ping']:.3f} ms "
         f"({local['ping_statements']} statement), ratio {local['recall'] / local['ping']:.3f}; "
         f"recall costs {extra:.3f} ms more than ping, and memory_recall alone takes "
-        f"{local['service']:.3f} ms, leaving {extra - local['service']:+.3f} ms for the rest "
-        f"of the view (the delivery-credential lookup instead of the token's; the query "
-        f"check, serializing and rendering the 8 KiB answer take {local['render']:.3f} ms). "
+        f"{local['service']:.3f} ms, reading the live facts itself as the in-process runtime "
+        f"does (the route reads them with its credential, in the lookup's statement), "
+        f"leaving {extra - local['service']:+.3f} ms for the rest of the view (the "
+        f"delivery-credential lookup instead of the token's; the query check, serializing "
+        f"and rendering the 8 KiB answer take {local['render']:.3f} ms). "
         f"memory_recall, its statements timed ({INPROCESS_REQUESTS} calls): "
         f"{local['service_timed']:.3f} ms = {local['sql']:.3f} ms waiting on "
         f"{len(local['statements'])} statements ({statements}) + {local['python']:.3f} ms "
