@@ -91,14 +91,12 @@ class AlreadyMember(DomainError):
 
 
 class LastWorkspaceAdmin(DomainError):
-    """Removing (or leaving as) the workspace's only admin would leave nobody able to manage
+    """Removing, demoting or leaving as the workspace's only admin would leave nobody to manage
     its members or its AI consent."""
 
     code = "LAST_WORKSPACE_ADMIN"
     status = 409
-    default_message = (
-        "This is the workspace's only admin; add another admin before this one leaves."
-    )
+    default_message = "This is the workspace's only admin; make another member an admin first."
 
 
 class NotTeamMember(DomainError):
