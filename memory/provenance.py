@@ -38,21 +38,11 @@ from django.db import connection
 from django.utils import timezone
 
 from memory.models import MEMORY_PATH, LineProvenance, LineReview
+from workspaces import sql
 from workspaces.crypto import data_key_unwrap
 from workspaces.errors import DocumentUnreadable
 from workspaces.models import File, FileVersion, User, Workspace, WorkspaceKey
 from workspaces.selectors import file_version_plaintext
-from workspaces.sql import (
-    any_of,
-    columns,
-    datetime_param,
-    fetch_one,
-    field_value,
-    instance,
-    table,
-    unsynchronized,
-    width,
-)
 
 # A line's origin: the version of the revision that introduced it, and its index there.
 Origin = tuple[int, int]
@@ -161,24 +151,24 @@ class _OriginsStart:
 def _origins_start(workspace: Workspace) -> _OriginsStart | None:
     # Raw: one statement where the ORM took four (the live revision, the cache, the data
     # key, the revisions to open), and it runs on every blame and every Keep.
-    sql = f"""
+    statement = f"""
         SELECT v.id, v.file_id, v.version, c.id, c.version, p.origin_runs, k.wrapped_key,
             CASE WHEN c.version = v.version THEN NULL ELSE v.ciphertext END,
             CASE WHEN c.version < v.version THEN c.ciphertext END
-        FROM {table(FileVersion)} v
-        JOIN {table(File)} f ON f.id = v.file_id AND v.version = f.current_version
-        LEFT JOIN {table(FileVersion)} c ON c.id = (
-            SELECT cv.id FROM {table(FileVersion)} cv
+        FROM {sql.table(FileVersion)} v
+        JOIN {sql.table(File)} f ON f.id = v.file_id AND v.version = f.current_version
+        LEFT JOIN {sql.table(FileVersion)} c ON c.id = (
+            SELECT cv.id FROM {sql.table(FileVersion)} cv
             WHERE cv.file_id = v.file_id AND cv.version <= v.version AND EXISTS (
-                SELECT 1 FROM {table(LineProvenance)} cp WHERE cp.revision_id = cv.id
+                SELECT 1 FROM {sql.table(LineProvenance)} cp WHERE cp.revision_id = cv.id
             )
             ORDER BY cv.version DESC LIMIT 1
         )
-        LEFT JOIN {table(LineProvenance)} p ON p.revision_id = c.id
-        LEFT JOIN {table(WorkspaceKey)} k ON k.workspace_id = f.workspace_id
+        LEFT JOIN {sql.table(LineProvenance)} p ON p.revision_id = c.id
+        LEFT JOIN {sql.table(WorkspaceKey)} k ON k.workspace_id = f.workspace_id
         WHERE f.workspace_id = %s AND f.path = %s AND f.deleted_at IS NULL
     """  # identifiers come from model metadata; every value is a parameter
-    row = fetch_one(sql, [workspace.pk, MEMORY_PATH])
+    row = sql.fetch_one(statement, [workspace.pk, MEMORY_PATH])
     if row is None:
         return None
     (current_id, file_id, version, cached_id, cached_version, runs, wrapped_key, ciphertext,
@@ -260,16 +250,17 @@ def origins_cache(rows: list[tuple[int, int, list[list[int]]]]) -> None:
     batch is one statement, so no transaction is opened around it."""
     if not rows:
         return
-    with_clause, from_item = unsynchronized()
-    created_at = datetime_param(timezone.now())
+    with_clause, from_item = sql.unsynchronized()
+    created_at = sql.datetime_param(timezone.now())
     for first in range(0, len(rows), _CACHE_BATCH):
         batch = rows[first : first + _CACHE_BATCH]
         values = ", ".join(["(%s, %s, %s, %s)"] * len(batch))
         # INSERT ... SELECT, so PostgreSQL's settings item can be joined in; its WHERE is
         # what SQLite needs to read the ON CONFLICT that follows as the upsert clause.
-        sql = f"""
+        statement = f"""
             {with_clause}
-            INSERT INTO {table(LineProvenance)} (revision_id, line_count, origin_runs, created_at)
+            INSERT INTO {sql.table(LineProvenance)}
+                (revision_id, line_count, origin_runs, created_at)
             SELECT r.column1, r.column2, r.column3, r.column4
             FROM (VALUES {values}) r {f", {from_item}" if from_item else ""}
             WHERE true
@@ -284,7 +275,7 @@ def origins_cache(rows: list[tuple[int, int, list[list[int]]]]) -> None:
                 created_at,
             ]
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+            cursor.execute(statement, params)
 
 
 # ---- blame ---------------------------------------------------------------------------------
@@ -337,34 +328,36 @@ def _origin_revisions(
         return {}, {}
     # Raw: one statement where the ORM took two (the revisions, the reviews), each compiled
     # anew for every length of the version list.
-    among, among_params = any_of("v.version", sorted(versions))
-    sql = f"""
-        SELECT {columns(FileVersion, "v", deferred=_TEXT)}, {columns(User, "u")},
+    among, among_params = sql.any_of("v.version", sorted(versions))
+    statement = f"""
+        SELECT {sql.columns(FileVersion, "v", deferred=_TEXT)}, {sql.columns(User, "u")},
             r.origin_line, MAX(r.reviewed_at)
-        FROM {table(FileVersion)} v
-        LEFT JOIN {table(User)} u ON u.id = v.author_id
-        LEFT JOIN {table(LineReview)} r ON r.origin_id = v.id
+        FROM {sql.table(FileVersion)} v
+        LEFT JOIN {sql.table(User)} u ON u.id = v.author_id
+        LEFT JOIN {sql.table(LineReview)} r ON r.origin_id = v.id
         WHERE v.file_id = %s AND {among}
         GROUP BY v.id, u.id, r.origin_line
     """  # identifiers come from model metadata; every value is a parameter
     with connection.cursor() as cursor:
-        cursor.execute(sql, [file_id, *among_params])
+        cursor.execute(statement, [file_id, *among_params])
         rows = cursor.fetchall()
-    author_at = width(FileVersion, deferred=_TEXT)
-    review_at = author_at + width(User)
+    author_at = sql.width(FileVersion, deferred=_TEXT)
+    review_at = author_at + sql.width(User)
     revisions: dict[int, FileVersion] = {}
     authors: dict[int, User] = {}  # most revisions share a few authors: each loaded once
     reviews: dict[tuple[int, int], datetime] = {}
     for row in rows:
-        revision = instance(FileVersion, row, 0, deferred=_TEXT)
+        revision = sql.instance(FileVersion, row, 0, deferred=_TEXT)
         revision = revisions.setdefault(revision.version, revision)
         if revision.author_id is not None:
             if revision.author_id not in authors:
-                authors[revision.author_id] = instance(User, row, author_at)
+                authors[revision.author_id] = sql.instance(User, row, author_at)
             revision.author = authors[revision.author_id]
         origin_line, reviewed_at = row[review_at:]
         if origin_line is not None:
-            reviews[revision.pk, origin_line] = field_value(LineReview, "reviewed_at", reviewed_at)
+            reviews[revision.pk, origin_line] = sql.field_value(
+                LineReview, "reviewed_at", reviewed_at
+            )
     return revisions, reviews
 
 
