@@ -14,7 +14,6 @@ from automation.api import serializers as shapes
 from automation.api.access import AutomationDocumentView, caller_document_actor
 from memory import documents
 from memory.api import document_common as common
-from memory.api.document_common import validated
 from memory.documents import DocumentActor, Operation
 from workspaces.api.headers import base_version_from
 from workspaces.errors import KeySessionUnavailable, NotFound, RateLimited
@@ -37,7 +36,7 @@ class AutomationDocumentApi(AutomationDocumentView):
         actor = caller_document_actor(request, workspace_id)
         (path,) = _paths(actor, Operation.WRITE, request.query_params.get("path", ""))
         base = base_version_from(request)
-        data = validated(shapes.Save(data=request.data))
+        data = common.validated(shapes.Save(data=request.data))
         revision = documents.document_write(
             actor=actor, raw_path=path, content=data["content"], base_version=base
         )
@@ -62,7 +61,7 @@ class _StateChangeApi(AutomationDocumentView):
 
     def post(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
-        data = validated(self.shape(data=request.data))
+        data = common.validated(self.shape(data=request.data))
         paths = _paths(actor, self.operation, *(data[f] for f in self.path_arguments.values()))
         named = dict(zip(self.path_arguments, paths, strict=True))
         file = self.service(actor=actor, base_version=base_version_from(request), **named)

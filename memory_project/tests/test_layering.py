@@ -82,3 +82,19 @@ def test_a_lower_apps_templates_include_no_higher_apps_template(app, higher):
     ]
 
     assert found == []
+
+
+@pytest.mark.parametrize("module", ["memory/api/documents.py", "automation/api/documents.py"])
+def test_each_document_route_module_is_a_thin_caller_of_the_one_document_service(module):
+    """Both actors' document routes parse, call `memory.documents` and render: no state
+    change of their own, and short enough to read at once."""
+    source = (Path(settings.BASE_DIR) / module).read_text()
+    imported = {
+        node.module
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+
+    assert len(source.splitlines()) < 100
+    assert "memory" in imported or "memory.documents" in imported
+    assert not {name for name in imported if name.endswith(".services")}
