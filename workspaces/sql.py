@@ -212,6 +212,19 @@ def _api_token_sql(vendor: str) -> str:
     """
 
 
+@functools.cache
+def _workspace_membership_sql(vendor: str) -> str:
+    # Raw: it runs on every workspace route, and compiling the ORM's join cost more than
+    # running it. Built once per process: the identifiers come from model metadata; every
+    # value is a parameter.
+    return f"""
+        SELECT {columns(WorkspaceMembership, "m")}, {columns(Workspace, "w")}
+        FROM {table(WorkspaceMembership)} m
+        JOIN {table(Workspace)} w ON w.id = m.workspace_id
+        WHERE m.user_id = %s AND m.workspace_id = %s AND w.team_id = %s
+    """
+
+
 def workspace_membership_of(
     *, user: User, team: Team, workspace_id: int
 ) -> WorkspaceMembership | None:
@@ -230,25 +243,21 @@ def workspace_membership_of(
 def key_session_revoked(*, session_id: Any, workspace_id: int, user_id: int) -> bool | None:
     """Whether `user_id`'s key session `session_id` on workspace `workspace_id` is revoked
     (stamped, or with a durable revocation row); None if there is no such session."""
-    # Raw: every automatic read and write checks its key session first, and the ORM spent
-    # longer building this query (with its revocation join) than PostgreSQL spent answering.
-    sql = f"""
-        SELECT s.revoked_at IS NOT NULL OR NOT {key_session_unrevoked("s.id")}
-        FROM {table(KeySession)} s
-        WHERE s.id = %s AND s.workspace_id = %s AND s.user_id = %s
-    """  # identifiers come from model metadata; every value is a parameter
-    row = fetch_one(sql, [pk_param(KeySession, session_id), workspace_id, user_id])
+    row = fetch_one(
+        _key_session_revoked_sql(connection.vendor),
+        [pk_param(KeySession, session_id), workspace_id, user_id],
+    )
     return None if row is None else bool(row[0])
 
 
 @functools.cache
-def _workspace_membership_sql(vendor: str) -> str:
-    # Raw: it runs on every workspace route, and compiling the ORM's join cost more than
-    # running it. Built once per process: the identifiers come from model metadata; every
-    # value is a parameter.
+def _key_session_revoked_sql(vendor: str) -> str:
+    # Raw: every automatic read and write checks its key session first, and the ORM spent
+    # longer building this query (with its revocation join) than PostgreSQL spent answering.
+    # Built once per process: the identifiers come from model metadata; every value is a
+    # parameter.
     return f"""
-        SELECT {columns(WorkspaceMembership, "m")}, {columns(Workspace, "w")}
-        FROM {table(WorkspaceMembership)} m
-        JOIN {table(Workspace)} w ON w.id = m.workspace_id
-        WHERE m.user_id = %s AND m.workspace_id = %s AND w.team_id = %s
+        SELECT s.revoked_at IS NOT NULL OR NOT {key_session_unrevoked("s.id")}
+        FROM {table(KeySession)} s
+        WHERE s.id = %s AND s.workspace_id = %s AND s.user_id = %s
     """
