@@ -282,9 +282,24 @@ def origins_cache(rows: list[tuple[int, int, list[list[int]]]]) -> None:
 
 
 @dataclass(frozen=True)
+class OriginRevision:
+    """The revision that introduced a line, as blame shows it: who made it, how and when,
+    never its text. Plain values rather than a `FileVersion`: a blame loads one for every
+    distinct origin, up to one per line, and a model instance costs several times as much
+    to build."""
+
+    id: int
+    version: int
+    author: User | None  # its id and username; other fields load on access
+    author_kind: str
+    change_kind: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
 class BlameLine:
     line: int  # from 1
-    origin: FileVersion  # the revision that introduced the line
+    origin: OriginRevision
     origin_line: int  # its index there, from 0
     capture: CaptureLink | None
     reviewed_at: datetime | None
@@ -319,19 +334,26 @@ def memory_line_origins(*, workspace: Workspace) -> tuple[FileVersion | None, li
     return start.current, _origins(workspace, start)
 
 
+# What blame shows of an author; the rest of the user loads on access.
+_AUTHOR_SHOWN = ("id", "username")
+_AUTHOR_DEFERRED = tuple(
+    field.attname for field in User._meta.concrete_fields if field.attname not in _AUTHOR_SHOWN
+)
+
+
 def _origin_revisions(
     file_id: int, versions: set[int]
-) -> tuple[dict[int, FileVersion], dict[tuple[int, int], datetime]]:
-    """The revisions of `versions` (with their authors; never their text), and the latest
-    review of each of their lines that has one, by (revision id, line index)."""
+) -> tuple[dict[int, OriginRevision], dict[tuple[int, int], datetime]]:
+    """The revisions of `versions` by version, and the latest review of each of their lines
+    that has one, by (revision id, line index)."""
     if not versions:
         return {}, {}
     # Raw: one statement where the ORM took two (the revisions, the reviews), each compiled
     # anew for every length of the version list.
     among, among_params = sql.any_of("v.version", sorted(versions))
     statement = f"""
-        SELECT {sql.columns(FileVersion, "v", deferred=_TEXT)}, {sql.columns(User, "u")},
-            r.origin_line, MAX(r.reviewed_at)
+        SELECT v.id, v.version, v.author_kind, v.change_kind, v.created_at,
+            {sql.columns(User, "u", deferred=_AUTHOR_DEFERRED)}, r.origin_line, MAX(r.reviewed_at)
         FROM {sql.table(FileVersion)} v
         LEFT JOIN {sql.table(User)} u ON u.id = v.author_id
         LEFT JOIN {sql.table(LineReview)} r ON r.origin_id = v.id
@@ -341,28 +363,36 @@ def _origin_revisions(
     with connection.cursor() as cursor:
         cursor.execute(statement, [file_id, *among_params])
         rows = cursor.fetchall()
-    author_at = sql.width(FileVersion, deferred=_TEXT)
-    review_at = author_at + sql.width(User)
-    revisions: dict[int, FileVersion] = {}
+    created_at_loaded = sql.field_loader(FileVersion, "created_at")
+    reviewed_at_loaded = sql.field_loader(LineReview, "reviewed_at")
+    author_at = 5  # after the revision's own five columns
+    review_at = author_at + len(_AUTHOR_SHOWN)
+    revisions: dict[int, OriginRevision] = {}
     authors: dict[int, User] = {}  # most revisions share a few authors: each loaded once
     reviews: dict[tuple[int, int], datetime] = {}
     for row in rows:
-        revision = sql.instance(FileVersion, row, 0, deferred=_TEXT)
-        revision = revisions.setdefault(revision.version, revision)
-        if revision.author_id is not None:
-            if revision.author_id not in authors:
-                authors[revision.author_id] = sql.instance(User, row, author_at)
-            revision.author = authors[revision.author_id]
+        revision_id, version, author_kind, change_kind, created_at = row[:author_at]
+        author_id = row[author_at]  # the user's id column, None without an author
+        if version not in revisions:
+            author = None
+            if author_id is not None:
+                if author_id not in authors:
+                    authors[author_id] = sql.instance(
+                        User, row, author_at, deferred=_AUTHOR_DEFERRED
+                    )
+                author = authors[author_id]
+            revisions[version] = OriginRevision(
+                id=revision_id,
+                version=version,
+                author=author,
+                author_kind=author_kind,
+                change_kind=change_kind,
+                created_at=created_at_loaded(created_at),
+            )
         origin_line, reviewed_at = row[review_at:]
         if origin_line is not None:
-            reviews[revision.pk, origin_line] = sql.field_value(
-                LineReview, "reviewed_at", reviewed_at
-            )
+            reviews[revision_id, origin_line] = reviewed_at_loaded(reviewed_at)
     return revisions, reviews
-
-
-# A revision's sealed text, which no blame reads from the origin revisions.
-_TEXT = ("ciphertext",)
 
 
 def memory_blame(*, workspace: Workspace, now: datetime | None = None) -> Blame:
@@ -376,19 +406,19 @@ def memory_blame(*, workspace: Workspace, now: datetime | None = None) -> Blame:
     if current is None:
         return Blame(version=0, stale_days=stale_days, lines=[])
     revisions, reviews = _origin_revisions(current.file_id, {version for version, _ in origins})
-    captures = _capture_links([revision.pk for revision in revisions.values()])
+    captures = _capture_links([revision.id for revision in revisions.values()])
     stale_before = now - timedelta(days=stale_days)
     lines = []
     for number, (version, index) in enumerate(origins, start=1):
         origin = revisions[version]
-        reviewed_at = reviews.get((origin.pk, index))
+        reviewed_at = reviews.get((origin.id, index))
         last_looked_at = max(origin.created_at, reviewed_at or origin.created_at)
         lines.append(
             BlameLine(
                 line=number,
                 origin=origin,
                 origin_line=index,
-                capture=captures.get(origin.pk),
+                capture=captures.get(origin.id),
                 reviewed_at=reviewed_at,
                 is_stale=last_looked_at < stale_before,
             )
