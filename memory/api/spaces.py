@@ -308,17 +308,19 @@ class SpaceImportApi(APIView):
     parser_classes = [ArchiveParser]
 
     class OutputSerializer(serializers.Serializer):
-        class PlannedSerializer(serializers.Serializer):
-            path = serializers.CharField()
-            action = serializers.CharField()
-            target = serializers.CharField()
-
         imported = serializers.IntegerField()
         replaced = serializers.IntegerField()
         skipped = serializers.IntegerField()
         renamed = serializers.IntegerField()
         ignored = serializers.ListField(child=serializers.CharField())
         dryRun = serializers.BooleanField(source="dry_run")
+
+        # What the import does (or, on a dry run, would do) with each document of the archive.
+        class PlannedSerializer(serializers.Serializer):
+            path = serializers.CharField()
+            action = serializers.CharField()
+            target = serializers.CharField()
+
         documents = PlannedSerializer(many=True)
 
     @extend_schema(summary="Import an archive into a memory space")
