@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -26,6 +27,7 @@ from automation.errors import (
 from automation.models import (
     AdmissionStatus,
     Conversation,
+    Message,
     MessageRole,
     RecallStatus,
     TurnState,
@@ -234,17 +236,13 @@ class MessageSendApi(APIView):
     @page_schema(TranscriptSerializer, name="TranscriptEntry")
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
         conversation = _own_conversation(request, conversation_id)
-        return paginated(
-            request,
-            selectors.transcript_messages(conversation=conversation),
-            ordering=("created_at", "sequence"),
-            render=lambda page: (
-                self.TranscriptSerializer(
-                    selectors.transcript_entries_opened(conversation=conversation, messages=page),
-                    many=True,
-                ).data
-            ),
-        )
+
+        def render(page: list[Message]) -> Any:  # a list, which DRF's stubs type as a dict
+            entries = selectors.transcript_entries_opened(conversation=conversation, messages=page)
+            return self.TranscriptSerializer(entries, many=True).data
+
+        messages = selectors.transcript_messages(conversation=conversation)
+        return paginated(request, messages, ordering=("created_at", "sequence"), render=render)
 
 
 class MemoryReceiptsApi(APIView):
