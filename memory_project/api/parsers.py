@@ -1,6 +1,6 @@
-"""The parsers of the /api/ routes: JSON for every route, raw Markdown for the one route
-that takes a document's bytes as they are (a memory space's document), and a gzip archive
-for a memory space's import."""
+"""The parsers of the /api/ routes: JSON for every route, raw Markdown for the routes that
+take a document's bytes as they are (a memory space's document, the mirror's), and a gzip
+archive for a memory space's import."""
 
 from __future__ import annotations
 
