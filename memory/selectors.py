@@ -28,13 +28,6 @@ from workspaces.sql import table
 
 
 @dataclass(frozen=True)
-class PolicyState:
-    mode: str
-    policy_revision: int
-    clear_generation: int
-
-
-@dataclass(frozen=True)
 class MemoryText:
     content: str
     version: int
@@ -46,10 +39,16 @@ class MemoryText:
         return self.bytes <= settings.MEMORY_RECALL_MAX_BYTES
 
 
+@dataclass(frozen=True)
+class PolicyState:
+    mode: str
+    policy_revision: int
+    clear_generation: int
+
+
 def memory_policy_get(*, workspace: Workspace) -> PolicyState:
-    row = MemoryPolicy.objects.filter(workspace=workspace).first()
-    if row is None:
-        return PolicyState(mode=MemoryPolicy.Mode.READ_ONLY, policy_revision=0, clear_generation=0)
+    # A workspace whose policy was never written has the model's defaults.
+    row = MemoryPolicy.objects.filter(workspace=workspace).first() or MemoryPolicy()
     return PolicyState(
         mode=row.mode, policy_revision=row.policy_revision, clear_generation=row.clear_generation
     )
