@@ -191,17 +191,21 @@ def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
     row = fetch_one(_api_token_sql(connection.vendor), [digest])
     if row is None:
         return None
-    loaded: dict[type[models.Model], Any] = {}
+    starts = {}
     start = 0
     for model, deferred in _API_TOKEN_DEFERRED.items():
-        loaded[model] = instance(model, row, start, deferred=deferred)
+        starts[model] = start
         start += width(model, deferred=deferred)
-    token, team = loaded[ApiToken], loaded[Team]
+
+    def load(model: type[M]) -> M:
+        return instance(model, row, starts[model], deferred=_API_TOKEN_DEFERRED[model])
+
+    token, team = load(ApiToken), load(Team)
     # As the ORM's select_related fills them: straight into each relation's cache.
-    ApiToken.user.field.set_cached_value(token, loaded[User])
+    ApiToken.user.field.set_cached_value(token, load(User))
     ApiToken.team.field.set_cached_value(token, team)
-    Team.org.field.set_cached_value(team, loaded[Org])
-    ApiToken.bot.field.set_cached_value(token, loaded[Bot] if token.bot_id is not None else None)
+    Team.org.field.set_cached_value(team, load(Org))
+    ApiToken.bot.field.set_cached_value(token, load(Bot) if token.bot_id is not None else None)
     return token, bool(row[start])
 
 
