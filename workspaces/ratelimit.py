@@ -36,6 +36,11 @@ class Window:
     limit: int
     seconds: int
 
+    def current(self, now: float) -> tuple[str, float]:
+        """The cache key of the window `now` falls in, and the seconds until that window ends."""
+        number = int(now // self.seconds)
+        return f"{self.key}:{number}", (number + 1) * self.seconds - now
+
 
 @dataclass(frozen=True)
 class WindowCount:
@@ -45,11 +50,6 @@ class WindowCount:
 
     def over(self, window: Window) -> bool:
         return self.count > window.limit
-
-
-def _window_key(window: Window, now: float) -> tuple[str, float]:
-    number = int(now // window.seconds)
-    return f"{window.key}:{number}", (number + 1) * window.seconds - now
 
 
 def windows_hit(
@@ -64,10 +64,10 @@ def windows_hit(
     (`count_unless_gate_full`: one Redis round trip, atomic, and never a counter without
     an expiry). If the cache is unreachable nothing is counted and every count is 0.
     """
-    keyed = [_window_key(window, now) for window in windows]
+    keyed = [window.current(now) for window in windows]
     gate = None
     if unless_full is not None:
-        gate = (_window_key(unless_full, now)[0], unless_full.limit)
+        gate = (unless_full.current(now)[0], unless_full.limit)
     try:
         counts = cache_count_unless_gate_full(
             [(key, window.seconds * 2) for window, (key, _) in zip(windows, keyed, strict=True)],
@@ -87,7 +87,7 @@ def windows_hit(
 
 def window_retry_after(window: Window, now: float) -> float:
     """Seconds until `window`'s current window ends."""
-    return _window_key(window, now)[1]
+    return window.current(now)[1]
 
 
 class TooManyInProgress(Exception):
