@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, models
+from django.db.models import QuerySet
 
 from workspaces.models import (
     ApiToken,
@@ -155,6 +156,22 @@ def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return None if row is None else tuple(row)
+
+
+def values_binary(queryset: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
+    """The rows of `queryset`, a `values_list` of fields the ORM loads as the driver returns
+    them (text, numbers, bytes, aware datetimes), fetched on PostgreSQL in its binary
+    format. The ORM's own statement, sent raw only for that: in the text format every
+    bytea value travels as hex, twice its size, which the server spells out and the client
+    decodes (reading a space's 8 MiB of sealed bodies, 24 ms of the client's CPU against 6
+    in binary). Elsewhere the queryset's rows, as the ORM fetches them."""
+    if connection.vendor != "postgresql":
+        return list(queryset)
+    sql, params = queryset.query.sql_with_params()
+    # Errors of the driver's cursor become Django's, as for any statement.
+    with connection.wrap_database_errors, connection.cursor() as cursor:
+        cursor.cursor.execute(sql, params, binary=True)
+        return list(cursor.cursor.fetchall())
 
 
 def width(model: type[models.Model], *, deferred: Collection[str] = ()) -> int:
