@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
@@ -356,6 +357,7 @@ class AutomationMemoryApi(APIView):
     class RecallQuerySerializer(QuerySerializer):
         purpose = serializers.ChoiceField(choices=["recall"])
 
+    # The answer's schema: `services.Recall`'s fields, which `get` renders as they are.
     class RecallSerializer(serializers.Serializer):
         status = serializers.CharField()
         version = serializers.IntegerField(allow_null=True)
@@ -368,9 +370,14 @@ class AutomationMemoryApi(APIView):
     @extend_schema(parameters=[RecallQuerySerializer], responses=RecallSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         grant = _grant(request, workspace_id)
-        validated(self.RecallQuerySerializer(data=request.query_params))  # purpose=recall only
+        # Runs before every model call: the one valid query is recognised without building
+        # a serializer, and anything else gets the serializer's own QUERY_INVALID answer.
+        if request.query_params.get("purpose") != "recall":
+            validated(self.RecallQuerySerializer(data=request.query_params))
         recall = services.memory_recall(admission=grant.admission, live=grant.recall_facts)
-        return Response(self.RecallSerializer(recall).data)
+        # Its fields are the answer's, already JSON types (RecallSerializer documents them):
+        # rendered without a serializer's per-request copy of its fields.
+        return Response(dataclasses.asdict(recall))
 
     @extend_schema(
         summary="Capture memory changes for the turn",
