@@ -81,20 +81,22 @@ class BotMemoryAccess:
     tools: tuple[BotMemoryTool, ...]
     run: str
 
+    @property
+    def seen_key(self) -> dict[str, Any]:
+        """The columns of `BotDocumentSeen` that name this run's view of the bot's space."""
+        return {
+            "bot": self.bot,
+            "space_digest": hashlib.sha256(self.handle.id.encode()).hexdigest(),
+            # surrogatepass: a header or JSON string may carry a lone surrogate; it still
+            # names a run.
+            "run_digest": hashlib.sha256(
+                self.run.encode("utf-8", errors="surrogatepass")
+            ).hexdigest(),
+        }
+
     def seen(self) -> QuerySet[BotDocumentSeen]:
         """What this run of the bot has seen in its space."""
-        return BotDocumentSeen.objects.filter(
-            bot=self.bot, space_digest=self.space_digest, run_digest=self.run_digest
-        )
-
-    @property
-    def space_digest(self) -> str:
-        return hashlib.sha256(self.handle.id.encode()).hexdigest()
-
-    @property
-    def run_digest(self) -> str:
-        # surrogatepass: a header or JSON string may carry a lone surrogate; it still names a run.
-        return hashlib.sha256(self.run.encode("utf-8", errors="surrogatepass")).hexdigest()
+        return BotDocumentSeen.objects.filter(**self.seen_key)
 
     @property
     def writer(self) -> SpaceWriter:
@@ -193,20 +195,14 @@ def _seen_record(access: BotMemoryAccess, metas: Sequence[DocumentMeta]) -> None
     if not metas:
         return
     now = timezone.now()
+    key = access.seen_key
     BotDocumentSeen.objects.bulk_create(
         [
-            BotDocumentSeen(
-                bot=access.bot,
-                space_digest=access.space_digest,
-                run_digest=access.run_digest,
-                path=meta.path,
-                revision=meta.revision,
-                seen_at=now,
-            )
+            BotDocumentSeen(**key, path=meta.path, revision=meta.revision, seen_at=now)
             for meta in metas
         ],
         update_conflicts=True,
-        unique_fields=["bot", "space_digest", "run_digest", "path"],
+        unique_fields=[*key, "path"],
         update_fields=["revision", "seen_at"],
     )
 

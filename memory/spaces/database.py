@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from django.conf import settings
 from django.db import (
@@ -60,7 +60,7 @@ from workspaces.crypto import (
     deployment_key_id,
 )
 from workspaces.errors import DocumentUnreadable, NotFound, VersionConflict
-from workspaces.sql import columns, fetch_one, instance, table
+from workspaces.sql import columns, fetch_one, instance, table, values_binary
 from workspaces.violations import violation_raises
 
 # The columns of a space row that are its handle's fields of the same name.
@@ -145,18 +145,20 @@ class DatabaseStore:
         rows = (
             SpaceDocument.objects.filter(space__handle_id=handle.id)
             .order_by("path")
-            .values_list(*_ROW_FIELDS, named=True)
+            .values_list(*_ROW_FIELDS)
         )
         space_id = handle.id
         after: str | None = None
         while True:
             with _store_errors():
-                page = list((rows if after is None else rows.filter(path__gt=after))[:_BATCH_ROWS])
-            for document in page:
-                yield _stored(space_id, document, sealer)
+                page = values_binary(
+                    (rows if after is None else rows.filter(path__gt=after))[:_BATCH_ROWS]
+                )
+            for row in page:
+                yield _stored(space_id, _RowValues._make(row), sealer)
             if len(page) < _BATCH_ROWS:
                 return
-            after = page[-1].path
+            after = page[-1][0]
 
     def read(self, handle: SpaceHandle, path: str) -> StoredDocument | None:
         with _store_errors():
@@ -648,18 +650,37 @@ def _space_charge(space: MemorySpace, delta: int, quota: int) -> None:
 
 
 class _Row(Protocol):
-    """A stored document as the readers need it: a SpaceDocument or a row of _ROW_FIELDS."""
+    """A stored document as the readers need it: a SpaceDocument or a `_RowValues`."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def revision(self) -> int: ...
+    @property
+    def updated_by(self) -> str: ...
+    @property
+    def updated_at(self) -> datetime: ...
+    @property
+    def body_ciphertext(self) -> bytes | memoryview: ...
+    @property
+    def checksum_ciphertext(self) -> bytes | memoryview: ...
+
+
+class _RowValues(NamedTuple):
+    """A stored document as `read_all` fetches it (the columns of `_ROW_FIELDS`)."""
 
     path: str
     size: int
     revision: int
     updated_by: str
     updated_at: datetime
-    body_ciphertext: bytes | memoryview
-    checksum_ciphertext: bytes | memoryview
+    body_ciphertext: bytes
+    checksum_ciphertext: bytes
 
 
-_ROW_FIELDS = tuple(_Row.__annotations__)
+_ROW_FIELDS = _RowValues._fields
 
 
 def _stored(space_id: str, document: _Row, sealer: Sealer | None) -> StoredDocument:
