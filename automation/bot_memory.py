@@ -11,7 +11,9 @@ Every tool goes through the memory-spaces service, so a bot's read and write mee
 same path rule, ceiling, secret scan and quotas as a person's; its writes are attributed
 `bot:<id>`. A write is based on the revision the bot last read, listed or wrote at that
 path (`BotDocumentSeen`): if the document changed since, whoever changed it, the write is
-refused (`MEMORY_WRITE_STALE`) with a message telling the model to read it again.
+refused (`MEMORY_WRITE_STALE`) with a message telling the model to read it again. What a bot
+has seen is kept per run (the runtime's `X-Memory-Run`, or `run` over REST): two runs of
+one bot working at once each write over what they themselves read.
 
 Results are the short plain text a model reads well: a document's text, one path a line
 or `(empty)`, `written: <path> (N bytes, revision R)`.
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from automation.errors import (
@@ -69,16 +72,31 @@ def bot_memory_tools(bot: Bot) -> tuple[BotMemoryTool, ...]:
 
 @dataclass(frozen=True)
 class BotMemoryAccess:
-    """A bot, the space its spec names, and the tools it may call there."""
+    """A bot, the space its spec names, the tools it may call there, and the run its calls
+    come with ("" for none)."""
 
     bot: Bot
     spec: Mapping[str, Any]
     handle: SpaceHandle
     tools: tuple[BotMemoryTool, ...]
+    run: str
 
     @property
-    def space_digest(self) -> str:
-        return hashlib.sha256(self.handle.id.encode()).hexdigest()
+    def seen_key(self) -> dict[str, Any]:
+        """The columns of `BotDocumentSeen` that name this run's view of the bot's space."""
+        return {
+            "bot": self.bot,
+            "space_digest": hashlib.sha256(self.handle.id.encode()).hexdigest(),
+            # surrogatepass: a header or JSON string may carry a lone surrogate; it still
+            # names a run.
+            "run_digest": hashlib.sha256(
+                self.run.encode("utf-8", errors="surrogatepass")
+            ).hexdigest(),
+        }
+
+    def seen(self) -> QuerySet[BotDocumentSeen]:
+        """What this run of the bot has seen in its space."""
+        return BotDocumentSeen.objects.filter(**self.seen_key)
 
     @property
     def writer(self) -> SpaceWriter:
@@ -104,7 +122,7 @@ def bot_memory_access(*, bot: Bot, run: str = "") -> BotMemoryAccess:
         raise BotMemoryDisabled()
     if handle.visibility in USER_BOUND and not _member_active(bot, handle.user_id):
         raise BotMemoryUserUnavailable()
-    return BotMemoryAccess(bot=bot, spec=spec, handle=handle, tools=bot_memory_tools(bot))
+    return BotMemoryAccess(bot=bot, spec=spec, handle=handle, tools=bot_memory_tools(bot), run=run)
 
 
 def _member_active(bot: Bot, user_id: int | None) -> bool:
@@ -149,11 +167,7 @@ def memory_write(*, access: BotMemoryAccess, path: str, content: str) -> str:
     document changed since; every refusal of the memory-spaces service otherwise."""
     access.require(BotMemoryTool.WRITE)
     path = document_path_require_canonical(path)
-    seen = (
-        BotDocumentSeen.objects.filter(bot=access.bot, space_digest=access.space_digest, path=path)
-        .values_list("revision", flat=True)
-        .first()
-    )
+    seen = access.seen().filter(path=path).values_list("revision", flat=True).first()
     try:
         meta = space_document_write(
             handle=access.handle,
@@ -181,19 +195,14 @@ def _seen_record(access: BotMemoryAccess, metas: Sequence[DocumentMeta]) -> None
     if not metas:
         return
     now = timezone.now()
+    key = access.seen_key
     BotDocumentSeen.objects.bulk_create(
         [
-            BotDocumentSeen(
-                bot=access.bot,
-                space_digest=access.space_digest,
-                path=meta.path,
-                revision=meta.revision,
-                seen_at=now,
-            )
+            BotDocumentSeen(**key, path=meta.path, revision=meta.revision, seen_at=now)
             for meta in metas
         ],
         update_conflicts=True,
-        unique_fields=["bot", "space_digest", "path"],
+        unique_fields=[*key, "path"],
         update_fields=["revision", "seen_at"],
     )
 
@@ -202,7 +211,7 @@ def _seen_forget(
     access: BotMemoryAccess, *, prefix: str | None, paths: Sequence[str] | None
 ) -> None:
     """Forget what the bot saw at `paths`, or under the directory `prefix`."""
-    seen = BotDocumentSeen.objects.filter(bot=access.bot, space_digest=access.space_digest)
+    seen = access.seen()
     if paths is not None:
         seen = seen.filter(path__in=paths)
     elif prefix:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -61,6 +61,9 @@ from workspaces.models import (
 from workspaces.services import key_session_resolve
 from workspaces.sql import datetime_param, key_session_unrevoked, pk_param, table
 from workspaces.violations import violation_code
+
+if TYPE_CHECKING:
+    from django.db.backends.utils import CursorWrapper
 
 
 @dataclass(frozen=True)
@@ -152,8 +155,10 @@ def capture_commit(
         _checkpoint("validated")
         now = timezone.now()
         try:
-            with transaction.atomic():
-                _fence_locks_take(admission)
+            # One cursor for the fence's two statements: a Django cursor costs about as much
+            # Python as the execute it serves.
+            with transaction.atomic(), connection.cursor() as cursor:
+                _fence_locks_take(cursor, admission)
                 _checkpoint("locked")
                 revision = memory_revision_write(
                     workspace=workspace,
@@ -166,7 +171,11 @@ def capture_commit(
                     savepoint=False,
                 )
                 _fence_commit(
-                    claim=claim, revision=revision, request_digest=request_digest, now=now
+                    cursor,
+                    claim=claim,
+                    revision=revision,
+                    request_digest=request_digest,
+                    now=now,
                 )
         except IntegrityError as error:
             if violation_code(error) != CaptureRetired.code:
@@ -267,7 +276,8 @@ def capture_propose(
     # locked: the first mode change would insert it unseen by the lock below.
     memory_policy_row_ensure(workspace=workspace)
     with transaction.atomic():
-        _fence_locks_take(admission)
+        with connection.cursor() as cursor:
+            _fence_locks_take(cursor, admission)
         _proposal_authority_refuse(admission, key_session_id)
         return _proposal_kept(
             admission, changes, current.version, data_key, Proposal.Reason.READ_ONLY
@@ -350,7 +360,7 @@ def _capture_receipt(*, admission_id: uuid.UUID, is_replay: bool) -> CaptureRece
     )
 
 
-def _fence_locks_take(admission: Admission) -> None:
+def _fence_locks_take(cursor: CursorWrapper, admission: Admission) -> None:
     """Take the fence's locks in the order the module docstring gives (PostgreSQL; SQLite
     is already serialised by its IMMEDIATE transaction). Call inside the capture's
     transaction."""
@@ -375,12 +385,16 @@ def _fence_locks_take(admission: Admission) -> None:
         pk_param(KeySession, admission.key_session_id),
         pk_param(Admission, admission.pk),
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    cursor.execute(sql, params)
 
 
 def _fence_commit(
-    *, claim: FenceClaim, revision: FileVersion, request_digest: str, now: datetime
+    cursor: CursorWrapper,
+    *,
+    claim: FenceClaim,
+    revision: FileVersion,
+    request_digest: str,
+    now: datetime,
 ) -> None:
     """Insert the fence row with `ok` computed from the admission and the live rows, and mark
     the admission committed by `revision`. Call inside the capture's transaction, after the
@@ -442,23 +456,22 @@ def _fence_commit(
         "committed_revision_id = %s, capture_digest = %s WHERE id"
     )
     commit_params = [Admission.Status.COMMITTED, moment, revision.pk, request_digest]
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # One statement, one round trip fewer: the UPDATE marks the admission the
-            # fence was inserted for, so it marks nothing when no fence row was inserted.
-            # Both parts read the statement's snapshot: the fence sees the admission still
-            # `admitted`, as it would before the UPDATE.
-            cursor.execute(
-                f"WITH fence AS ({fence} RETURNING admission_id) "
-                f"{commit} IN (SELECT admission_id FROM fence)",
-                [*fence_params, *commit_params],
-            )
-            written = cursor.rowcount
-        else:
-            # SQLite has no INSERT inside WITH.
-            cursor.execute(fence, fence_params)
-            written = cursor.rowcount
-            if written == 1:
-                cursor.execute(f"{commit} = %s", [*commit_params, admission_id])
+    if connection.vendor == "postgresql":
+        # One statement, one round trip fewer: the UPDATE marks the admission the fence
+        # was inserted for, so it marks nothing when no fence row was inserted. Both parts
+        # read the statement's snapshot: the fence sees the admission still `admitted`, as
+        # it would before the UPDATE.
+        cursor.execute(
+            f"WITH fence AS ({fence} RETURNING admission_id) "
+            f"{commit} IN (SELECT admission_id FROM fence)",
+            [*fence_params, *commit_params],
+        )
+        written = cursor.rowcount
+    else:
+        # SQLite has no INSERT inside WITH.
+        cursor.execute(fence, fence_params)
+        written = cursor.rowcount
+        if written == 1:
+            cursor.execute(f"{commit} = %s", [*commit_params, admission_id])
     if written != 1:
         raise CaptureRetired(predicate="admission_exists", failed=["admission_exists"])

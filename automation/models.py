@@ -290,14 +290,18 @@ class Message(models.Model):
 
 
 class BotDocumentSeen(models.Model):
-    """The revision of a space document that a bot last read, listed or wrote: what its
-    next `memory_write` of that path is based on, so that a change someone made since is
-    refused instead of overwritten. Names only (a digest of the space, a path), never text.
+    """The revision of a space document that one run of a bot last read, listed or wrote:
+    what that run's next `memory_write` of the path is based on, so that a change someone
+    made since is refused instead of overwritten. Names only (digests of the space and the
+    run, a path), never text.
     """
 
     bot = models.ForeignKey(Bot, on_delete=models.CASCADE, related_name="documents_seen")
     # SHA-256 of the space handle's id: the id can be longer than an index entry allows.
     space_digest = models.CharField(max_length=64)
+    # SHA-256 of the run the calls came with (of "" without one): each run of a bot keeps
+    # its own view, so one run's write is never based on a revision only another run read.
+    run_digest = models.CharField(max_length=64)
     path = models.CharField(max_length=1024)
     revision = models.PositiveBigIntegerField()
     seen_at = models.DateTimeField(default=timezone.now)
@@ -305,13 +309,18 @@ class BotDocumentSeen(models.Model):
     class Meta:
         constraints = [
             unique(
-                ["bot", "space_digest", "path"], "automation_botdocumentseen_unique", "SEEN_TAKEN"
+                ["bot", "space_digest", "run_digest", "path"],
+                "automation_botdocumentseen_unique",
+                "SEEN_TAKEN",
             ),
             minimum_check(
                 "revision", 1, "automation_botdocumentseen_revision_positive", "VERSION_INVALID"
             ),
             length_check(
                 "space_digest", 64, "automation_botdocumentseen_digest_length", "DIGEST_INVALID"
+            ),
+            length_check(
+                "run_digest", 64, "automation_botdocumentseen_run_digest_length", "DIGEST_INVALID"
             ),
         ]
 

@@ -3,6 +3,7 @@ recall at the model binding. The automatic writer of memory is in `automation.ca
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -319,17 +320,6 @@ def memory_recall(*, admission: Admission, live: RecallFacts | None = None) -> R
 
 
 def _recall_receipt_write(*, admission: Admission, recall: Recall) -> None:
-    # Raw: one statement, where the ORM needs four (BEGIN, SET LOCAL, UPDATE, COMMIT).
-    # The receipt is a diagnostic record: losing the last few to a server crash is
-    # acceptable, waiting for a WAL flush on every model call is not.
-    with_clause, from_item = unsynchronized()
-    sql = f"""
-        {with_clause}
-        UPDATE {table(Admission)} SET recall_status = %s, recall_version = %s,
-            recalled_at = %s, recall_count = recall_count + 1
-        {f"FROM {from_item}" if from_item else ""}
-        WHERE id = %s
-    """  # identifiers come from model metadata; every value is a parameter
     params = [
         recall.status,
         recall.version,
@@ -337,7 +327,23 @@ def _recall_receipt_write(*, admission: Admission, recall: Recall) -> None:
         pk_param(Admission, admission.pk),
     ]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(_recall_receipt_sql(connection.vendor), params)
+
+
+@functools.cache
+def _recall_receipt_sql(vendor: str) -> str:
+    # Raw: one statement, where the ORM needs four (BEGIN, SET LOCAL, UPDATE, COMMIT).
+    # The receipt is a diagnostic record: losing the last few to a server crash is
+    # acceptable, waiting for a WAL flush on every model call is not. Built once per
+    # process: the identifiers come from model metadata; every value is a parameter.
+    with_clause, from_item = unsynchronized()
+    return f"""
+        {with_clause}
+        UPDATE {table(Admission)} SET recall_status = %s, recall_version = %s,
+            recalled_at = %s, recall_count = recall_count + 1
+        {f"FROM {from_item}" if from_item else ""}
+        WHERE id = %s
+    """
 
 
 def _recall_inspect(admission: Admission, live: RecallFacts | None) -> Recall:

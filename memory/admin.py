@@ -90,14 +90,7 @@ class LineProvenanceAdmin(ViewOnlyAdmin):
 @admin.register(LineReview)
 class LineReviewAdmin(ViewOnlyAdmin):
     # A line is named by where it came from (origin revision and index), never by its text.
-    fields = (
-        "workspace",
-        "origin",
-        "origin_line",
-        "reviewed_version",
-        "reviewer",
-        "reviewed_at",
-    )
+    fields = ("workspace", "origin", "origin_line", "reviewed_version", "reviewer", "reviewed_at")
     list_display = fields
     list_select_related = ("workspace", "origin", "reviewer")
     list_filter = ("reviewed_at",)

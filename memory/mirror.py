@@ -741,7 +741,7 @@ def mirror_release(*, state_dir: Path, space_id: str, node_name: str) -> bool:
     """Remove the node (directory, manifest, lock); False when there was nothing to remove.
     Releasing twice is fine."""
     node = mirror_node(state_dir=state_dir, space_id=space_id, name=node_name)
-    existed = _exists(node.directory) or _exists(node.manifest)
+    existed = os.path.lexists(node.directory) or os.path.lexists(node.manifest)
     with node_locked(node):
         _node_remove(node)
     return existed
@@ -789,7 +789,7 @@ def mirror_sweep(*, state_dir: Path, now: float | None = None) -> SweepReport:
 
 def _last_used(node: Node) -> float:
     times = [node.directory.lstat().st_mtime]
-    if _exists(node.lock):
+    if os.path.lexists(node.lock):
         times.append(node.lock.lstat().st_mtime)
     return max(times)
 
@@ -801,14 +801,6 @@ def _node_remove(node: Node) -> None:
         shutil.rmtree(node.directory)
     node.manifest.unlink(missing_ok=True)
     node.lock.unlink(missing_ok=True)
-
-
-def _exists(path: Path) -> bool:
-    try:
-        path.lstat()
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def _is_real_directory(path: Path) -> bool:

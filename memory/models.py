@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from memory.spaces.handle import USER_BOUND, Visibility
 from workspaces.constraints import choices_check, minimum_check, set_iff_check, unique
-from workspaces.models import FileVersion, Team, User, Workspace, WrappedDataKey
+from workspaces.models import ByteCounter, FileVersion, Team, User, Workspace, WrappedDataKey
 
 
 class MemoryMode(models.TextChoices):
@@ -220,7 +220,7 @@ _VISIBILITIES = [visibility.value for visibility in Visibility]
 _USER_BOUND_VISIBILITIES = sorted(visibility.value for visibility in USER_BOUND)
 
 
-class MemorySpace(models.Model):
+class MemorySpace(ByteCounter):
     """One memory space: the handle's axes as columns, and the space's byte counter.
 
     `handle_id` is the handle's deterministic id (`SpaceHandle.id`), the key every lookup
@@ -245,13 +245,12 @@ class MemorySpace(models.Model):
     # bytes the tenant's counter still holds (the tenant's purge removes them).
     user_id = models.BigIntegerField(null=True, blank=True)
     run = models.CharField(max_length=128, blank=True, default="")
-    used_bytes = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
     # When a document of the space was last written or deleted: a `private` space expires
     # MEMORY_PRIVATE_TTL_DAYS after it.
     last_written_at = models.DateTimeField(default=timezone.now)
 
-    class Meta:
+    class Meta(ByteCounter.Meta):
         constraints = [
             unique(["handle_id"], "memory_memoryspace_handle_unique", "SPACE_EXISTS"),
             models.CheckConstraint(
@@ -274,7 +273,7 @@ class MemorySpace(models.Model):
                 "memory_memoryspace_user_iff_user_bound",
                 "SPACE_INVALID",
             ),
-            minimum_check("used_bytes", 0, "memory_memoryspace_used_non_negative", "USAGE_INVALID"),
+            *ByteCounter.Meta.constraints,
         ]
 
     def __str__(self) -> str:
@@ -319,7 +318,7 @@ class SpaceDocument(models.Model):
         return f"{self.path} @ {self.revision}"
 
 
-class TenantSpaceUsage(models.Model):
+class TenantSpaceUsage(ByteCounter):
     """The bytes of every memory space of one team, which its space quota bounds.
 
     Apart from the team's document storage (`workspaces.TeamStorageUsage`): both adapters
@@ -333,14 +332,11 @@ class TenantSpaceUsage(models.Model):
     team = models.OneToOneField(
         Team, on_delete=models.CASCADE, primary_key=True, related_name="space_usage"
     )
-    used_bytes = models.BigIntegerField(default=0)
     quota_override_bytes = models.BigIntegerField(null=True, blank=True)
 
-    class Meta:
+    class Meta(ByteCounter.Meta):
         constraints = [
-            minimum_check(
-                "used_bytes", 0, "memory_tenantspaceusage_used_non_negative", "USAGE_INVALID"
-            ),
+            *ByteCounter.Meta.constraints,
             models.CheckConstraint(
                 condition=Q(quota_override_bytes__isnull=True) | Q(quota_override_bytes__gte=0),
                 name="memory_tenantspaceusage_quota_override_non_negative",

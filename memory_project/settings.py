@@ -100,6 +100,9 @@ TEMPLATES = [
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
+            # Nearly every template links a static script or style: `static` is built in
+            # rather than loaded by each.
+            "builtins": ["django.templatetags.static"],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",

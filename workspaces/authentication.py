@@ -78,18 +78,17 @@ class BearerAuthentication(BaseAuthentication):
         # limit even a valid token gets none from this address: guessing learns nothing.
         # They are read after the token's lookup, in the same cache call as what follows
         # from the verdict: a failure counted, or (by the view's throttle) the request.
-        gate = bearer_failure_gate(request)
         try:
             verified = self._verify(raw.strip())
         except AuthenticationFailed:
-            _failures_judge(gate, failed=True)
+            _failures_judge(bearer_failure_gate(request), failed=True)
             raise
         except DomainError:
             # A valid token refused here (its scope, its kind, its org) is a verdict too.
-            _failures_judge(gate, failed=False)
+            _failures_judge(bearer_failure_gate(request), failed=False)
             raise
         if not _view_throttle_judges_bearer_failures(request):
-            _failures_judge(gate, failed=False)
+            _failures_judge(bearer_failure_gate(request), failed=False)
         return verified
 
     def _verify(self, raw: str) -> tuple[User, Credential]:

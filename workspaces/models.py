@@ -122,7 +122,23 @@ class Team(models.Model):
         return self.name
 
 
-class TeamStorageUsage(models.Model):
+class ByteCounter(models.Model):
+    """A row holding a byte counter a quota bounds: a team's storage usage, and (in memory) a
+    space's bytes and its tenant's. `workspaces.counters` moves any of them by conditional
+    UPDATEs of this column; that it never goes below zero is declared once, here."""
+
+    used_bytes = models.BigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+        constraints = [
+            minimum_check(
+                "used_bytes", 0, "%(app_label)s_%(class)s_used_non_negative", "USAGE_INVALID"
+            ),
+        ]
+
+
+class TeamStorageUsage(ByteCounter):
     """A team's storage usage: the bytes of the current revision of every live document in
     its workspaces (notes and memory alike), which the org's quota bounds.
 
@@ -134,14 +150,6 @@ class TeamStorageUsage(models.Model):
     team = models.OneToOneField(
         Team, on_delete=models.CASCADE, primary_key=True, related_name="storage_usage"
     )
-    used_bytes = models.BigIntegerField(default=0)
-
-    class Meta:
-        constraints = [
-            minimum_check(
-                "used_bytes", 0, "workspaces_teamstorageusage_used_non_negative", "USAGE_INVALID"
-            ),
-        ]
 
     def __str__(self) -> str:
         return f"storage of team {self.team_id}: {self.used_bytes} bytes"

@@ -13,7 +13,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, models
 from django.db.models import QuerySet
 
 from workspaces.models import (
@@ -88,12 +88,13 @@ def columns(model: type[models.Model], alias: str, *, deferred: Collection[str] 
 
 @functools.cache
 def _loader(
-    model: type[models.Model], vendor: str, deferred: frozenset[str]
+    model: type[models.Model], deferred: frozenset[str]
 ) -> tuple[list[str], list[tuple[int, Any, list[Any]]]]:
     """The attribute names of the model's concrete fields but the `deferred` ones, and for
     each field whose raw value needs converting (SQLite returns datetimes as text and
     booleans as integers) its offset among them, its column expression and the functions
-    that turn the raw value into the Python value the ORM would give."""
+    that turn the raw value into the Python value the ORM would give. Cached as `table`
+    is: a process has one default database."""
     names: list[str] = []
     converted: list[tuple[int, Any, list[Any]]] = []
     for field in model._meta.concrete_fields:
@@ -113,17 +114,18 @@ def instance(
     """The `model` instance whose columns (as `columns` lists them, with the same
     `deferred`) begin at `row[start]`, as the ORM would load it (deferred fields load on
     access, as after `QuerySet.defer`)."""
-    names, converted = _loader(model, connection.vendor, frozenset(deferred))
+    names, converted = _loader(model, frozenset(deferred))
     values = list(row[start : start + len(names)])
     for offset, column, convert in converted:
         values[offset] = _field_convert(values[offset], column, convert)
-    return model.from_db(connection.alias, names, values)
+    # The alias of `connection`, named rather than read through its per-thread proxy.
+    return model.from_db(DEFAULT_DB_ALIAS, names, values)
 
 
 def field_value(model: type[models.Model], name: str, value: Any) -> Any:
     """A raw value of `model`'s field `name` (or of an aggregate that keeps its type, as
     MAX does) as the ORM would load it."""
-    names, converted = _loader(model, connection.vendor, frozenset())
+    names, converted = _loader(model, frozenset())
     offset = names.index(name)  # ValueError for a field the model does not have
     for converted_offset, column, convert in converted:
         if converted_offset == offset:
@@ -174,7 +176,7 @@ def values_binary(queryset: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
 
 def width(model: type[models.Model], *, deferred: Collection[str] = ()) -> int:
     """How many values `columns(model, ...)` selects, with the same `deferred`."""
-    return sum(field.attname not in deferred for field in model._meta.concrete_fields)
+    return len(_loader(model, frozenset(deferred))[0])
 
 
 def key_session_unrevoked(key_session_id: str) -> str:
@@ -187,6 +189,18 @@ def key_session_unrevoked(key_session_id: str) -> str:
     )
 
 
+# What no token-authenticated request reads of the token, its owner, team and org: left in
+# the database (loaded on access, as after `QuerySet.defer`), since loading a row's columns
+# (above all its timestamps) is most of what the statement costs this process.
+_API_TOKEN_DEFERRED = {
+    ApiToken: frozenset({"name", "token_hash", "created_at"}),
+    User: frozenset({"password", "last_login", "first_name", "last_name", "email", "date_joined"}),
+    Team: frozenset({"created_at"}),
+    Org: frozenset({"created_at", "purge_claimed_at"}),
+    Bot: frozenset(),
+}
+
+
 def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
     """The token whose SHA-256 is `digest` (with its owner, team and org, and bot), and
     whether its owner is still in its team; whatever its state: the caller judges
@@ -194,17 +208,21 @@ def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
     row = fetch_one(_api_token_sql(connection.vendor), [digest])
     if row is None:
         return None
+    starts = {}
     start = 0
-    token = instance(ApiToken, row, start)
-    start += width(ApiToken)
-    token.user = instance(User, row, start)
-    start += width(User)
-    token.team = instance(Team, row, start)
-    start += width(Team)
-    token.team.org = instance(Org, row, start)
-    start += width(Org)
-    token.bot = instance(Bot, row, start) if token.bot_id is not None else None
-    start += width(Bot)
+    for model, deferred in _API_TOKEN_DEFERRED.items():
+        starts[model] = start
+        start += width(model, deferred=deferred)
+
+    def load(model: type[M]) -> M:
+        return instance(model, row, starts[model], deferred=_API_TOKEN_DEFERRED[model])
+
+    token, team = load(ApiToken), load(Team)
+    # As the ORM's select_related fills them: straight into each relation's cache.
+    ApiToken.user.field.set_cached_value(token, load(User))
+    ApiToken.team.field.set_cached_value(token, team)
+    Team.org.field.set_cached_value(team, load(Org))
+    ApiToken.bot.field.set_cached_value(token, load(Bot) if token.bot_id is not None else None)
     return token, bool(row[start])
 
 
@@ -213,9 +231,12 @@ def _api_token_sql(vendor: str) -> str:
     # Raw: it runs on every token-authenticated request, and the ORM spent longer compiling
     # this query (four joins and an EXISTS) than PostgreSQL spent answering it. Built once
     # per process: the identifiers come from model metadata; the digest is a parameter.
+    token, user, team, org, bot = (
+        columns(model, alias, deferred=deferred)
+        for (model, deferred), alias in zip(_API_TOKEN_DEFERRED.items(), "kutob", strict=True)
+    )
     return f"""
-        SELECT {columns(ApiToken, "k")}, {columns(User, "u")}, {columns(Team, "t")},
-            {columns(Org, "o")}, {columns(Bot, "b")},
+        SELECT {token}, {user}, {team}, {org}, {bot},
             EXISTS (
                 SELECT 1 FROM {table(TeamMembership)} m
                 WHERE m.team_id = k.team_id AND m.user_id = k.user_id

@@ -45,7 +45,10 @@ from workspaces.errors import (
     QueryInvalid,
 )
 
-RUN_HELP = "The run, for a spec whose space is `private`; ignored otherwise."
+RUN_HELP = (
+    "The run: it completes a `private` spec's space, and keeps what this run has read apart "
+    "from the bot's other runs (a write is based on what its own run last read)."
+)
 
 
 def _access(request: Request, run: str) -> BotMemoryAccess:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
+from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -26,6 +28,7 @@ from automation.errors import (
 from automation.models import (
     AdmissionStatus,
     Conversation,
+    Message,
     MessageRole,
     RecallStatus,
     TurnState,
@@ -234,17 +237,13 @@ class MessageSendApi(APIView):
     @page_schema(TranscriptSerializer, name="TranscriptEntry")
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
         conversation = _own_conversation(request, conversation_id)
-        return paginated(
-            request,
-            selectors.transcript_messages(conversation=conversation),
-            ordering=("created_at", "sequence"),
-            render=lambda page: (
-                self.TranscriptSerializer(
-                    selectors.transcript_entries_opened(conversation=conversation, messages=page),
-                    many=True,
-                ).data
-            ),
-        )
+
+        def render(page: list[Message]) -> Any:  # a list, which DRF's stubs type as a dict
+            entries = selectors.transcript_entries_opened(conversation=conversation, messages=page)
+            return self.TranscriptSerializer(entries, many=True).data
+
+        messages = selectors.transcript_messages(conversation=conversation)
+        return paginated(request, messages, ordering=("created_at", "sequence"), render=render)
 
 
 class MemoryReceiptsApi(APIView):
@@ -358,6 +357,7 @@ class AutomationMemoryApi(APIView):
     class RecallQuerySerializer(QuerySerializer):
         purpose = serializers.ChoiceField(choices=["recall"])
 
+    # The answer's schema: `services.Recall`'s fields, which `get` renders as they are.
     class RecallSerializer(serializers.Serializer):
         status = serializers.CharField()
         version = serializers.IntegerField(allow_null=True)
@@ -370,9 +370,14 @@ class AutomationMemoryApi(APIView):
     @extend_schema(parameters=[RecallQuerySerializer], responses=RecallSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         grant = _grant(request, workspace_id)
-        validated(self.RecallQuerySerializer(data=request.query_params))  # purpose=recall only
+        # Runs before every model call: the one valid query is recognised without building
+        # a serializer, and anything else gets the serializer's own QUERY_INVALID answer.
+        if request.query_params.get("purpose") != "recall":
+            validated(self.RecallQuerySerializer(data=request.query_params))
         recall = services.memory_recall(admission=grant.admission, live=grant.recall_facts)
-        return Response(self.RecallSerializer(recall).data)
+        # Its fields are the answer's, already JSON types (RecallSerializer documents them):
+        # rendered without a serializer's per-request copy of its fields.
+        return Response(dataclasses.asdict(recall))
 
     @extend_schema(
         summary="Capture memory changes for the turn",

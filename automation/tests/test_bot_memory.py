@@ -136,6 +136,38 @@ def test_a_document_the_bot_never_read_is_not_overwritten(tenant):
     assert "revision 2" in memory_write(access=access, path="theirs.md", content="mine\n")
 
 
+def test_one_run_never_writes_over_a_change_another_run_of_the_bot_made(tenant):
+    bot = make_bot(tenant)
+    first, second = (bot_memory_access(bot=bot, run=run) for run in ("run-1", "run-2"))
+    memory_write(access=first, path="plan.md", content="v1\n")
+    assert memory_read(access=second, path="plan.md") == "v1\n"
+    assert memory_read(access=first, path="plan.md") == "v1\n"
+    memory_write(access=second, path="plan.md", content="second's v2\n")
+
+    # The first run last read v1: its write would lose the second run's change.
+    with pytest.raises(MemoryWriteStale) as stale:
+        memory_write(access=first, path="plan.md", content="first's v2\n")
+
+    assert stale.value.detail == {"path": "plan.md", "currentRevision": 2}
+    document = store_get().read(first.handle, "plan.md")
+    assert document is not None
+    assert document.body == b"second's v2\n"
+    assert memory_read(access=first, path="plan.md") == "second's v2\n"
+    assert "revision 3" in memory_write(access=first, path="plan.md", content="first's v3\n")
+
+
+def test_calls_without_a_run_share_one_view_of_what_the_bot_saw(tenant):
+    bot = make_bot(tenant)
+    memory_write(access=bot_memory_access(bot=bot), path="plan.md", content="v1\n")
+
+    assert "revision 2" in memory_write(
+        access=bot_memory_access(bot=bot), path="plan.md", content="v2\n"
+    )
+    # A run has seen nothing yet, so it may not write over v2 unread.
+    with pytest.raises(MemoryWriteStale):
+        memory_write(access=bot_memory_access(bot=bot, run="r"), path="plan.md", content="x\n")
+
+
 def test_a_document_deleted_since_the_bot_read_it_is_stale_until_read_again(tenant):
     access = bot_memory_access(bot=make_bot(tenant))
     memory_write(access=access, path="gone.md", content="v1\n")

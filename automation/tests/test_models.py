@@ -167,6 +167,7 @@ def test_every_check_constraint_of_this_app_is_tested_above():
             "automation_message_role_valid",
             "automation_botdocumentseen_revision_positive",
             "automation_botdocumentseen_digest_length",
+            "automation_botdocumentseen_run_digest_length",
         }
     )
 
@@ -179,10 +180,16 @@ def test_every_check_constraint_of_this_app_is_tested_above():
         ("automation_botdocumentseen_unique", {}),
         ("automation_botdocumentseen_revision_positive", {"path": "b.md", "revision": 0}),
         ("automation_botdocumentseen_digest_length", {"path": "c.md", "space_digest": "ab"}),
+        ("automation_botdocumentseen_run_digest_length", {"path": "d.md", "run_digest": ""}),
     ],
 )
-def test_what_a_bot_saw_is_one_positive_revision_per_space_and_path(tenant, constraint, change):
-    row = {"bot": tenant.bot_create("helper"), "space_digest": "a" * 64, "path": "a.md"}
+def test_what_a_bot_saw_is_one_positive_revision_per_space_run_and_path(tenant, constraint, change):
+    row = {
+        "bot": tenant.bot_create("helper"),
+        "space_digest": "a" * 64,
+        "run_digest": "b" * 64,
+        "path": "a.md",
+    }
     BotDocumentSeen.objects.create(**row, revision=1)
 
     violates(constraint, lambda: BotDocumentSeen.objects.create(**{**row, "revision": 1, **change}))

@@ -34,6 +34,12 @@ from workspaces.models import Bot
 from workspaces.selectors import bot_token_list
 from workspaces.services import bot_token_issue, bot_token_revoke
 
+# What a change to one of the team's bots (or to its tokens) refuses with: a bot of another
+# team, or none (404), and a caller who is not a team owner.
+OWNER_REFUSALS = (NotFound, TeamOwnerRequired)
+# What a spec with an error diagnostic is refused with, when a bot is created or changed.
+SPEC_REFUSALS = (BotSpecInvalid, AutoloadPatternInvalid)
+
 
 class SpecSerializer(StrictSerializer):
     runtime = serializers.ChoiceField(choices=Bot.Runtime.choices)
@@ -121,8 +127,7 @@ class BotListCreateApi(APIView):
     @operation(
         "Create a bot",
         TeamOwnerRequired,
-        BotSpecInvalid,
-        AutoloadPatternInvalid,
+        *SPEC_REFUSALS,
         BotSlugTaken,
         example=("A bot", {"id": "helper", "name": "Helper", "runtime": "claw"}),
         request=InputSerializer,
@@ -155,10 +160,8 @@ class BotDetailApi(APIView):
 
     @operation(
         "Change a bot",
-        NotFound,
-        TeamOwnerRequired,
-        BotSpecInvalid,
-        AutoloadPatternInvalid,
+        *OWNER_REFUSALS,
+        *SPEC_REFUSALS,
         example=(
             "Read-only memory",
             {"memory": {"visibility": "bot", "name": "notes", "write": False}},
@@ -213,8 +216,7 @@ class BotTokenIssueApi(APIView):
 
     @operation(
         "Issue a token for a bot (shown once)",
-        NotFound,
-        TeamOwnerRequired,
+        *OWNER_REFUSALS,
         example=("A token", {"name": "ci"}),
         request=InputSerializer,
         responses={201: CreatedSerializer},
@@ -233,7 +235,7 @@ class BotTokenIssueApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-@refuses(NotFound, TeamOwnerRequired)
+@refuses(*OWNER_REFUSALS)
 class BotTokenRevokeApi(RevokeApi):
     summary = "Revoke a bot's token"
 

@@ -22,13 +22,12 @@ from memory.api.spaces import (
     SpaceDocumentSerializer,
     SpaceSerializer,
     declared_length,
-    markdown_body,
 )
 from memory.errors import SpaceInvalid, StoreBusy, StoreUnavailable
 from memory.mirror import LocalMirrorSpace
 from memory.spaces.selectors import space_document_entry
 from memory.spaces.services import space_document_delete, space_document_write_admit
-from memory_project.api.parsers import MarkdownParser
+from memory_project.api.parsers import MarkdownParser, raw_body
 from memory_project.api.schema import refuses
 from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSALS, base_version_from
 from workspaces.authentication import BotBearerAuthentication, request_credential
@@ -141,7 +140,7 @@ class MirrorDocumentApi(RawBodyApi):
         space_document_write_admit(
             handle=space.handle, path=path, size=declared_length(request), writer=space.writer
         )
-        body = markdown_body(request)
+        body = raw_body(request, MarkdownParser)
         meta = space.write_document(path, body, expected_revision=base_version)
         return Response(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
 

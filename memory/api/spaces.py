@@ -7,21 +7,18 @@ credential's user) never do. Every refusal has one code and one status on every 
 
 from __future__ import annotations
 
-import io
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
-from typing import IO, Any
+from typing import IO
 
 from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import UnsupportedMediaType
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.utils.mediatypes import media_type_matches
 from rest_framework.views import APIView
 
 from memory.errors import (
@@ -49,7 +46,7 @@ from memory.spaces.services import (
     space_document_write,
     space_document_write_admit,
 )
-from memory_project.api.parsers import ArchiveParser, MarkdownParser
+from memory_project.api.parsers import ArchiveParser, MarkdownParser, raw_body
 from memory_project.api.schema import refuses
 from workspaces.api.headers import (
     BASE_VERSION_PARAMETERS,
@@ -125,17 +122,6 @@ def declared_length(request: Request) -> int:
     # The transport gate (memory_project/middleware.py) has refused any Content-Length that
     # is not a number, so this one is.
     return int(request.META.get("CONTENT_LENGTH") or 0)
-
-
-def markdown_body(request: Request) -> bytes:
-    data = request.data
-    if isinstance(data, bytes):
-        return data
-    # DRF hands an empty body over without asking a parser: judge its type here, so that an
-    # empty body of another type is refused like a full one.
-    if not media_type_matches(MarkdownParser.media_type, request.content_type or ""):
-        raise UnsupportedMediaType(request.content_type)
-    return b""
 
 
 class SpaceSerializer(serializers.Serializer):
@@ -249,7 +235,7 @@ class SpaceDocumentApi(RawBodyApi):
         space_document_write_admit(
             handle=handle, path=path, size=declared_length(request), writer=writer
         )
-        body = markdown_body(request)
+        body = raw_body(request, MarkdownParser)
         meta = space_document_write(
             handle=handle, path=path, body=body, expected_revision=base_version, writer=writer
         )
@@ -322,17 +308,19 @@ class SpaceImportApi(APIView):
     parser_classes = [ArchiveParser]
 
     class OutputSerializer(serializers.Serializer):
-        class PlannedSerializer(serializers.Serializer):
-            path = serializers.CharField()
-            action = serializers.CharField()
-            target = serializers.CharField()
-
         imported = serializers.IntegerField()
         replaced = serializers.IntegerField()
         skipped = serializers.IntegerField()
         renamed = serializers.IntegerField()
         ignored = serializers.ListField(child=serializers.CharField())
         dryRun = serializers.BooleanField(source="dry_run")
+
+        # What the import does (or, on a dry run, would do) with each document of the archive.
+        class PlannedSerializer(serializers.Serializer):
+            path = serializers.CharField()
+            action = serializers.CharField()
+            target = serializers.CharField()
+
         documents = PlannedSerializer(many=True)
 
     @extend_schema(summary="Import an archive into a memory space")
@@ -364,13 +352,7 @@ class SpaceImportApi(APIView):
         writer = replace(_writer(request), kind=WriterKind.IMPORT)
         strategy = archive.import_strategy_parse(request.query_params.get("strategy"))
         dry_run = _query_flag(request, "dryRun")
-        body: Any = request.data
-        if not hasattr(body, "read"):
-            # DRF hands an empty body over without asking a parser: judge its type here.
-            if not media_type_matches(ArchiveParser.media_type, request.content_type or ""):
-                raise UnsupportedMediaType(request.content_type)
-            body = io.BytesIO()
-        with body:
+        with raw_body(request, ArchiveParser) as body:
             report = archive.space_import(
                 handle=handle, archive=body, strategy=strategy, dry_run=dry_run, writer=writer
             )

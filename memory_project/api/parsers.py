@@ -1,20 +1,25 @@
-"""The parsers of the /api/ routes: JSON for every route, raw Markdown for the one route
-that takes a document's bytes as they are (a memory space's document), and a gzip archive
-for a memory space's import."""
+"""The parsers of the /api/ routes: JSON for every route, raw Markdown for the routes that
+take a document's bytes as they are (a memory space's document, the mirror's), and a gzip
+archive for a memory space's import."""
 
 from __future__ import annotations
 
+import io
 import shutil
 import tempfile
 from collections.abc import Mapping
-from typing import Any
+from typing import IO, Any, Generic, TypeVar, cast
 
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.request import Request
+from rest_framework.utils.mediatypes import media_type_matches
 
 # No request body of this API nests more than a few levels; the bound is generous.
 MAX_JSON_DEPTH = 32
 TOO_DEEP = f"The JSON body is nested more than {MAX_JSON_DEPTH} levels deep."
+
+Body = TypeVar("Body")
 
 
 class BoundedJSONParser(JSONParser):
@@ -59,7 +64,35 @@ def nesting_exceeds(data: Any, limit: int) -> bool:
     return False
 
 
-class MarkdownParser(BaseParser):
+class RawBodyParser(BaseParser, Generic[Body]):
+    """A body handed to the view as sent, never decoded here: `read` says in what form.
+    `raw_body` reads it, an empty one too."""
+
+    def parse(
+        self,
+        stream: Any,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:  # a Body, which DRF's type stubs do not foresee for a parser
+        return self.read(stream)
+
+    def read(self, stream: IO[bytes]) -> Body:
+        raise NotImplementedError
+
+
+def raw_body(request: Request, parser: type[RawBodyParser[Body]]) -> Body:
+    """The request's body as `parser` reads it. DRF hands an empty body over without asking
+    a parser (as an empty dict): its type is judged here, so that an empty body of another
+    type is refused like a full one."""
+    data = request.data
+    if not isinstance(data, dict):
+        return cast(Body, data)
+    if not media_type_matches(parser.media_type, request.content_type or ""):
+        raise UnsupportedMediaType(request.content_type)
+    return parser().read(io.BytesIO())
+
+
+class MarkdownParser(RawBodyParser[bytes]):
     """A `text/markdown` body as the bytes sent, never decoded here: the write path judges
     UTF-8 (INVALID_TEXT) with everything else it judges, whichever writer sent the bytes.
     A body that does not match its Content-Length fails the read (memory_project/wsgi.py)
@@ -67,12 +100,7 @@ class MarkdownParser(BaseParser):
 
     media_type = "text/markdown"
 
-    def parse(
-        self,
-        stream: Any,
-        media_type: str | None = None,
-        parser_context: Mapping[str, Any] | None = None,
-    ) -> Any:  # bytes, which DRF's type stubs do not foresee for a parser
+    def read(self, stream: IO[bytes]) -> bytes:
         return bytes(stream.read())
 
 
@@ -80,22 +108,16 @@ class MarkdownParser(BaseParser):
 ARCHIVE_SPOOL_BYTES = 8 * 1024 * 1024
 
 
-class ArchiveParser(BaseParser):
+class ArchiveParser(RawBodyParser[IO[bytes]]):
     """An `application/gzip` body as a spooled file, positioned at its start, never decoded
     or extracted here: the import reads it as a stream with its own bounds. Its size is
     bounded by REQUEST_MAX_BODY_BYTES, as every body is."""
 
     media_type = "application/gzip"
 
-    def parse(
-        self,
-        stream: Any,
-        media_type: str | None = None,
-        parser_context: Mapping[str, Any] | None = None,
-    ) -> Any:  # a file, which DRF's type stubs do not foresee for a parser
+    def read(self, stream: IO[bytes]) -> IO[bytes]:
         # Not a `with` block: the view reads the file after this returns, then closes it.
         spool = tempfile.SpooledTemporaryFile(max_size=ARCHIVE_SPOOL_BYTES)  # noqa: SIM115
-        if stream is not None:
-            shutil.copyfileobj(stream, spool)
+        shutil.copyfileobj(stream, spool)
         spool.seek(0)
         return spool

@@ -12,9 +12,11 @@ from django.core.cache import cache
 from django.test import override_settings
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
+from rest_framework.throttling import BaseThrottle
 
 from memory_project.api.throttles import RequestRateThrottle
 from workspaces.models import User
+from workspaces.ratelimit import client_address
 
 REDIS = django_settings.CACHES["default"]["BACKEND"].endswith("RedisCache")
 CACHES = {
@@ -91,3 +93,18 @@ def test_a_refused_write_says_when_its_window_ends(cache_backend, settings, monk
 
     # Windows start at multiples of 60 s: the next one after 1_000_000 is 1_000_020.
     assert second.wait() == pytest.approx(20.0)
+
+
+@pytest.mark.parametrize("proxies", [None, 0, 1, 2])
+@pytest.mark.parametrize(
+    "forwarded", [None, "", "203.0.113.7", "203.0.113.7, 198.51.100.2", " 203.0.113.7 ,10.0.0.1 "]
+)
+def test_the_client_address_follows_drfs_rule(settings, proxies, forwarded):
+    # Every limit per client address (the bearer failures, sign-in) reads it as DRF's
+    # throttles do, though without building the request's headers.
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": proxies}
+    headers = {} if forwarded is None else {"HTTP_X_FORWARDED_FOR": forwarded}
+    request = Request(APIRequestFactory().get("/", REMOTE_ADDR="192.0.2.9", **headers))
+
+    assert client_address(request) == BaseThrottle().get_ident(request)
+    assert client_address(request._request) == BaseThrottle().get_ident(request)

@@ -1,7 +1,7 @@
 // The Assistant panel beside the Memory frame: the conversation, its memory receipts and
 // the suggested changes.
 
-import { memoryFrame } from "./memory.js";
+import { FramePanel, memoryFrame } from "./memory.js";
 import { sentence } from "./errors.js";
 import { announce, api, byId, config, element, failure, listAll } from "./shared.js";
 
@@ -36,17 +36,16 @@ function newIdempotencyKey() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-class AssistantPanel {
+class AssistantPanel extends FramePanel {
+  conversationId = null;
+  pending = null; // {text, key, conversationId} of a send that did not get an answer
+  proposals = [];
+  receipts = new Map();
+
   constructor(frame) {
-    this.frame = frame;
-    this.urls = config.urls;
-    this.status = byId("assistant-status");
+    super(frame, "assistant");
     this.input = byId("assistant-text");
     this.sendButton = byId("assistant-send");
-    this.conversationId = null;
-    this.pending = null; // {text, key, conversationId} of a send that did not get an answer
-    this.proposals = [];
-    this.receipts = new Map();
     byId("assistant-form").addEventListener("submit", (event) => {
       event.preventDefault();
       this.send();
@@ -357,7 +356,7 @@ class AssistantPanel {
   }
 
   revisionLink(version) {
-    return element("a", { text: `revision ${version}`, attrs: { href: `${this.urls.changes}${version}/` } });
+    return element("a", { text: `revision ${version}`, attrs: { href: this.revisionUrl(version) } });
   }
 
   renderReceipt(receipt) {

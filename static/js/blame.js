@@ -3,8 +3,8 @@
 // text is the saved version's, which the frame already holds), and the stale lines to
 // review: Keep records a review without a new version, Remove is an ordinary Save.
 
-import { memoryFrame } from "./memory.js";
-import { announce, api, byId, config, element, failure } from "./shared.js";
+import { FramePanel, memoryFrame } from "./memory.js";
+import { announce, api, byId, element, failure } from "./shared.js";
 
 const CHANGE_WORDS = { save: "Saved", clear: "Cleared", undo: "Restored by Undo", capture: "Remembered" };
 const AUTHOR_WORDS = { human: "a person", automatic: "the assistant", import: "an import" };
@@ -26,14 +26,13 @@ function describeAuthor({ authorKind, author }) {
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
 
-class BlameView {
+class BlameView extends FramePanel {
+  blame = null; // the last answer of GET .../memory/blame
+
   constructor(frame) {
-    this.frame = frame;
-    this.urls = config.urls;
-    this.status = byId("blame-status");
+    super(frame, "blame");
     this.toggle = byId("blame-toggle");
     this.view = byId("blame-view");
-    this.blame = null;
     this.toggle.addEventListener("click", () => this.setOpen(this.view.hidden));
     byId("blame-review").addEventListener("click", () => this.setOpen(true, { focusStale: true }));
     // Every version the frame comes to hold (a Save, an Undo, a capture it adopted) has
@@ -104,7 +103,7 @@ class BlameView {
         `${dateFormat.format(new Date(origin.createdAt))}, in `,
       element("a", {
         text: `version ${origin.version}`,
-        attrs: { href: `${this.urls.changes}${origin.version}/` },
+        attrs: { href: this.revisionUrl(origin.version) },
       }),
     ]);
     if (origin.conversationId) {
@@ -191,7 +190,7 @@ class BlameView {
       detail: { conversationId: origin.conversationId, admissionId: origin.admissionId },
     });
     if (document.dispatchEvent(event)) {
-      window.location.assign(`${this.urls.changes}${origin.version}/`);
+      window.location.assign(this.revisionUrl(origin.version));
     }
   }
 }

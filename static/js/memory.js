@@ -289,3 +289,17 @@ class MemoryFrame extends DocumentEditor {
 
 // The Assistant panel beside it (assistant.js) follows this frame's saves.
 export const memoryFrame = byId("memory-frame") && config ? new MemoryFrame() : null;
+
+// A panel beside the frame (the assistant's, the lines' origins): it follows the frame,
+// speaks in its own status region `#<name>-status` and links to the revisions it names.
+export class FramePanel {
+  constructor(frame, name) {
+    this.frame = frame;
+    this.urls = config.urls;
+    this.status = byId(`${name}-status`);
+  }
+
+  revisionUrl(version) {
+    return `${this.urls.changes}${version}/`;
+  }
+}

@@ -3,6 +3,7 @@ over HTTP, for an agent runtime holding a turn's delivery credential."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import timedelta
 
@@ -11,9 +12,12 @@ from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient
 
-from automation.models import Admission, CommitFence, DeliveryCredential
+from automation.api.views import AutomationMemoryApi
+from automation.models import Admission, CommitFence, DeliveryCredential, RecallStatus
+from automation.services import Recall
 from automation.tokens import delivery_credential_cache_key
 from conftest import assert_error
 from memory.models import MEMORY_PATH, Proposal
@@ -288,6 +292,40 @@ def test_a_provided_recall_restarts_the_key_sessions_idle_timeout(
 
     assert response.json() == {"status": "provided", "version": 1, "text": "- likes tea\n"}
     assert idle_restarts == [assistant.key_session.cache_key]
+
+
+@pytest.mark.parametrize(
+    ("query", "problem"),
+    [({}, "This field is required."), ({"purpose": "capture"}, '"capture" is not a valid choice.')],
+)
+def test_a_recall_without_purpose_recall_is_query_invalid_and_records_nothing(
+    runtime, idle_restarts, query, problem
+):
+    receipt = Admission.objects.values_list("recall_count", "recalled_at")
+    receipt_before = receipt.get(pk=runtime.admission.pk)
+
+    response = runtime.get(runtime.url, query)
+
+    error = assert_error(response, 400, "QUERY_INVALID")
+    assert error["detail"]["fields"] == {"purpose": [problem]}
+    assert receipt.get(pk=runtime.admission.pk) == receipt_before
+    assert idle_restarts == []
+
+
+@pytest.mark.parametrize(
+    "recall",
+    [
+        Recall(RecallStatus.PROVIDED, 3, "- likes tea\n"),
+        Recall(RecallStatus.EMPTY, 2),
+        Recall(RecallStatus.UNAVAILABLE, None),
+    ],
+    ids=lambda recall: recall.status,
+)
+def test_a_recalls_answer_is_what_its_documented_schema_renders(recall):
+    # The view renders the service's Recall as it is; the serializer is the schema.
+    rendered = JSONRenderer().render(AutomationMemoryApi.RecallSerializer(recall).data)
+
+    assert JSONRenderer().render(dataclasses.asdict(recall)) == rendered
 
 
 def test_a_recall_reads_its_credential_and_facts_in_one_statement_then_its_receipt(runtime):

@@ -95,6 +95,21 @@ def test_a_stale_write_is_409_with_the_read_again_message(tenant, bot):
     assert stored.body == b"a person's v2\n"
 
 
+def test_a_run_that_did_not_read_another_runs_change_is_409(tenant, bot):
+    client = client_of(tenant, bot)
+    one, two = ({"path": "a.md", "run": run} for run in ("r1", "r2"))
+    client.post(TOOLS + "write", {**one, "content": "v1\n"}, format="json")
+    assert client.post(TOOLS + "read", two, format="json").json() == {"text": "v1\n"}
+    client.post(TOOLS + "write", {**two, "content": "r2's v2\n"}, format="json")
+
+    response = client.post(TOOLS + "write", {**one, "content": "r1's v2\n"}, format="json")
+
+    assert_error(response, 409, "MEMORY_WRITE_STALE")
+    stored = store_get().read(bot_space(bot), "a.md")
+    assert stored is not None
+    assert stored.body == b"r2's v2\n"
+
+
 def test_a_read_only_bot_is_refused_a_write(tenant):
     reader = tenant.bot_create("reader", memory={**SPEC, "write": False})
 

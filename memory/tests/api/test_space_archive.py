@@ -197,10 +197,11 @@ def test_a_refused_archive_is_answered_with_its_code_and_writes_nothing(
     assert contents(org_handle(tenant)) == {}
 
 
-def test_an_import_of_another_type_is_415(client, tenant):
+@pytest.mark.parametrize("body", [archive_of(layout(INCOMING)), b""], ids=["full", "empty"])
+def test_an_import_of_another_type_is_415(client, tenant, body):
     url = "/api/v1/memory/import?" + urlencode(ORG_SPACE)
 
-    response = client.post(url, archive_of(layout(INCOMING)), content_type="application/x-tar")
+    response = client.post(url, body, content_type="application/x-tar")
 
     assert_error(response, 415, "UNSUPPORTED_MEDIA_TYPE")
     assert contents(org_handle(tenant)) == {}
