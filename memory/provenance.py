@@ -191,14 +191,18 @@ def _origins_start(workspace: Workspace) -> _OriginsStart | None:
 _ORIGIN_RUNS = LineProvenance._meta.get_field("origin_runs")
 
 
-def _origins(workspace: Workspace, start: _OriginsStart) -> list[Origin]:
+# The origins of revisions, to be cached: (revision id, line count, origin runs).
+_Uncached = list[tuple[int, int, list[list[int]]]]
+
+
+def _origins(workspace: Workspace, start: _OriginsStart) -> tuple[list[Origin], _Uncached]:
     """The origin of each line of the live revision: from the cache, or carried forward from
-    the latest cached revision before it (from the first revision when none is), caching
-    each revision on the way. Right after a Save that opens only the revision before it and
-    the live one."""
+    the latest cached revision before it (from the first revision when none is); and the
+    origins of each revision on the way, for the caller to cache. Right after a Save that
+    opens only the revision before it and the live one."""
     current, cached = start.current, start.cached
     if cached is not None and cached.version == current.version:
-        return origins_of_runs(start.cached_runs)
+        return origins_of_runs(start.cached_runs), []
     if start.wrapped_key is None:
         raise DocumentUnreadable(version=current.version)
     data_key = data_key_unwrap(start.wrapped_key)
@@ -215,14 +219,13 @@ def _origins(workspace: Workspace, start: _OriginsStart) -> list[Origin]:
             file_id=current.file_id, version__gt=after, version__lt=current.version
         ).order_by("version")
         steps = itertools.chain(between.iterator(chunk_size=50), steps)
-    computed = []
+    computed: _Uncached = []
     for step in steps:
         following = text_lines(_opened(step, workspace, data_key))
         origins = origins_carry(lines, origins, following, step.version)
         lines = following
         computed.append((step.pk, len(origins), origin_runs(origins)))
-    origins_cache(computed)
-    return origins
+    return origins, computed
 
 
 def _opened(revision: FileVersion, workspace: Workspace, data_key: bytes) -> str:
@@ -233,51 +236,89 @@ def _opened(revision: FileVersion, workspace: Workspace, data_key: bytes) -> str
 _CACHE_BATCH = 200
 
 
-def origins_cache(rows: list[tuple[int, int, list[list[int]]]]) -> None:
-    """Cache the origins of revisions, given as (revision id, line count, origin runs).
+def origins_cache(
+    rows: _Uncached, *, then: tuple[str, list[Any]] | None = None
+) -> list[tuple[Any, ...]]:
+    """Cache the origins of revisions, given as (revision id, line count, origin runs); then
+    run `then`, a SELECT and its parameters, if given, and return its rows.
 
     The cache is derived and written once per revision: two requests that fill it at once
     write the same rows, and the second insert is skipped. It is rebuilt from the revisions
     whenever a row is missing, so its insert commits without waiting for the WAL flush: a
     server crash may lose the last rows, never anything that cannot be recomputed. Each
-    batch is one statement, so no transaction is opened around it."""
-    if not rows:
-        return
+    batch is one statement, so no transaction is opened around it; on PostgreSQL the last
+    one is the same statement as `then`, which must not read the rows it inserts."""
     with_clause, from_item = sql.unsynchronized()
     created_at = sql.datetime_param(timezone.now())
-    for first in range(0, len(rows), _CACHE_BATCH):
-        batch = rows[first : first + _CACHE_BATCH]
-        values = ", ".join(["(%s, %s, %s, %s)"] * len(batch))
-        # INSERT ... SELECT, so PostgreSQL's settings item can be joined in; its WHERE is
-        # what SQLite needs to read the ON CONFLICT that follows as the upsert clause.
-        statement = f"""
-            {with_clause}
-            INSERT INTO {sql.table(LineProvenance)}
-                (revision_id, line_count, origin_runs, created_at)
-            SELECT r.column1, r.column2, r.column3, r.column4
-            FROM (VALUES {values}) r {f", {from_item}" if from_item else ""}
-            WHERE true
-            ON CONFLICT DO NOTHING
-        """  # identifiers come from model metadata; every value is a parameter
-        params: list[Any] = []
-        for revision_id, line_count, runs in batch:
-            params += [
-                revision_id,
-                line_count,
-                _ORIGIN_RUNS.get_db_prep_value(runs, connection),
-                created_at,
-            ]
-        with connection.cursor() as cursor:
+    inserts = [
+        _origins_insert(rows[first : first + _CACHE_BATCH], from_item, created_at)
+        for first in range(0, len(rows), _CACHE_BATCH)
+    ]
+    statements = [(f"{with_clause} {insert}", params) for insert, params in inserts]
+    if then is not None:
+        select, select_params = then
+        if inserts and connection.vendor == "postgresql":
+            # One round trip where two were: a data-modifying WITH runs whether or not the
+            # query reads it, within the statement's own transaction, as the insert alone.
+            insert, params = inserts[-1]
+            statements[-1] = (
+                f"{with_clause}, cached AS ({insert}) {select}",
+                params + select_params,
+            )
+        else:
+            statements.append(then)
+    with connection.cursor() as cursor:
+        for statement, params in statements:
             cursor.execute(statement, params)
+        return cursor.fetchall() if then is not None else []
+
+
+def _origins_insert(batch: _Uncached, from_item: str, created_at: Any) -> tuple[str, list[Any]]:
+    """The INSERT of one batch of the cache, joining `from_item` (`sql.unsynchronized`'s), and
+    its parameters."""
+    values = ", ".join(["(%s, %s, %s, %s)"] * len(batch))
+    # INSERT ... SELECT, so PostgreSQL's settings item can be joined in; its WHERE is what
+    # SQLite needs to read the ON CONFLICT that follows as the upsert clause.
+    statement = f"""
+        INSERT INTO {sql.table(LineProvenance)} (revision_id, line_count, origin_runs, created_at)
+        SELECT r.column1, r.column2, r.column3, r.column4
+        FROM (VALUES {values}) r {f", {from_item}" if from_item else ""}
+        WHERE true
+        ON CONFLICT DO NOTHING
+    """  # identifiers come from model metadata; every value is a parameter
+    params: list[Any] = []
+    for revision_id, line_count, runs in batch:
+        params += [
+            revision_id,
+            line_count,
+            _ORIGIN_RUNS.get_db_prep_value(runs, connection),
+            created_at,
+        ]
+    return statement, params
 
 
 # ---- blame ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
+class OriginRevision:
+    """The revision that introduced a line, as blame shows it: who made it, how and when,
+    never its text. Plain values rather than a `FileVersion`: a blame loads one for every
+    distinct origin, up to one per line, and a model instance costs several times as much
+    to build."""
+
+    id: int
+    version: int
+    author: User | None  # its id and username; other fields load on access
+    author_kind: str
+    change_kind: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
 class BlameLine:
     line: int  # from 1
-    origin: FileVersion  # the revision that introduced the line
+    origin: OriginRevision
     origin_line: int  # its index there, from 0
     capture: CaptureLink | None
     reviewed_at: datetime | None
@@ -309,53 +350,69 @@ def memory_line_origins(*, workspace: Workspace) -> tuple[FileVersion | None, li
     start = _origins_start(workspace)
     if start is None:
         return None, []
-    return start.current, _origins(workspace, start)
+    origins, uncached = _origins(workspace, start)
+    origins_cache(uncached)
+    return start.current, origins
+
+
+# What blame shows of an author; the rest of the user loads on access.
+_AUTHOR_SHOWN = ("id", "username")
+_AUTHOR_DEFERRED = tuple(
+    field.attname for field in User._meta.concrete_fields if field.attname not in _AUTHOR_SHOWN
+)
 
 
 def _origin_revisions(
-    file_id: int, versions: set[int]
-) -> tuple[dict[int, FileVersion], dict[tuple[int, int], datetime]]:
-    """The revisions of `versions` (with their authors; never their text), and the latest
-    review of each of their lines that has one, by (revision id, line index)."""
+    file_id: int, versions: set[int], uncached: _Uncached
+) -> tuple[dict[int, OriginRevision], dict[tuple[int, int], datetime]]:
+    """The revisions of `versions` by version, and the latest review of each of their lines
+    that has one, by (revision id, line index); caching `uncached` on the way."""
     if not versions:
+        origins_cache(uncached)
         return {}, {}
     # Raw: one statement where the ORM took two (the revisions, the reviews), each compiled
     # anew for every length of the version list.
     among, among_params = sql.any_of("v.version", sorted(versions))
     statement = f"""
-        SELECT {sql.columns(FileVersion, "v", deferred=_TEXT)}, {sql.columns(User, "u")},
-            r.origin_line, MAX(r.reviewed_at)
+        SELECT v.id, v.version, v.author_kind, v.change_kind, v.created_at,
+            {sql.columns(User, "u", deferred=_AUTHOR_DEFERRED)}, r.origin_line, MAX(r.reviewed_at)
         FROM {sql.table(FileVersion)} v
         LEFT JOIN {sql.table(User)} u ON u.id = v.author_id
         LEFT JOIN {sql.table(LineReview)} r ON r.origin_id = v.id
         WHERE v.file_id = %s AND {among}
         GROUP BY v.id, u.id, r.origin_line
     """  # identifiers come from model metadata; every value is a parameter
-    with connection.cursor() as cursor:
-        cursor.execute(statement, [file_id, *among_params])
-        rows = cursor.fetchall()
-    author_at = sql.width(FileVersion, deferred=_TEXT)
-    review_at = author_at + sql.width(User)
-    revisions: dict[int, FileVersion] = {}
+    rows = origins_cache(uncached, then=(statement, [file_id, *among_params]))
+    created_at_loaded = sql.field_loader(FileVersion, "created_at")
+    reviewed_at_loaded = sql.field_loader(LineReview, "reviewed_at")
+    author_at = 5  # after the revision's own five columns
+    review_at = author_at + len(_AUTHOR_SHOWN)
+    revisions: dict[int, OriginRevision] = {}
     authors: dict[int, User] = {}  # most revisions share a few authors: each loaded once
     reviews: dict[tuple[int, int], datetime] = {}
     for row in rows:
-        revision = sql.instance(FileVersion, row, 0, deferred=_TEXT)
-        revision = revisions.setdefault(revision.version, revision)
-        if revision.author_id is not None:
-            if revision.author_id not in authors:
-                authors[revision.author_id] = sql.instance(User, row, author_at)
-            revision.author = authors[revision.author_id]
+        revision_id, version, author_kind, change_kind, created_at = row[:author_at]
+        author_id = row[author_at]  # the user's id column, None without an author
+        if version not in revisions:
+            author = None
+            if author_id is not None:
+                if author_id not in authors:
+                    authors[author_id] = sql.instance(
+                        User, row, author_at, deferred=_AUTHOR_DEFERRED
+                    )
+                author = authors[author_id]
+            revisions[version] = OriginRevision(
+                id=revision_id,
+                version=version,
+                author=author,
+                author_kind=author_kind,
+                change_kind=change_kind,
+                created_at=created_at_loaded(created_at),
+            )
         origin_line, reviewed_at = row[review_at:]
         if origin_line is not None:
-            reviews[revision.pk, origin_line] = sql.field_value(
-                LineReview, "reviewed_at", reviewed_at
-            )
+            reviews[revision_id, origin_line] = reviewed_at_loaded(reviewed_at)
     return revisions, reviews
-
-
-# A revision's sealed text, which no blame reads from the origin revisions.
-_TEXT = ("ciphertext",)
 
 
 def memory_blame(*, workspace: Workspace, now: datetime | None = None) -> Blame:
@@ -365,23 +422,27 @@ def memory_blame(*, workspace: Workspace, now: datetime | None = None) -> Blame:
     """
     now = now or timezone.now()
     stale_days = settings.MEMORY_STALE_DAYS
-    current, origins = memory_line_origins(workspace=workspace)
-    if current is None:
+    start = _origins_start(workspace)
+    if start is None:
         return Blame(version=0, stale_days=stale_days, lines=[])
-    revisions, reviews = _origin_revisions(current.file_id, {version for version, _ in origins})
-    captures = _capture_links([revision.pk for revision in revisions.values()])
+    current = start.current
+    origins, uncached = _origins(workspace, start)
+    revisions, reviews = _origin_revisions(
+        current.file_id, {version for version, _ in origins}, uncached
+    )
+    captures = _capture_links([revision.id for revision in revisions.values()])
     stale_before = now - timedelta(days=stale_days)
     lines = []
     for number, (version, index) in enumerate(origins, start=1):
         origin = revisions[version]
-        reviewed_at = reviews.get((origin.pk, index))
+        reviewed_at = reviews.get((origin.id, index))
         last_looked_at = max(origin.created_at, reviewed_at or origin.created_at)
         lines.append(
             BlameLine(
                 line=number,
                 origin=origin,
                 origin_line=index,
-                capture=captures.get(origin.pk),
+                capture=captures.get(origin.id),
                 reviewed_at=reviewed_at,
                 is_stale=last_looked_at < stale_before,
             )

@@ -9,7 +9,7 @@ the comment beside each statement says why the ORM could not write it, or not ch
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -125,11 +125,21 @@ def instance(
 def field_value(model: type[models.Model], name: str, value: Any) -> Any:
     """A raw value of `model`'s field `name` (or of an aggregate that keeps its type, as
     MAX does) as the ORM would load it."""
+    return field_loader(model, name)(value)
+
+
+def field_loader(model: type[models.Model], name: str) -> Callable[[Any], Any]:
+    """What `field_value` does for `model`'s field `name`, as one function: for the many
+    rows of one statement, each loaded without looking the field up again."""
     names, converted = _loader(model, frozenset())
     offset = names.index(name)  # ValueError for a field the model does not have
     for converted_offset, column, convert in converted:
         if converted_offset == offset:
-            return _field_convert(value, column, convert)
+            return functools.partial(_field_convert, column=column, convert=convert)
+    return _unconverted
+
+
+def _unconverted(value: Any) -> Any:
     return value
 
 

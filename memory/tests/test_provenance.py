@@ -137,6 +137,18 @@ def test_an_unchanged_line_keeps_its_revision_across_a_hundred_unrelated_revisio
     assert LineProvenance.objects.filter(revision__file__path=MEMORY_PATH).count() == 101
 
 
+def test_a_cold_blame_caches_every_revision_when_they_take_several_inserts(tenant, monkeypatch):
+    monkeypatch.setattr(provenance, "_CACHE_BATCH", 2)
+    for n in range(5):
+        save(tenant, f"- kept\n- changing {n}\n", n)
+
+    blame = memory_blame(workspace=tenant.workspace)
+
+    assert [line.origin.version for line in blame.lines] == [1, 5]
+    cached = LineProvenance.objects.filter(revision__file__path=MEMORY_PATH)
+    assert sorted(cached.values_list("revision__version", flat=True)) == [1, 2, 3, 4, 5]
+
+
 def test_blame_of_version_n_opens_only_n_minus_1_and_n_once_n_minus_1_is_known(tenant, monkeypatch):
     for n in range(20):
         save(tenant, f"- kept\n- changing {n}\n", n)

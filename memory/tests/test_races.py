@@ -166,12 +166,12 @@ def test_two_blames_filling_the_origin_cache_at_once_keep_one_row_per_revision(t
     holds = threading.local()
     second_done = threading.Event()
 
-    def insert_after_the_second(rows):
+    def insert_after_the_second(rows, **then):
         # The first blame has computed its rows; it inserts them only once the second one
         # has inserted the same rows and committed.
         if getattr(holds, "is_first", False):
             assert second_done.wait(timeout=30)
-        return real_insert(rows)
+        return real_insert(rows, **then)
 
     def first():
         holds.is_first = True
