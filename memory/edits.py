@@ -114,6 +114,21 @@ def apply_memory_changes(text: str, changes: Sequence[MemoryChange]) -> str:
     return "\n".join(body) + ("\n" if trailing else "")
 
 
+def unchanged_ends(previous: Sequence[str], current: Sequence[str]) -> tuple[int, int]:
+    """How many lines `previous` and `current` start with alike, and how many of the rest
+    they end with alike. A line diff sets both aside and compares only what lies between:
+    a one-line edit of a long text stays one short comparison, and a line repeated
+    elsewhere is never paired with a copy of itself across an unchanged stretch."""
+    shorter = min(len(previous), len(current))
+    head = 0
+    while head < shorter and previous[head] == current[head]:
+        head += 1
+    tail = 0
+    while tail < shorter - head and previous[-1 - tail] == current[-1 - tail]:
+        tail += 1
+    return head, tail
+
+
 def is_encodable(text: str) -> bool:
     """False for text holding lone surrogates, which JSON can carry but UTF-8 cannot."""
     try:

@@ -27,6 +27,7 @@ from urllib.parse import unquote
 
 import icu
 
+from memory.edits import unchanged_ends
 from workspaces.lookalikes import INVISIBLE_CATEGORIES, alternatives
 
 
@@ -473,13 +474,21 @@ def instruction_findings_added(old: str, new: str) -> list[InstructionFinding]:
     """The findings on the lines `new` adds to `old` or replaces in it (numbered in `new`);
     a line that was already there is not judged again."""
     old_lines, new_lines = _lines(old), _lines(new)
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    # Only what lies between the unchanged head and tail is compared, as blame compares
+    # revisions: a capture's append compares nothing line by line (the comparison, in
+    # Python, cost a capture more than judging the line it added), and a line judged is
+    # one that blame would give to this change.
+    start, end = unchanged_ends(old_lines, new_lines)
+    new_between = new_lines[start : len(new_lines) - end]
+    matcher = difflib.SequenceMatcher(
+        a=old_lines[start : len(old_lines) - end], b=new_between, autojunk=False
+    )
     return [
-        InstructionFinding(line=number + 1, rule=rule)
-        for tag, _, _, start, end in matcher.get_opcodes()
+        InstructionFinding(line=start + number + 1, rule=rule)
+        for tag, _, _, first, last in matcher.get_opcodes()
         if tag in ("insert", "replace")
-        for number in range(start, end)
-        for rule in line_rules(new_lines[number])
+        for number in range(first, last)
+        for rule in line_rules(new_between[number])
     ]
 
 

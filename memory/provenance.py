@@ -37,6 +37,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from memory.edits import unchanged_ends
 from memory.models import MEMORY_PATH, LineProvenance, LineReview
 from workspaces import sql
 from workspaces.crypto import data_key_unwrap
@@ -65,15 +66,7 @@ def origins_carry(
     the origin of the line of `previous` it continues unchanged, or its own place in
     `version` for a line that revision added or changed."""
     origins = [(version, index) for index in range(len(current))]
-    shorter = min(len(previous), len(current))
-    head = 0
-    while head < shorter and previous[head] == current[head]:
-        head += 1
-    tail = 0
-    while tail < shorter - head and previous[-1 - tail] == current[-1 - tail]:
-        tail += 1
-    # Set aside first, so that a one-line edit of a long document stays one pass: difflib
-    # compares only what lies between.
+    head, tail = unchanged_ends(previous, current)
     origins[:head] = previous_origins[:head]
     origins[len(current) - tail :] = previous_origins[len(previous) - tail :]
     matcher = difflib.SequenceMatcher(

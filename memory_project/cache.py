@@ -13,6 +13,7 @@ round trip it serves; a throttled write pays it about four times.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -20,10 +21,10 @@ from django.core.cache import cache
 from django.core.cache.backends.locmem import LocMemCache as DjangoLocMemCache
 from django.core.cache.backends.redis import RedisCache as DjangoRedisCache
 from django.core.cache.backends.redis import RedisCacheClient, RedisSerializer
+from redis.exceptions import NoScriptError
 
 if TYPE_CHECKING:
     from redis import ConnectionPool, Redis
-    from redis.commands.core import Script
 
 # A counter is (its key, its lifetime in seconds); a gate is (a counter's key, its limit).
 Counter = tuple[str, int]
@@ -47,6 +48,8 @@ for i = 1, counters do
 end
 return counts
 """
+# Sent by its SHA-1 (EVALSHA), the text only when the server does not have it yet.
+COUNT_UNLESS_GATE_FULL_SHA = hashlib.sha1(COUNT_UNLESS_GATE_FULL.encode()).hexdigest()
 
 
 class PooledRedisCacheClient(RedisCacheClient):
@@ -67,7 +70,6 @@ class PooledRedisCacheClient(RedisCacheClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._clients: dict[int, Redis] = {}
-        self._count_scripts: dict[int, Script] = {}
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Redis:
         pool = self._get_connection_pool(write)
@@ -89,18 +91,21 @@ class PooledRedisCacheClient(RedisCacheClient):
         self, counters: Sequence[Counter], gate: Gate | None
     ) -> list[int] | None:
         client = self.get_client(write=True)
-        script = self._count_scripts.get(id(client))
-        if script is None:
-            # EVALSHA, loading the script again if the server lost it (a restart).
-            script = self._count_scripts[id(client)] = client.register_script(
-                COUNT_UNLESS_GATE_FULL
-            )
         keys = [key for key, _ in counters]
         limit = ""
         if gate is not None:
             keys.append(gate[0])
             limit = str(gate[1])
-        counts = script(keys=keys, args=[limit, *(timeout for _, timeout in counters)])
+        # The command itself, not redis-py's Script: its wrapper cost about a tenth of the
+        # call, for what the three lines below do too.
+        args = [limit, *(timeout for _, timeout in counters)]
+        command = ("EVALSHA", COUNT_UNLESS_GATE_FULL_SHA, len(keys), *keys, *args)
+        try:
+            counts = client.execute_command(*command)
+        except NoScriptError:
+            # A server that has not seen the script yet, or lost it (a restart).
+            client.script_load(COUNT_UNLESS_GATE_FULL)
+            counts = client.execute_command(*command)
         return None if counts is None else [int(count) for count in counts]
 
 

@@ -88,9 +88,13 @@ def _canonical_segments(raw: str) -> list[str]:
     segments = path_segments(text)
     if ".." in segments:
         raise InvalidDocumentPath(reason="dot_dot_segment")
-    if any(len(segment.encode()) > MAX_SEGMENT_BYTES for segment in segments):
+    path_bytes = len("/".join(segments).encode())
+    # No segment is longer than the whole path: most paths need no look at each segment.
+    if path_bytes > MAX_SEGMENT_BYTES and any(
+        len(segment.encode()) > MAX_SEGMENT_BYTES for segment in segments
+    ):
         raise InvalidDocumentPath(reason="segment_too_long", limitBytes=MAX_SEGMENT_BYTES)
-    if len("/".join(segments).encode()) > MAX_PATH_BYTES:
+    if path_bytes > MAX_PATH_BYTES:
         raise InvalidDocumentPath(reason="too_long", limitBytes=MAX_PATH_BYTES)
     return segments
 

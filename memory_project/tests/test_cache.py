@@ -105,3 +105,15 @@ def test_a_missing_gate_is_open_and_a_gate_may_count_itself(backend):
 
     assert counts == [[1], [2], None]
     assert cache.get("failures") == 2
+
+
+@pytest.mark.skipif(not REDIS, reason="needs REDIS_URL: the script lives in a real Redis")
+def test_counting_loads_the_script_again_on_a_server_that_lost_it(settings):
+    with override_settings(CACHES=settings.CACHES):
+        cache.clear()
+        assert cache_count_unless_gate_full([("hits", 120)]) == [1]
+        # What a Redis restart does to the scripts it had loaded.
+        redis.Redis.from_url(settings.REDIS_URL).script_flush()
+
+        assert cache_count_unless_gate_full([("hits", 120)], gate=("failures", 3)) == [2]
+        cache.clear()
