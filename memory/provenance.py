@@ -293,7 +293,9 @@ def _origins_insert(batch: _Uncached, from_item: str, created_at: Any) -> tuple[
 # ---- blame ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+# Slotted: a blame builds up to one of each per line, and a slotted frozen instance is built in
+# about half the time.
+@dataclass(frozen=True, slots=True)
 class OriginRevision:
     """The revision that introduced a line, as blame shows it: who made it, how and when,
     never its text. Plain values rather than a `FileVersion`: a blame loads one for every
@@ -308,7 +310,7 @@ class OriginRevision:
     created_at: datetime
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BlameLine:
     line: int  # from 1
     origin: OriginRevision
@@ -429,7 +431,6 @@ def memory_blame(*, workspace: Workspace, now: datetime | None = None) -> Blame:
     for number, (version, index) in enumerate(origins, start=1):
         origin = revisions[version]
         reviewed_at = reviews.get((origin.id, index))
-        last_looked_at = max(origin.created_at, reviewed_at or origin.created_at)
         lines.append(
             BlameLine(
                 line=number,
@@ -437,7 +438,9 @@ def memory_blame(*, workspace: Workspace, now: datetime | None = None) -> Blame:
                 origin_line=index,
                 capture=captures.get(origin.id),
                 reviewed_at=reviewed_at,
-                is_stale=last_looked_at < stale_before,
+                # Neither changed nor kept since.
+                is_stale=origin.created_at < stale_before
+                and (reviewed_at is None or reviewed_at < stale_before),
             )
         )
     return Blame(version=current.version, stale_days=stale_days, lines=lines)
