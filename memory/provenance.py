@@ -42,7 +42,7 @@ from memory.models import MEMORY_PATH, LineProvenance, LineReview
 from workspaces import sql
 from workspaces.crypto import data_key_unwrap
 from workspaces.errors import DocumentUnreadable
-from workspaces.models import File, FileVersion, User, Workspace, WorkspaceKey
+from workspaces.models import ChangeKind, File, FileVersion, User, Workspace, WorkspaceKey
 from workspaces.selectors import file_version_plaintext
 
 # A line's origin: the version of the revision that introduced it, and its index there.
@@ -106,7 +106,8 @@ class CaptureLink:
     admission_id: uuid.UUID
 
 
-# Revision ids in, the capture behind each revision that has one out.
+# Revision ids in, the capture behind each revision that has one out. Asked only about
+# revisions whose change kind is capture: no other revision is written with a turn behind it.
 CaptureLinkResolver = Callable[[list[int]], dict[int, CaptureLink]]
 
 _capture_link_resolvers: list[CaptureLinkResolver] = []
@@ -118,8 +119,15 @@ def capture_links_register(resolver: CaptureLinkResolver) -> None:
         _capture_link_resolvers.append(resolver)
 
 
-def _capture_links(revision_ids: list[int]) -> dict[int, CaptureLink]:
+def _capture_links(revisions: Iterable[OriginRevision]) -> dict[int, CaptureLink]:
+    """The capture behind each of `revisions` that has one, by revision id. Most blames have
+    no capture among their origins, and ask no resolver (so send no statement)."""
+    revision_ids = [
+        revision.id for revision in revisions if revision.change_kind == ChangeKind.CAPTURE
+    ]
     links: dict[int, CaptureLink] = {}
+    if not revision_ids:
+        return links
     for resolver in _capture_link_resolvers:
         links |= resolver(revision_ids)
     return links
@@ -425,7 +433,7 @@ def memory_blame(*, workspace: Workspace, now: datetime | None = None) -> Blame:
     revisions, reviews = _origin_revisions(
         current.file_id, {version for version, _ in origins}, uncached
     )
-    captures = _capture_links([revision.id for revision in revisions.values()])
+    captures = _capture_links(revisions.values())
     stale_before = now - timedelta(days=stale_days)
     lines = []
     for number, (version, index) in enumerate(origins, start=1):
