@@ -268,9 +268,10 @@ def origins_cache(
         # reads it, within the statement's own transaction, as the insert alone.
         insert, params = inserts.pop()
         then = (f"{with_clause}, cached AS ({insert}) {then[0]}", params + then[1])
-    with connection.cursor() as cursor:
-        for insert, params in inserts:
-            cursor.execute(f"{with_clause} {insert}", params)
+    if inserts:
+        with connection.cursor() as cursor:
+            for insert, params in inserts:
+                cursor.execute(f"{with_clause} {insert}", params)
     return [] if then is None else sql.rows_binary(*then)
 
 
