@@ -467,7 +467,7 @@ _Entry = tuple[tarfile.TarInfo, Callable[[], bytes]]  # an entry, and what reads
 
 # A plain entry's header: ustar magic and version, a regular file or a directory.
 _PLAIN_TYPES = (tarfile.REGTYPE, tarfile.DIRTYPE)
-_OCTAL = re.compile(rb"[0-7]+")
+_OCTAL_DIGITS = b"01234567"
 _ZERO_BLOCK = bytes(tarfile.BLOCKSIZE)
 
 
@@ -540,7 +540,8 @@ def _plain_member(header: bytes) -> tarfile.TarInfo | None:
     if header.count(0, 345, 500) != 155 or header.count(0, 157, 257) != 100:
         return None
     checksum = _octal_field(header[148:156])
-    if checksum is None or checksum != 256 + sum(header[:148]) + sum(header[156:]):
+    # The sum of the header's bytes with the checksum field's eight counted as spaces.
+    if checksum is None or checksum != sum(header) - sum(header[148:156]) + 256:
         return None
     size = _octal_field(header[124:136])
     if size is None or (kind == tarfile.DIRTYPE and size != 0):
@@ -559,7 +560,8 @@ def _octal_field(field: bytes) -> int | None:
     """A number field as `tarfile.nti` reads an octal one (up to its first NUL, blanks
     stripped), or None for one that is not octal digits."""
     digits = field.split(b"\0", 1)[0].strip()
-    return int(digits, 8) if _OCTAL.fullmatch(digits) else None
+    # Octal digits only, and at least one: `int` alone would take a sign, `_` or `0o`.
+    return int(digits, 8) if digits and not digits.strip(_OCTAL_DIGITS) else None
 
 
 class _Prefixed(io.RawIOBase):
