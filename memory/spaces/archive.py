@@ -265,7 +265,7 @@ class _TarStream:
     def add(self, name: str, data: bytes) -> None:
         self._put(_tar_header(name, len(data)))
         self._put(data)
-        self._put(bytes(-len(data) % tarfile.BLOCKSIZE))
+        self._put(_ZERO_BLOCK[: -len(data) % tarfile.BLOCKSIZE])
         if len(self.pending) >= _WRITE_CHUNK:
             self._flush()
 
@@ -306,6 +306,7 @@ def _ustar_template() -> bytes:
 
 
 _USTAR = _ustar_template()
+_USTAR_SUM = sum(_USTAR)
 _NAME_FIELD = 100
 _SIZE_LIMIT = 8**11  # what the 12-byte octal size field holds
 
@@ -316,10 +317,13 @@ def _tar_header(name: str, size: int) -> bytes:
         info = tarfile.TarInfo(name)
         info.size, info.mtime, info.mode = size, 0, _ENTRY_MODE
         return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+    size_field = b"%011o\0" % size
     header = bytearray(_USTAR)
     header[: len(encoded)] = encoded
-    header[124:136] = b"%011o\0" % size
-    header[148:155] = b"%06o\0" % sum(header)
+    header[124:136] = size_field
+    # The name and size fields were zeros in the template: its sum plus theirs is the
+    # header's (one sum over 512 bytes per entry was a tenth of writing the stream).
+    header[148:155] = b"%06o\0" % (_USTAR_SUM + sum(encoded) + sum(size_field))
     return bytes(header)
 
 
