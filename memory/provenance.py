@@ -240,7 +240,8 @@ def origins_cache(
     rows: _Uncached, *, then: tuple[str, list[Any]] | None = None
 ) -> list[tuple[Any, ...]]:
     """Cache the origins of revisions, given as (revision id, line count, origin runs); then
-    run `then`, a SELECT and its parameters, if given, and return its rows.
+    run `then`, a SELECT and its parameters, if given, and return its rows (fetched as
+    `sql.rows_binary` fetches them).
 
     The cache is derived and written once per revision: two requests that fill it at once
     write the same rows, and the second insert is skipped. It is rebuilt from the revisions
@@ -254,23 +255,15 @@ def origins_cache(
         _origins_insert(rows[first : first + _CACHE_BATCH], from_item, created_at)
         for first in range(0, len(rows), _CACHE_BATCH)
     ]
-    statements = [(f"{with_clause} {insert}", params) for insert, params in inserts]
-    if then is not None:
-        select, select_params = then
-        if inserts and connection.vendor == "postgresql":
-            # One round trip where two were: a data-modifying WITH runs whether or not the
-            # query reads it, within the statement's own transaction, as the insert alone.
-            insert, params = inserts[-1]
-            statements[-1] = (
-                f"{with_clause}, cached AS ({insert}) {select}",
-                params + select_params,
-            )
-        else:
-            statements.append(then)
+    if then is not None and inserts and connection.vendor == "postgresql":
+        # One round trip where two were: a data-modifying WITH runs whether or not the query
+        # reads it, within the statement's own transaction, as the insert alone.
+        insert, params = inserts.pop()
+        then = (f"{with_clause}, cached AS ({insert}) {then[0]}", params + then[1])
     with connection.cursor() as cursor:
-        for statement, params in statements:
-            cursor.execute(statement, params)
-        return cursor.fetchall() if then is not None else []
+        for insert, params in inserts:
+            cursor.execute(f"{with_clause} {insert}", params)
+    return [] if then is None else sql.rows_binary(*then)
 
 
 def _origins_insert(batch: _Uncached, from_item: str, created_at: Any) -> tuple[str, list[Any]]:

@@ -66,12 +66,16 @@ def unsynchronized() -> tuple[str, str]:
     )
 
 
-def any_of(expression: str, values: Collection[Any]) -> tuple[str, list[Any]]:
-    """`expression` is one of `values` (not empty), as SQL and its parameters: on PostgreSQL
-    one array parameter, so the statement is the same (parsed and prepared once) whatever
-    the count; elsewhere one parameter per value."""
+def any_of(expression: str, values: Collection[int]) -> tuple[str, list[Any]]:
+    """`expression` is one of `values`, integers (not empty), as SQL and its parameters: on
+    PostgreSQL one array parameter, so the statement is the same (parsed and prepared once)
+    whatever the count; elsewhere one parameter per value."""
     if connection.vendor == "postgresql":
-        return f"{expression} = ANY(%s)", [list(values)]
+        # The array's text, cast: the driver adapts a list element by element in Python,
+        # five times as long as this join (about 45 microseconds for 64 ids).
+        return f"{expression} = ANY(%s::bigint[])", [
+            "{" + ",".join(str(int(value)) for value in values) + "}"
+        ]
     return f"{expression} IN ({', '.join(['%s'] * len(values))})", list(values)
 
 
@@ -170,14 +174,24 @@ def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
 
 def values_binary(queryset: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
     """The rows of `queryset`, a `values_list` of fields the ORM loads as the driver returns
-    them (text, numbers, bytes, aware datetimes), fetched on PostgreSQL in its binary
-    format. The ORM's own statement, sent raw only for that: in the text format every
-    bytea value travels as hex, twice its size, which the server spells out and the client
-    decodes (reading a space's 8 MiB of sealed bodies, 24 ms of the client's CPU against 6
-    in binary). Elsewhere the queryset's rows, as the ORM fetches them."""
+    them, fetched as `rows_binary` fetches: the ORM's own statement, sent raw only for that.
+    Elsewhere the queryset's rows, as the ORM fetches them."""
     if connection.vendor != "postgresql":
         return list(queryset)
-    sql, params = queryset.query.sql_with_params()
+    return rows_binary(*queryset.query.sql_with_params())
+
+
+def rows_binary(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """The rows `sql` answers, every column of a type the ORM loads as the driver returns it
+    (text, numbers, bytes, aware datetimes; not JSON), fetched on PostgreSQL in its binary
+    format. In the text format every bytea value travels as hex, twice its size, which the
+    server spells out and the client decodes (reading a space's 8 MiB of sealed bodies, 24
+    ms of the client's CPU against 6 in binary), and every datetime is parsed from its text
+    in Python (64 rows of a blame's origin revisions: 290 microseconds against 115)."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
     # Errors of the driver's cursor become Django's, as for any statement.
     with connection.wrap_database_errors, connection.cursor() as cursor:
         cursor.cursor.execute(sql, params, binary=True)
