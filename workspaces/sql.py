@@ -13,6 +13,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+import psycopg
 from django.db import DEFAULT_DB_ALIAS, connection, models
 from django.db.models import QuerySet
 
@@ -168,10 +169,17 @@ def values_binary(queryset: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
     if connection.vendor != "postgresql":
         return list(queryset)
     sql, params = queryset.query.sql_with_params()
-    # Errors of the driver's cursor become Django's, as for any statement.
-    with connection.wrap_database_errors, connection.cursor() as cursor:
-        cursor.cursor.execute(sql, params, binary=True)
-        return list(cursor.cursor.fetchall())
+    # Errors of the driver's cursor become Django's, as for any statement. The driver's
+    # cursor binds on the server whatever the deployment chose (a client-binding one, behind
+    # a pooler, cannot take binary results), and its statement is never prepared (which
+    # such a pooler would not carry).
+    with (
+        connection.wrap_database_errors,
+        connection.cursor() as cursor,
+        psycopg.Cursor(cursor.cursor.connection) as driver,
+    ):
+        driver.execute(sql, params, binary=True, prepare=False)
+        return list(driver.fetchall())
 
 
 def width(model: type[models.Model], *, deferred: Collection[str] = ()) -> int:
