@@ -125,6 +125,26 @@ def test_space_documents_stay_readable_across_a_deployment_key_rotation(team, se
         assert stored.body == b"kept through the rotation"
 
 
+def test_read_all_answers_each_document_as_read_does(team, monkeypatch):
+    """read_all fetches its pages in PostgreSQL's binary format (`values_binary`), read
+    through the ORM: the same bodies (bytes) and metadata, times in the same zone."""
+    monkeypatch.setattr("memory.spaces.database._BATCH_ROWS", 2)
+    store = DatabaseStore()
+    handle = handle_of(team)
+    for name in ("a", "b/c", "d", "e"):
+        store_write(store, handle, f"{name}.md", f"# {name}\n".encode(), expected=0)
+
+    documents = list(store.read_all(handle))
+    one_by_one = [store.read(handle, document.meta.path) for document in documents]
+
+    assert [document.meta.path for document in documents] == ["a.md", "b/c.md", "d.md", "e.md"]
+    assert documents == one_by_one
+    assert all(type(document.body) is bytes for document in documents)
+    assert [document.meta.updated_at.tzinfo for document in documents] == [
+        document.meta.updated_at.tzinfo for document in one_by_one if document is not None
+    ]
+
+
 @postgres_only
 def test_a_reader_that_stops_early_holds_no_cursor_open(team, monkeypatch):
     """An export that refuses a credential stops reading part-way. A server-side cursor left
