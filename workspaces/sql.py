@@ -74,9 +74,7 @@ def any_of(expression: str, values: Collection[int]) -> tuple[str, list[Any]]:
     if connection.vendor == "postgresql":
         # The array's text, cast: the driver adapts a list element by element in Python,
         # five times as long as this join (about 45 microseconds for 64 ids).
-        return f"{expression} = ANY(%s::bigint[])", [
-            "{" + ",".join(str(int(value)) for value in values) + "}"
-        ]
+        return f"{expression} = ANY(%s::bigint[])", ["{" + ",".join(map(str, values)) + "}"]
     return f"{expression} IN ({', '.join(['%s'] * len(values))})", list(values)
 
 

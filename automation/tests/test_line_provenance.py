@@ -3,6 +3,8 @@ changes it."""
 
 from __future__ import annotations
 
+from automation.selectors import capture_links_for_revisions
+from memory import provenance
 from memory.provenance import memory_blame
 from memory.services import memory_undo
 
@@ -62,3 +64,22 @@ def test_blame_over_the_api_links_a_captured_line_to_its_turn(assistant):
     assert line["conversationId"] == str(assistant.conversation.pk)
     assert line["admissionId"] == str(admission.pk)
     assert "green" not in response.content.decode()
+
+
+def test_blame_asks_for_the_turn_behind_captured_revisions_only(assistant, monkeypatch):
+    workspace = assistant.tenant.workspace
+    asked: list[list[int]] = []
+
+    def recording(revision_ids):
+        asked.append(sorted(revision_ids))
+        return capture_links_for_revisions(revision_ids)
+
+    monkeypatch.setattr(provenance, "_capture_link_resolvers", [recording])
+    memory_blame(workspace=workspace)
+    admission = assistant.send("remember I like green tea")
+    assistant.capture(admission, [{"op": "add", "line": "- likes green tea"}])
+
+    captured = memory_blame(workspace=workspace)
+
+    assert asked == [[captured.lines[1].origin.id]]
+    assert captured.lines[1].admission_id == admission.pk
