@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 
+import psycopg
 import pytest
 from django.db import connection
+from django.db.backends.postgresql.base import Cursor as ClientBindingCursor
 
 from conftest import backend_terminate, postgres_only
 from memory.errors import StoreUnavailable
@@ -143,6 +145,21 @@ def test_read_all_answers_each_document_as_read_does(team, monkeypatch):
     assert [document.meta.updated_at.tzinfo for document in documents] == [
         document.meta.updated_at.tzinfo for document in one_by_one if document is not None
     ]
+
+
+@postgres_only
+def test_read_all_reads_in_binary_behind_a_client_binding_cursor(team, monkeypatch):
+    """With DATABASE_PREPARED_STATEMENTS=false Django's cursors bind on the client, which
+    psycopg refuses binary results on: the binary read takes a server-binding one."""
+    store = DatabaseStore()
+    handle = handle_of(team)
+    store_write(store, handle, "a.md", b"# a\n", expected=0)
+    connection.ensure_connection()
+    monkeypatch.setattr(connection.connection, "cursor_factory", ClientBindingCursor)
+    with connection.cursor() as cursor:
+        assert isinstance(cursor.cursor, psycopg.ClientCursor)
+
+    assert [document.body for document in store.read_all(handle)] == [b"# a\n"]
 
 
 @postgres_only
