@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+import psycopg
 from django.db import DEFAULT_DB_ALIAS, connection, models
 from django.db.models import QuerySet
 
@@ -192,8 +193,16 @@ def rows_binary(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
             return cursor.fetchall()
     # Errors of the driver's cursor become Django's, as for any statement.
     with connection.wrap_database_errors, connection.cursor() as cursor:
-        cursor.cursor.execute(sql, params, binary=True)
-        return list(cursor.cursor.fetchall())
+        driver = cursor.cursor
+        if isinstance(driver, psycopg.ClientCursor):
+            # Without DATABASE_PREPARED_STATEMENTS (behind a pooler) Django's cursor binds
+            # on the client, which cannot take binary results: a server-binding one instead,
+            # its statement never prepared (which such a pooler would not carry).
+            with psycopg.Cursor(driver.connection) as server_binding:
+                server_binding.execute(sql, params, binary=True, prepare=False)
+                return list(server_binding.fetchall())
+        driver.execute(sql, params, binary=True)
+        return list(driver.fetchall())
 
 
 def width(model: type[models.Model], *, deferred: Collection[str] = ()) -> int:

@@ -265,7 +265,7 @@ class _TarStream:
     def add(self, name: str, data: bytes) -> None:
         self._put(_tar_header(name, len(data)))
         self._put(data)
-        self._put(bytes(-len(data) % tarfile.BLOCKSIZE))
+        self._put(_ZERO_BLOCK[: -len(data) % tarfile.BLOCKSIZE])
         if len(self.pending) >= _WRITE_CHUNK:
             self._flush()
 
@@ -306,6 +306,7 @@ def _ustar_template() -> bytes:
 
 
 _USTAR = _ustar_template()
+_USTAR_SUM = sum(_USTAR)
 _NAME_FIELD = 100
 _SIZE_LIMIT = 8**11  # what the 12-byte octal size field holds
 
@@ -316,10 +317,13 @@ def _tar_header(name: str, size: int) -> bytes:
         info = tarfile.TarInfo(name)
         info.size, info.mtime, info.mode = size, 0, _ENTRY_MODE
         return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+    size_field = b"%011o\0" % size
     header = bytearray(_USTAR)
     header[: len(encoded)] = encoded
-    header[124:136] = b"%011o\0" % size
-    header[148:155] = b"%06o\0" % sum(header)
+    header[124:136] = size_field
+    # The name and size fields were zeros in the template: its sum plus theirs is the
+    # header's (one sum over 512 bytes per entry was a tenth of writing the stream).
+    header[148:155] = b"%06o\0" % (_USTAR_SUM + sum(encoded) + sum(size_field))
     return bytes(header)
 
 
@@ -467,7 +471,7 @@ _Entry = tuple[tarfile.TarInfo, Callable[[], bytes]]  # an entry, and what reads
 
 # A plain entry's header: ustar magic and version, a regular file or a directory.
 _PLAIN_TYPES = (tarfile.REGTYPE, tarfile.DIRTYPE)
-_OCTAL = re.compile(rb"[0-7]+")
+_OCTAL_DIGITS = b"01234567"
 _ZERO_BLOCK = bytes(tarfile.BLOCKSIZE)
 
 
@@ -540,7 +544,8 @@ def _plain_member(header: bytes) -> tarfile.TarInfo | None:
     if header.count(0, 345, 500) != 155 or header.count(0, 157, 257) != 100:
         return None
     checksum = _octal_field(header[148:156])
-    if checksum is None or checksum != 256 + sum(header[:148]) + sum(header[156:]):
+    # The sum of the header's bytes with the checksum field's eight counted as spaces.
+    if checksum is None or checksum != sum(header) - sum(header[148:156]) + 256:
         return None
     size = _octal_field(header[124:136])
     if size is None or (kind == tarfile.DIRTYPE and size != 0):
@@ -559,7 +564,8 @@ def _octal_field(field: bytes) -> int | None:
     """A number field as `tarfile.nti` reads an octal one (up to its first NUL, blanks
     stripped), or None for one that is not octal digits."""
     digits = field.split(b"\0", 1)[0].strip()
-    return int(digits, 8) if _OCTAL.fullmatch(digits) else None
+    # Octal digits only, and at least one: `int` alone would take a sign, `_` or `0o`.
+    return int(digits, 8) if digits and not digits.strip(_OCTAL_DIGITS) else None
 
 
 class _Prefixed(io.RawIOBase):

@@ -573,6 +573,8 @@ def _tree_index(space: MemorySpace) -> dict[str, str]:
 def _near_in(index: dict[str, str], path: str) -> list[str]:
     """As `_paths_near`, from a `_tree_index`: a document at an ancestor of `path`, or one
     below it."""
+    if not index:
+        return []  # an empty space (an import into a new one): nothing is in the way
     segments = path.split("/")
     ancestors = ("/".join(segments[:end]) for end in range(1, len(segments)))
     near = [ancestor for ancestor in ancestors if index.get(ancestor) == ancestor]

@@ -15,7 +15,7 @@ resolved at write time.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -185,10 +185,25 @@ def batch_conflict_check(paths: Sequence[str]) -> None:
             reason="path_conflict",
             conflictsWith=duplicate,
         )
+    if seen.isdisjoint(_directories(seen)):
+        return  # no path of the batch is a directory of another (most batches)
     for path in sorted(seen):
         segments = path.split("/")
         ancestors = ("/".join(segments[:end]) for end in range(1, len(segments)))
         path_conflict_check(path, [ancestor for ancestor in ancestors if ancestor in seen])
+
+
+def _directories(paths: Iterable[str]) -> set[str]:
+    """Every directory of `paths` (`a` and `a/b` for `a/b/c.md`). A directory met before
+    ends the walk up: its own are in already, so a batch of thousands of documents in a
+    few folders costs one look-up per document."""
+    directories: set[str] = set()
+    for path in paths:
+        end = path.rfind("/")
+        while end > 0 and (directory := path[:end]) not in directories:
+            directories.add(directory)
+            end = path.rfind("/", 0, end)
+    return directories
 
 
 def quotas_require(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 
+import psycopg
 import pytest
 from django.db import connection
+from django.db.backends.postgresql.base import Cursor as ClientBindingCursor
 
 from conftest import backend_terminate, postgres_only
 from memory.errors import StoreUnavailable
@@ -123,6 +125,41 @@ def test_space_documents_stay_readable_across_a_deployment_key_rotation(team, se
         stored = store.read(space, "a.md")
         assert stored is not None
         assert stored.body == b"kept through the rotation"
+
+
+def test_read_all_answers_each_document_as_read_does(team, monkeypatch):
+    """read_all fetches its pages in PostgreSQL's binary format (`values_binary`), read
+    through the ORM: the same bodies (bytes) and metadata, times in the same zone."""
+    monkeypatch.setattr("memory.spaces.database._BATCH_ROWS", 2)
+    store = DatabaseStore()
+    handle = handle_of(team)
+    for name in ("a", "b/c", "d", "e"):
+        store_write(store, handle, f"{name}.md", f"# {name}\n".encode(), expected=0)
+
+    documents = list(store.read_all(handle))
+    one_by_one = [store.read(handle, document.meta.path) for document in documents]
+
+    assert [document.meta.path for document in documents] == ["a.md", "b/c.md", "d.md", "e.md"]
+    assert documents == one_by_one
+    assert all(type(document.body) is bytes for document in documents)
+    assert [document.meta.updated_at.tzinfo for document in documents] == [
+        document.meta.updated_at.tzinfo for document in one_by_one if document is not None
+    ]
+
+
+@postgres_only
+def test_read_all_reads_in_binary_behind_a_client_binding_cursor(team, monkeypatch):
+    """With DATABASE_PREPARED_STATEMENTS=false Django's cursors bind on the client, which
+    psycopg refuses binary results on: the binary read takes a server-binding one."""
+    store = DatabaseStore()
+    handle = handle_of(team)
+    store_write(store, handle, "a.md", b"# a\n", expected=0)
+    connection.ensure_connection()
+    monkeypatch.setattr(connection.connection, "cursor_factory", ClientBindingCursor)
+    with connection.cursor() as cursor:
+        assert isinstance(cursor.cursor, psycopg.ClientCursor)
+
+    assert [document.body for document in store.read_all(handle)] == [b"# a\n"]
 
 
 @postgres_only
