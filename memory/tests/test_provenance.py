@@ -6,10 +6,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.db.backends.postgresql.base import Cursor as ClientBindingCursor
 from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import postgres_only
 from memory import provenance
 from memory.models import MEMORY_PATH, LineProvenance, LineReview
 from memory.provenance import (
@@ -147,6 +150,23 @@ def test_a_cold_blame_caches_every_revision_when_they_take_several_inserts(tenan
     assert [line.origin.version for line in blame.lines] == [1, 5]
     cached = LineProvenance.objects.filter(revision__file__path=MEMORY_PATH)
     assert sorted(cached.values_list("revision__version", flat=True)) == [1, 2, 3, 4, 5]
+
+
+@postgres_only
+def test_blame_caches_and_loads_behind_a_client_binding_cursor(tenant, monkeypatch):
+    """With DATABASE_PREPARED_STATEMENTS=false Django's cursors bind on the client: the
+    insert riding with the select, and its binary rows, go through a server-binding one."""
+    save(tenant, "- kept\n- changing 0\n", 0)
+    memory_blame(workspace=tenant.workspace)
+    save(tenant, "- kept\n- changing 1\n", 1)
+    connection.ensure_connection()
+    monkeypatch.setattr(connection.connection, "cursor_factory", ClientBindingCursor)
+
+    blame = memory_blame(workspace=tenant.workspace)
+
+    assert [line.origin.version for line in blame.lines] == [1, 2]
+    cached = LineProvenance.objects.filter(revision__file__path=MEMORY_PATH)
+    assert sorted(cached.values_list("revision__version", flat=True)) == [1, 2]
 
 
 def test_blame_of_version_n_opens_only_n_minus_1_and_n_once_n_minus_1_is_known(tenant, monkeypatch):
