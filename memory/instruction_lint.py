@@ -374,6 +374,8 @@ _SUSPECT = re.compile(f"{_INVISIBLE.pattern}|{_VARIATION_SELECTOR.pattern}|[\U00
 
 
 def _hidden_characters(line: _Line) -> bool:
+    if line.raw.isascii() and line.raw.isprintable():
+        return False  # every suspect character is outside printable ASCII
     raw = _TAG_SPELLING.sub(_EMOJI_TAG_BASE, line.raw)
     for found in _SUSPECT.finditer(raw):
         char, index = found.group(), found.start()
