@@ -310,9 +310,13 @@ _TO_ASSISTANT = _either(
     r"モデル|エージェント)|(?:ai|アシスタント|モデル)への(?:指示|命令|メッセージ)"
     r"|もしあなたが(?:ai|アシスタント|言語モデル)|あなたは(?:ai|アシスタント|言語モデル)(?:なので|だから)"
     r"|(?:ユーザー|利用者)に(?:は)?(?:言わ|知らせ|伝え|教え|見せ)(?:ないで|ないこと|るな)",
+    # The speaker's label and the name of the addressee, not the punctuation after them:
+    # a colon alone (`Deploys: Fridays`) is in many notes and passed every line to the
+    # whole pattern.
     literals=(
-        *(":", ",", "!", "dear", "note", "read", "process", "you", "this", "user", "human"),
-        *("attention", "important", "notice", "warning"),
+        *("system", "developer", "assistant", "ai", "a.i.", "llm", "bot", "agent", "model"),
+        *("claude", "gpt", "gemini", "copilot", "dear", "note", "read", "process", "you"),
+        *("this", "user", "human", "attention", "important", "notice", "warning"),
     ),
 )
 
@@ -370,6 +374,8 @@ _SUSPECT = re.compile(f"{_INVISIBLE.pattern}|{_VARIATION_SELECTOR.pattern}|[\U00
 
 
 def _hidden_characters(line: _Line) -> bool:
+    if line.raw.isascii() and line.raw.isprintable():
+        return False  # every suspect character is outside printable ASCII
     raw = _TAG_SPELLING.sub(_EMOJI_TAG_BASE, line.raw)
     for found in _SUSPECT.finditer(raw):
         char, index = found.group(), found.start()
