@@ -463,7 +463,8 @@ def line_rules(line: str) -> list[str]:
 
 
 def _lines(text: str) -> list[str]:
-    return [line.removesuffix("\r") for line in text.split("\n")]
+    lines = text.split("\n")
+    return [line.removesuffix("\r") for line in lines] if "\r" in text else lines
 
 
 def instruction_findings(text: str) -> list[InstructionFinding]:
@@ -485,14 +486,20 @@ def instruction_findings_added(old: str, new: str) -> list[InstructionFinding]:
     # Python, cost a capture more than judging the line it added), and a line judged is
     # one that blame would give to this change.
     start, end = unchanged_ends(old_lines, new_lines)
+    old_between = old_lines[start : len(old_lines) - end]
     new_between = new_lines[start : len(new_lines) - end]
-    matcher = difflib.SequenceMatcher(
-        a=old_lines[start : len(old_lines) - end], b=new_between, autojunk=False
-    )
+    if old_between:
+        matcher = difflib.SequenceMatcher(a=old_between, b=new_between, autojunk=False)
+        spans = [
+            (first, last)
+            for tag, _, _, first, last in matcher.get_opcodes()
+            if tag in ("insert", "replace")
+        ]
+    else:
+        spans = [(0, len(new_between))]  # lines only inserted
     return [
         InstructionFinding(line=start + number + 1, rule=rule)
-        for tag, _, _, first, last in matcher.get_opcodes()
-        if tag in ("insert", "replace")
+        for first, last in spans
         for number in range(first, last)
         for rule in line_rules(new_between[number])
     ]
