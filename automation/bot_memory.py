@@ -22,6 +22,7 @@ or `(empty)`, `written: <path> (N bytes, revision R)`.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -81,7 +82,7 @@ class BotMemoryAccess:
     tools: tuple[BotMemoryTool, ...]
     run: str
 
-    @property
+    @functools.cached_property
     def seen_key(self) -> dict[str, Any]:
         """The columns of `BotDocumentSeen` that name this run's view of the bot's space."""
         return {

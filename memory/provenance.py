@@ -359,6 +359,8 @@ def memory_line_origins(*, workspace: Workspace) -> tuple[FileVersion | None, li
     return start.current, origins
 
 
+# What blame reads of an origin revision, in the order its statement selects them.
+_ORIGIN_SHOWN = ("id", "version", "author_kind", "change_kind", "created_at")
 # What blame shows of an author; the rest of the user loads on access.
 _AUTHOR_SHOWN = ("id", "username")
 _AUTHOR_DEFERRED = tuple(
@@ -378,7 +380,7 @@ def _origin_revisions(
     # anew for every length of the version list.
     among, among_params = sql.any_of("v.version", sorted(versions))
     statement = f"""
-        SELECT v.id, v.version, v.author_kind, v.change_kind, v.created_at,
+        SELECT {", ".join(f"v.{column}" for column in _ORIGIN_SHOWN)},
             {sql.columns(User, "u", deferred=_AUTHOR_DEFERRED)}, r.origin_line, MAX(r.reviewed_at)
         FROM {sql.table(FileVersion)} v
         LEFT JOIN {sql.table(User)} u ON u.id = v.author_id
@@ -389,7 +391,7 @@ def _origin_revisions(
     rows = origins_cache(uncached, then=(statement, [file_id, *among_params]))
     created_at_loaded = sql.field_loader(FileVersion, "created_at")
     reviewed_at_loaded = sql.field_loader(LineReview, "reviewed_at")
-    author_at = 5  # after the revision's own five columns
+    author_at = len(_ORIGIN_SHOWN)
     review_at = author_at + len(_AUTHOR_SHOWN)
     revisions: dict[int, OriginRevision] = {}
     authors: dict[int, User] = {}  # most revisions share a few authors: each loaded once

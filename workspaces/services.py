@@ -167,8 +167,7 @@ def workspace_member_remove(*, workspace: Workspace, actor: User, user_id: int) 
         if user_id != actor.pk and not members.acting.is_admin:
             raise WorkspaceAdminRequired()
         removed = members.get(user_id)
-        if removed.is_admin and members.admin_count == 1:
-            raise LastWorkspaceAdmin()
+        members.admin_loss_refuse(removed)
         removed.delete()
         sessions = KeySession.objects.filter(
             workspace=workspace, user_id=user_id, revoked_at__isnull=True
@@ -200,8 +199,7 @@ def workspace_member_role_set(
         changed = members.get(user_id)
         if changed.role == role:
             return changed
-        if changed.is_admin and members.admin_count == 1:
-            raise LastWorkspaceAdmin()
+        members.admin_loss_refuse(changed)
         previous, changed.role = changed.role, role
         changed.save(update_fields=["role"])
         workspace_audit_record(
@@ -220,9 +218,12 @@ class _LockedMembers:
     acting: WorkspaceMembership
     by_user: dict[int, WorkspaceMembership]
 
-    @property
-    def admin_count(self) -> int:
-        return sum(membership.is_admin for membership in self.by_user.values())
+    def admin_loss_refuse(self, member: WorkspaceMembership) -> None:
+        """`LastWorkspaceAdmin` when `member`, about to be removed or demoted, is the
+        workspace's only admin."""
+        admins = sum(membership.is_admin for membership in self.by_user.values())
+        if member.is_admin and admins == 1:
+            raise LastWorkspaceAdmin()
 
     def get(self, user_id: int) -> WorkspaceMembership:
         member = self.by_user.get(user_id)
