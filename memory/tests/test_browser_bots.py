@@ -85,3 +85,27 @@ def test_a_member_reads_a_bot_without_controls(browser_context, live_server, ten
     expect(page.get_by_role("button", name="Save bot")).to_have_count(0)
     expect(page.get_by_role("button", name="Issue token")).to_have_count(0)
     expect(page.get_by_role("button", name="Create bot")).to_have_count(0)
+
+
+def test_opening_the_editor_leaves_the_caret_where_the_owner_started_typing(
+    browser_context, live_server, tenant
+):
+    """The editor's loads (diagnostics, tokens) end after its fields show: what the owner
+    types meanwhile stays where it is typed, and keeps the focus."""
+    tenant.bot_create("helper")
+    sign_in(browser_context, live_server, tenant.admin)
+    page = open_page(browser_context, "/team/bots/")
+    held = []
+    page.route("**/api/v1/bots/helper/tokens*", lambda route: held.append(route))
+
+    page.get_by_role("button", name="Edit helper").click()
+    spec = page.get_by_label("Memory spec (YAML or JSON; empty for none)")
+    expect(page.locator("#bot-editor-id")).to_have_text("helper")
+    spec.fill("visibility: team\n")
+    expect(page.locator("#bot-diagnostics")).to_contain_text("C170 error (visibility)")
+    assert len(held) == 1
+    held[0].continue_()
+    expect(page.locator("#bot-token-empty")).to_be_visible()
+
+    assert page.evaluate("document.activeElement.id") == "bot-spec"
+    expect(spec).to_have_value("visibility: team\n")

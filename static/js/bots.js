@@ -76,8 +76,10 @@ async function openEditor(id) {
   byId("bot-token-issued")?.setAttribute("hidden", "");
   byId("bot-editor").hidden = false;
   announce(editStatus, "", "info", { focus: false });
-  await Promise.all([diagnose(), loadTokens()]);
+  // Focus now, with the fields: after the loads below it would pull the caret away from
+  // whatever the user has started typing into meanwhile.
   byId("bot-name").focus();
+  await Promise.all([diagnose(), loadTokens()]);
 }
 
 function showDiagnostics(diagnostics, note = "") {
