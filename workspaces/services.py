@@ -139,12 +139,11 @@ def workspace_member_add(
             membership = WorkspaceMembership.objects.create(
                 workspace=workspace, user=team_membership.user, role=role
             )
-        workspace_audit_record(
+        _member_audit(
             actor=actor,
             action=AuditEvent.Action.MEMBER_ADDED,
             workspace=workspace,
-            target_type="user",
-            target_id=team_membership.user_id,
+            member_id=team_membership.user_id,
             detail={"role": role},
         )
     return membership
@@ -174,12 +173,11 @@ def workspace_member_remove(*, workspace: Workspace, actor: User, user_id: int) 
         ).order_by("pk")
         for session in sessions:
             key_session_revoke(session=session, revoked_by=actor)
-        workspace_audit_record(
+        _member_audit(
             actor=actor,
             action=AuditEvent.Action.MEMBER_REMOVED,
             workspace=workspace,
-            target_type="user",
-            target_id=user_id,
+            member_id=user_id,
             detail={"role": removed.role, "left": user_id == actor.pk},
         )
 
@@ -202,12 +200,11 @@ def workspace_member_role_set(
         members.admin_loss_refuse(changed)
         previous, changed.role = changed.role, role
         changed.save(update_fields=["role"])
-        workspace_audit_record(
+        _member_audit(
             actor=actor,
             action=AuditEvent.Action.MEMBER_ROLE_CHANGED,
             workspace=workspace,
-            target_type="user",
-            target_id=user_id,
+            member_id=user_id,
             detail={"from": previous, "to": role},
         )
     return changed
@@ -246,6 +243,20 @@ def _members_locked(*, workspace: Workspace, actor: User) -> _LockedMembers:
     if acting is None:
         raise NotFound("No such workspace.")
     return _LockedMembers(acting=acting, by_user=by_user)
+
+
+def _member_audit(
+    *, actor: User, action: str, workspace: Workspace, member_id: int, detail: dict[str, object]
+) -> None:
+    """Record a change to one membership of `workspace`, aimed at the member's user id."""
+    workspace_audit_record(
+        actor=actor,
+        action=action,
+        workspace=workspace,
+        target_type="user",
+        target_id=member_id,
+        detail=detail,
+    )
 
 
 def _workspace_admin_require(*, workspace: Workspace, user: User) -> None:
