@@ -61,7 +61,6 @@ from memory.spaces.services import (
     space_document_delete,
     space_document_write,
 )
-from memory.spaces.store import DocumentMeta
 from workspaces.errors import DomainError, InvalidDocumentPath, NotFound
 from workspaces.models import AutoMemorySetting, Bot
 from workspaces.paths import document_path_require_canonical
@@ -211,16 +210,14 @@ class LocalMirrorSpace:
         ]
 
     def write(self, path: str, body: bytes, *, expected_revision: int) -> int:
-        return self.write_document(path, body, expected_revision=expected_revision).revision
-
-    def write_document(self, path: str, body: bytes, *, expected_revision: int) -> DocumentMeta:
-        return space_document_write(
+        meta = space_document_write(
             handle=self.handle,
             path=path,
             body=body,
             expected_revision=expected_revision,
             writer=self.writer,
         )
+        return meta.revision
 
     def delete(self, path: str, *, expected_revision: int) -> None:
         space_document_delete(

@@ -1,6 +1,7 @@
 """The auto-memory mirror's routes (`/api/v1/mirror/...`), for a bot token only: what
 `manage.py memory mirror --remote` needs and nothing more. Thin: parse, call the
-memory-spaces services through `memory.mirror`, render.
+memory-spaces services through `memory.mirror`, render; a document's PUT and DELETE are the
+space routes' own (`memory.api.spaces.document_put`, `document_delete`) on the bot's space.
 
 The space is always the calling bot's own auto-memory space of `?project=`; the team and
 the bot come from the token, never from the request.
@@ -21,15 +22,14 @@ from memory.api.spaces import (
     RawBodyApi,
     SpaceDocumentSerializer,
     SpaceSerializer,
-    declared_length,
+    document_delete,
+    document_put,
 )
 from memory.errors import SpaceInvalid, StoreBusy, StoreUnavailable
 from memory.mirror import LocalMirrorSpace
-from memory.spaces.selectors import space_document_entry
-from memory.spaces.services import space_document_delete, space_document_write_admit
-from memory_project.api.parsers import MarkdownParser, raw_body
+from memory_project.api.parsers import MarkdownParser
 from memory_project.api.schema import refuses
-from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSALS, base_version_from
+from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSALS
 from workspaces.authentication import BotBearerAuthentication, request_credential
 from workspaces.errors import (
     CredentialKindRefused,
@@ -135,14 +135,7 @@ class MirrorDocumentApi(RawBodyApi):
     )
     def put(self, request: Request) -> Response:
         space = _mirror_space(request)
-        path = request.query_params.get("path", "")
-        base_version = base_version_from(request)
-        space_document_write_admit(
-            handle=space.handle, path=path, size=declared_length(request), writer=space.writer
-        )
-        body = raw_body(request, MarkdownParser)
-        meta = space.write_document(path, body, expected_revision=base_version)
-        return Response(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
+        return document_put(request, handle=space.handle, writer=space.writer)
 
     @extend_schema(
         summary="Delete a document of the auto-memory space",
@@ -152,10 +145,4 @@ class MirrorDocumentApi(RawBodyApi):
     @refuses(*MIRROR_REFUSALS, *BASE_VERSION_REFUSALS, InvalidDocumentPath, NotFound)
     def delete(self, request: Request) -> Response:
         space = _mirror_space(request)
-        space_document_delete(
-            handle=space.handle,
-            path=request.query_params.get("path", ""),
-            expected_revision=base_version_from(request),
-            writer=space.writer,
-        )
-        return Response(status=204)
+        return document_delete(request, handle=space.handle, writer=space.writer)

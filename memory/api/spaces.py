@@ -118,7 +118,7 @@ def _writer(request: Request) -> SpaceWriter:
     return SpaceWriter.of_user(credential.user, tenant_id=credential.team.pk)
 
 
-def declared_length(request: Request) -> int:
+def _declared_length(request: Request) -> int:
     # The transport gate (memory_project/middleware.py) has refused any Content-Length that
     # is not a number, so this one is.
     return int(request.META.get("CONTENT_LENGTH") or 0)
@@ -185,6 +185,33 @@ class SpaceDocumentListApi(APIView):
         return Response(self.OutputSerializer({"documents": documents}).data)
 
 
+def document_put(request: Request, *, handle: SpaceHandle, writer: SpaceWriter) -> Response:
+    """Write `?path=` of `handle` from the request's raw Markdown at X-Base-Version, as
+    `writer`, and answer the document's entry: what a space's PUT does, whoever's space."""
+    path = request.query_params.get("path", "")
+    base_version = base_version_from(request)
+    # Refuse an over-size body from its declared length, before reading a byte of it.
+    space_document_write_admit(
+        handle=handle, path=path, size=_declared_length(request), writer=writer
+    )
+    body = raw_body(request, MarkdownParser)
+    meta = space_document_write(
+        handle=handle, path=path, body=body, expected_revision=base_version, writer=writer
+    )
+    return Response(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
+
+
+def document_delete(request: Request, *, handle: SpaceHandle, writer: SpaceWriter) -> Response:
+    """Delete `?path=` of `handle` at X-Base-Version, as `writer`: a space's DELETE."""
+    space_document_delete(
+        handle=handle,
+        path=request.query_params.get("path", ""),
+        expected_revision=base_version_from(request),
+        writer=writer,
+    )
+    return Response(status=204)
+
+
 class RawBodyApi(APIView):
     def perform_content_negotiation(
         self, request: Request, force: bool = False
@@ -228,18 +255,7 @@ class SpaceDocumentApi(RawBodyApi):
         responses=SpaceDocumentSerializer,
     )
     def put(self, request: Request) -> Response:
-        handle, writer = _space(request), _writer(request)
-        path = request.query_params.get("path", "")
-        base_version = base_version_from(request)
-        # Refuse an over-size body from its declared length, before reading a byte of it.
-        space_document_write_admit(
-            handle=handle, path=path, size=declared_length(request), writer=writer
-        )
-        body = raw_body(request, MarkdownParser)
-        meta = space_document_write(
-            handle=handle, path=path, body=body, expected_revision=base_version, writer=writer
-        )
-        return Response(SpaceDocumentSerializer(space_document_entry(meta, body)).data)
+        return document_put(request, handle=_space(request), writer=_writer(request))
 
     @extend_schema(summary="Delete a memory space document")
     @refuses(
@@ -256,14 +272,7 @@ class SpaceDocumentApi(RawBodyApi):
         responses={204: None},
     )
     def delete(self, request: Request) -> Response:
-        handle = _space(request)
-        space_document_delete(
-            handle=handle,
-            path=request.query_params.get("path", ""),
-            expected_revision=base_version_from(request),
-            writer=_writer(request),
-        )
-        return Response(status=204)
+        return document_delete(request, handle=_space(request), writer=_writer(request))
 
 
 class SpaceExportApi(RawBodyApi):
