@@ -30,13 +30,18 @@ memory_document_routes: list[URLPattern | URLResolver] = [
     path("proposals/<uuid:proposal_id>/", include(proposal_routes)),
 ]
 
+# Below `workspaces/<id>/documents/`: what changes or exports the workspace's notes at once.
+document_routes = [
+    path("move", documents.DocumentMoveApi.as_view(), name="document-move"),
+    path("restore", documents.DocumentRestoreApi.as_view(), name="document-restore"),
+    path("export", export.NotesExportApi.as_view(), name="document-export"),
+]
+
 workspace_routes: list[URLPattern | URLResolver] = [
     path("memory", views.MemoryDocumentApi.as_view(), name="memory-document"),
     path("memory/", include(memory_document_routes)),
     path("documents", documents.DocumentApi.as_view(), name="document"),
-    path("documents/move", documents.DocumentMoveApi.as_view(), name="document-move"),
-    path("documents/restore", documents.DocumentRestoreApi.as_view(), name="document-restore"),
-    path("documents/export", export.NotesExportApi.as_view(), name="document-export"),
+    path("documents/", include(document_routes)),
     path("search", search.WorkspaceSearchApi.as_view(), name="workspace-search"),
 ]
 
