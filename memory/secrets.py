@@ -374,11 +374,11 @@ def _matches_near(rule: _Rule, scanned: str, starts: list[int]) -> Iterator[re.M
                 resume = match.end()
                 yield match
         return
-    # A match starts anywhere within `reach` of a needle, and a rule with a reach matches
-    # runs that cannot overlap (each is bounded on both sides), so each window finds the
-    # same matches as the whole text does. The window ends one character past the longest
-    # match, for the pattern's look at the character after it; a match that touches the
-    # window's end was cut short by it, unless the text ends there too.
+    # Every match the rule accepts starts within `reach` of a needle, and its matches are
+    # runs bounded on both sides, which cannot overlap: a window finds there what the whole
+    # text holds. It ends one character past the longest match, for the pattern's look at
+    # the character after it; a match that touches its end was cut short by it, unless the
+    # text ends there too.
     resume = 0
     for start in starts:
         end = min(len(scanned), start + rule.reach + rule.longest + 1)
