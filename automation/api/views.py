@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from typing import Any
 
@@ -376,8 +375,9 @@ class AutomationMemoryApi(APIView):
             validated(self.RecallQuerySerializer(data=request.query_params))
         recall = services.memory_recall(admission=grant.admission, live=grant.recall_facts)
         # Its fields are the answer's, already JSON types (RecallSerializer documents them):
-        # rendered without a serializer's per-request copy of its fields.
-        return Response(dataclasses.asdict(recall))
+        # rendered without a serializer's per-request copy of its fields, nor the deep copy
+        # `dataclasses.asdict` makes of each value (about 10 microseconds a call).
+        return Response({"status": recall.status, "version": recall.version, "text": recall.text})
 
     @extend_schema(
         summary="Capture memory changes for the turn",

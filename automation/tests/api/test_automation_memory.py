@@ -3,7 +3,6 @@ over HTTP, for an agent runtime holding a turn's delivery credential."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from datetime import timedelta
 
@@ -15,6 +14,7 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient
 
+from automation import services
 from automation.api.views import AutomationMemoryApi
 from automation.models import Admission, CommitFence, DeliveryCredential, RecallStatus
 from automation.services import Recall
@@ -321,11 +321,16 @@ def test_a_recall_without_purpose_recall_is_query_invalid_and_records_nothing(
     ],
     ids=lambda recall: recall.status,
 )
-def test_a_recalls_answer_is_what_its_documented_schema_renders(recall):
-    # The view renders the service's Recall as it is; the serializer is the schema.
-    rendered = JSONRenderer().render(AutomationMemoryApi.RecallSerializer(recall).data)
+def test_a_recalls_answer_is_what_its_documented_schema_renders(runtime, monkeypatch, recall):
+    # The view renders the service's Recall itself; the serializer is the schema.
+    monkeypatch.setattr(services, "memory_recall", lambda **_: recall)
 
-    assert JSONRenderer().render(dataclasses.asdict(recall)) == rendered
+    response = runtime.get(runtime.url, {"purpose": "recall"})
+
+    assert response.status_code == 200
+    assert response.content == JSONRenderer().render(
+        AutomationMemoryApi.RecallSerializer(recall).data
+    )
 
 
 def test_a_recall_reads_its_credential_and_facts_in_one_statement_then_its_receipt(runtime):
