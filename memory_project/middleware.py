@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse
 
 from memory_project.api.exceptions import edge_error_response, error_response, is_api_path
 from memory_project.api.throttles import SAFE_METHODS
-from workspaces.errors import InvalidDocumentPath
+from workspaces.errors import DomainError, InvalidDocumentPath, ValidationFailed
 
 # Django's bounds on what precedes the body. gunicorn's own limits sit above them
 # (memory_project/gunicorn_conf.py), so that these refusals are answered here, in the
@@ -132,7 +132,7 @@ class QueryEncodingMiddleware:
     a view as U+FFFD U+FFFD: another text than the one sent, which every rule after it
     would judge instead. So the raw query string is judged here, once, for every route: a
     path parameter gets the path's own refusal (`invalid_encoding`), any other parameter
-    QUERY_INVALID, the refusal its query serializer would give, with the same reason.
+    VALIDATION_FAILED, the refusal its query serializer would give, with the same reason.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -142,19 +142,15 @@ class QueryEncodingMiddleware:
         if is_api_path(request.path):
             raw = get_bytes_from_wsgi(request.META, "QUERY_STRING", "")
             name = first_undecodable_parameter(raw)
+            error: DomainError | None = None
             if name in PATH_PARAMETERS:
                 error = InvalidDocumentPath(reason="invalid_encoding")
-                return error_response(error.code, error.message, error.status, error.detail)
-            if name is not None:
-                return error_response(
-                    "QUERY_INVALID",
-                    "The query string is not valid.",
-                    400,
-                    {
-                        "reason": "invalid_encoding",
-                        "fields": {name: ["Not UTF-8 once percent-decoded."]},
-                    },
+            elif name is not None:
+                error = ValidationFailed(
+                    reason="invalid_encoding", fields={name: ["Not UTF-8 once percent-decoded."]}
                 )
+            if error is not None:
+                return error_response(error.code, error.message, error.status, error.detail)
         return self.get_response(request)
 
 

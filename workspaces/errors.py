@@ -135,11 +135,13 @@ class PreconditionFailed(DomainError):
     default_message = "The document changed since the entity tag you sent in If-Match."
 
 
-class QueryInvalid(DomainError):
-    """A query parameter the route cannot use; `detail.fields` maps each to its problems, as
-    VALIDATION_FAILED does for a body's fields."""
+class ValidationFailed(DomainError):
+    """A query parameter the route cannot use: missing, not of the type it takes, out of range
+    or not one of its values; `detail.fields` maps each parameter, by its own name, to its
+    problems. A JSON body's fields are refused with the same code (DRF's ValidationError, as
+    the exception handler maps it): one code for one refusal, wherever the field was sent."""
 
-    code = "QUERY_INVALID"
+    code = "VALIDATION_FAILED"
     status = 400
     default_message = "A query parameter is not valid."
 

@@ -42,7 +42,7 @@ from workspaces.errors import (
     InvalidDocumentPath,
     InvalidText,
     NotFound,
-    QueryInvalid,
+    ValidationFailed,
 )
 
 RUN_HELP = (
@@ -147,7 +147,7 @@ class BotMemoryContextApi(BotMemoryView):
         run = serializers.CharField(required=False, default="", help_text=RUN_HELP)
         purpose = serializers.ChoiceField(choices=["start", "pre_compact"], default="start")
 
-    @refuses(*ACCESS_REFUSALS, NotFound, QueryInvalid)
+    @refuses(*ACCESS_REFUSALS, NotFound, ValidationFailed)
     @extend_schema(
         summary="The bot's context blocks, or its pre-compaction message",
         parameters=[

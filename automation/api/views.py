@@ -49,8 +49,8 @@ from workspaces.errors import (
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
     NotFound,
-    QueryInvalid,
     RateLimited,
+    ValidationFailed,
 )
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
@@ -146,7 +146,7 @@ class ConversationListCreateApi(APIView):
         return Response(self.OutputSerializer(conversation).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(summary="List your conversations")
-    @refuses(QueryInvalid)
+    @refuses(ValidationFailed)
     @page_schema(OutputSerializer, name="Conversation")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -232,7 +232,7 @@ class MessageSendApi(APIView):
         createdAt = serializers.DateTimeField(source="created_at")
 
     @extend_schema(summary="Read the conversation's transcript")
-    @refuses(NotFound, QueryInvalid, DocumentUnreadable)
+    @refuses(NotFound, ValidationFailed, DocumentUnreadable)
     @page_schema(TranscriptSerializer, name="TranscriptEntry")
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
         conversation = _own_conversation(request, conversation_id)
@@ -268,7 +268,7 @@ class MemoryReceiptsApi(APIView):
         )
 
     @extend_schema(summary="List the conversation's memory receipts (no text)")
-    @refuses(NotFound, QueryInvalid)
+    @refuses(NotFound, ValidationFailed)
     @page_schema(OutputSerializer, name="MemoryReceipt")
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
         conversation = _own_conversation(request, conversation_id)
@@ -364,13 +364,17 @@ class AutomationMemoryApi(APIView):
 
     @extend_schema(summary="Recall the memory for the turn")
     @refuses(
-        NotFound, QueryInvalid, CredentialExpired, KeySessionUnavailable, KeySessionStoreUnavailable
+        NotFound,
+        ValidationFailed,
+        CredentialExpired,
+        KeySessionUnavailable,
+        KeySessionStoreUnavailable,
     )
     @extend_schema(parameters=[RecallQuerySerializer], responses=RecallSerializer)
     def get(self, request: Request, workspace_id: int) -> Response:
         grant = _grant(request, workspace_id)
         # Runs before every model call: the one valid query is recognised without building
-        # a serializer, and anything else gets the serializer's own QUERY_INVALID answer.
+        # a serializer, and anything else gets the serializer's own VALIDATION_FAILED answer.
         if request.query_params.get("purpose") != "recall":
             validated(self.RecallQuerySerializer(data=request.query_params))
         recall = services.memory_recall(admission=grant.admission, live=grant.recall_facts)

@@ -29,7 +29,7 @@ from workspaces.api.generic import RevokeApi
 from workspaces.api.input import validated
 from workspaces.api.views import TokenOutputSerializer
 from workspaces.authentication import Credential, request_credential
-from workspaces.errors import NotFound, QueryInvalid, TeamOwnerRequired
+from workspaces.errors import NotFound, TeamOwnerRequired, ValidationFailed
 from workspaces.models import Bot
 from workspaces.selectors import bot_token_list
 from workspaces.services import bot_token_issue, bot_token_revoke
@@ -113,7 +113,7 @@ class BotListCreateApi(APIView):
         id = serializers.CharField(max_length=64, help_text="A slug, unique in the team.")
         name = serializers.CharField(max_length=200)
 
-    @operation("List the team's bots", QueryInvalid)
+    @operation("List the team's bots", ValidationFailed)
     @page_schema(BotSerializer, name="Bot")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)

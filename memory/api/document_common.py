@@ -37,8 +37,8 @@ from workspaces.errors import (
     DocumentUnreadable,
     InvalidDocumentPath,
     InvalidText,
-    QueryInvalid,
     TenantQuotaExceeded,
+    ValidationFailed,
 )
 from workspaces.models import ChangeKind
 
@@ -188,7 +188,7 @@ def search_operation(
     return operation(
         summary,
         *refusals,
-        QueryInvalid,
+        ValidationFailed,
         parameters=[SearchQuerySerializer],
         responses=results,
         description=description,
@@ -278,7 +278,7 @@ class DocumentSchemas:
             f"Read a {self.noun}, or list {self.noun}s",
             *self.refusals,
             InvalidDocumentPath,
-            QueryInvalid,
+            ValidationFailed,
             DocumentUnreadable,
         )
         return lambda method: described(listed(method))

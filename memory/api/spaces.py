@@ -61,8 +61,8 @@ from workspaces.errors import (
     InvalidDocumentPath,
     InvalidText,
     NotFound,
-    QueryInvalid,
     TenantQuotaExceeded,
+    ValidationFailed,
 )
 
 MARKDOWN = "text/markdown; charset=utf-8"
@@ -333,7 +333,7 @@ class SpaceImportApi(APIView):
         documents = PlannedSerializer(many=True)
 
     @extend_schema(summary="Import an archive into a memory space")
-    @refuses(SpaceInvalid, QueryInvalid, ArchiveInvalid, ArchiveChecksumMismatch)
+    @refuses(SpaceInvalid, ValidationFailed, ArchiveInvalid, ArchiveChecksumMismatch)
     @refuses(*SPACE_WRITE_REFUSALS)
     @extend_schema(
         parameters=[
@@ -369,8 +369,8 @@ class SpaceImportApi(APIView):
 
 
 def _query_flag(request: Request, name: str) -> bool:
-    """A 0/1 query flag; absent is 0, anything else is QUERY_INVALID."""
+    """A 0/1 query flag; absent is 0, anything else is VALIDATION_FAILED."""
     value = request.query_params.get(name, "0")
     if value not in {"0", "1"}:
-        raise QueryInvalid(fields={name: ["Must be 0 or 1."]})
+        raise ValidationFailed(fields={name: ["Must be 0 or 1."]})
     return value == "1"

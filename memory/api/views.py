@@ -36,8 +36,8 @@ from workspaces.errors import (
     DocumentTooLarge,
     DocumentUnreadable,
     InvalidText,
-    QueryInvalid,
     TenantQuotaExceeded,
+    ValidationFailed,
 )
 from workspaces.models import AuthorKind, ChangeKind, User, Workspace
 
@@ -208,7 +208,7 @@ class MemoryExportApi(RawBodyApi):
 
 class MemoryVersionListApi(APIView):
     @extend_schema(summary="List the memory document's versions")
-    @refuses(*MEMBER_REFUSALS, QueryInvalid)
+    @refuses(*MEMBER_REFUSALS, ValidationFailed)
     @page_schema(RevisionSerializer, name="MemoryVersion")
     def get(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace
@@ -277,7 +277,7 @@ class ProposalListApi(APIView):
         changes = serializers.ListField(child=serializers.DictField())
 
     @extend_schema(summary="List open proposals with their changes")
-    @refuses(*MEMBER_REFUSALS, QueryInvalid, DocumentUnreadable)
+    @refuses(*MEMBER_REFUSALS, ValidationFailed, DocumentUnreadable)
     @page_schema(OutputSerializer, name="Proposal")
     def get(self, request: Request, workspace_id: int) -> Response:
         workspace = caller_membership(request, workspace_id).workspace

@@ -52,7 +52,7 @@ from memory.spaces.services import (
     space_write_permit,
 )
 from memory.spaces.store import DocumentMeta, PendingWrite, StoredDocument, body_checksum
-from workspaces.errors import DocumentTooLarge, InvalidDocumentPath, QueryInvalid
+from workspaces.errors import DocumentTooLarge, InvalidDocumentPath, ValidationFailed
 from workspaces.paths import DOCUMENT_SUFFIX, canonical_document_path
 
 FORMAT = "iterion.memory.v1"
@@ -84,14 +84,14 @@ class ImportStrategy(enum.StrEnum):
 
 
 def import_strategy_parse(value: str | None) -> ImportStrategy:
-    """The strategy a request names (absent: skip); QUERY_INVALID for any other value."""
+    """The strategy a request names (absent: skip); VALIDATION_FAILED for any other value."""
     if value is None or value == "":
         return ImportStrategy.SKIP
     try:
         return ImportStrategy(value)
     except ValueError:
         choices = ", ".join(strategy.value for strategy in ImportStrategy)
-        raise QueryInvalid(fields={"strategy": [f"Must be one of {choices}."]}) from None
+        raise ValidationFailed(fields={"strategy": [f"Must be one of {choices}."]}) from None
 
 
 @dataclass(frozen=True)

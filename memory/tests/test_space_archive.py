@@ -39,7 +39,7 @@ from memory.spaces.services import SpaceWriter, WriterKind, space_document_write
 from memory.spaces.store import DocumentMeta, StoredDocument
 from memory.tests.secret_corpus import CREDENTIALS
 from memory.tests.spaces.conftest import store_write
-from workspaces.errors import DocumentTooLarge, QueryInvalid
+from workspaces.errors import DocumentTooLarge, ValidationFailed
 from workspaces.models import AuditEvent, User
 
 # Every behaviour, on both stores.
@@ -728,8 +728,8 @@ def test_the_strategy_defaults_to_skip(value, strategy):
 
 
 @pytest.mark.parametrize("value", ["merge", "SKIP", "skip "])
-def test_an_unknown_strategy_is_a_query_error(value):
-    with pytest.raises(QueryInvalid) as refused:
+def test_an_unknown_strategy_is_validation_failed(value):
+    with pytest.raises(ValidationFailed) as refused:
         import_strategy_parse(value)
 
     assert "strategy" in refused.value.detail["fields"]

@@ -18,7 +18,7 @@ from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from workspaces.errors import QueryInvalid
+from workspaces.errors import ValidationFailed
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
@@ -50,12 +50,12 @@ class CursorPage(CursorPagination):
 
     def get_page_size(self, request: Request) -> int:
         # DRF falls back to the default for a limit it cannot read; a client that asked for
-        # `limit=abc` is told instead, as a query problem.
+        # `limit=abc` is told instead, the parameter named.
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
         if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= self.max_page_size):
-            raise QueryInvalid(
+            raise ValidationFailed(
                 fields={"limit": [f"Must be a whole number from 1 to {self.max_page_size}."]}
             )
         return int(raw)
@@ -64,7 +64,9 @@ class CursorPage(CursorPagination):
         try:
             return super().decode_cursor(request)
         except NotFound:
-            raise QueryInvalid(fields={"cursor": ["Not a cursor this list gave out."]}) from None
+            raise ValidationFailed(
+                fields={"cursor": ["Not a cursor this list gave out."]}
+            ) from None
 
 
 def paginated(

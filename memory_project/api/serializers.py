@@ -1,11 +1,12 @@
 """The bases every route's input shapes build on: a request body is read strictly, and a
-query string's problems are told as query problems.
+query string as text.
 
 DRF converts what it can (`5` becomes `"5"` for a text field, `"true"` a boolean) and drops
 fields it does not know. A client that sends the wrong type or misspells a field would then
 have something other than what it meant stored, or silently nothing; so a body is refused
 instead, naming each field (VALIDATION_FAILED). The query string is text by nature, so query
-values are converted as usual, and what cannot be is QUERY_INVALID.
+values are converted as usual, and what cannot be is the same VALIDATION_FAILED, naming each
+parameter.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
-from workspaces.errors import QueryInvalid
+from workspaces.errors import ValidationFailed
 
 # The JSON types each kind of field takes, by the field's class (the first match wins):
 # bool is an int in Python, so it is named apart and refused where a number is meant.
@@ -117,10 +118,11 @@ def _listed(names: set[str]) -> str:
 
 
 class QuerySerializer(serializers.Serializer):
-    """A route's query parameters; what does not parse is QUERY_INVALID, not a body error."""
+    """A route's query parameters; what does not parse is VALIDATION_FAILED, as for a body,
+    with a message that puts the fault in the query, not the body."""
 
     def is_valid(self, *, raise_exception: bool = False) -> bool:
         is_valid = super().is_valid(raise_exception=False)
         if not is_valid and raise_exception:
-            raise QueryInvalid(fields=self.errors)
+            raise ValidationFailed(fields=self.errors)
         return is_valid

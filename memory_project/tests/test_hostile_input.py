@@ -104,14 +104,14 @@ QUERY_ROUTES = [
     ("get", "/api/v1/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
     ("put", "/api/v1/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
     ("delete", "/api/v1/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
-    ("get", "/api/v1/workspaces/{ws}/documents", "prefix", "QUERY_INVALID"),
+    ("get", "/api/v1/workspaces/{ws}/documents", "prefix", "VALIDATION_FAILED"),
     ("get", "/api/v1/automation/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
     ("put", "/api/v1/automation/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
     ("delete", "/api/v1/automation/workspaces/{ws}/documents", "path", "INVALID_DOCUMENT_PATH"),
-    ("get", "/api/v1/automation/workspaces/{ws}/documents", "prefix", "QUERY_INVALID"),
-    ("get", "/api/v1/automation/workspaces/{ws}/documents/search", "q", "QUERY_INVALID"),
-    ("get", "/api/v1/automation/workspaces/{ws}/memory", "purpose", "QUERY_INVALID"),
-    ("get", "/api/v1/workspaces/{ws}/memory/versions", "before", "QUERY_INVALID"),
+    ("get", "/api/v1/automation/workspaces/{ws}/documents", "prefix", "VALIDATION_FAILED"),
+    ("get", "/api/v1/automation/workspaces/{ws}/documents/search", "q", "VALIDATION_FAILED"),
+    ("get", "/api/v1/automation/workspaces/{ws}/memory", "purpose", "VALIDATION_FAILED"),
+    ("get", "/api/v1/workspaces/{ws}/memory/versions", "before", "VALIDATION_FAILED"),
 ]
 
 
@@ -146,7 +146,7 @@ def test_a_parameter_name_that_is_not_utf8_is_refused(tenant):
 
     response = client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/documents?%FF=1")
 
-    error = assert_shape(response, 400, "QUERY_INVALID")
+    error = assert_shape(response, 400, "VALIDATION_FAILED")
     assert error["detail"] == {
         "reason": "invalid_encoding",
         "fields": {"%FF": ["Not UTF-8 once percent-decoded."]},

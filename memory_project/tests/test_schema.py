@@ -118,6 +118,17 @@ def test_the_memory_save_documents_the_refusals_its_view_declares(db, client):
     assert {"AUTHENTICATION_REQUIRED", "TOKEN_INVALID", "TOKEN_EXPIRED"} == _codes(put, "401")
 
 
+def test_the_import_refuses_its_query_parameters_with_the_one_validation_code(db, client):
+    post = _served_schema(client)["paths"]["/api/v1/memory/import"]["post"]
+
+    assert _codes(post, "400") == {
+        "ARCHIVE_INVALID",
+        "MALFORMED_REQUEST",
+        "SPACE_INVALID",
+        "VALIDATION_FAILED",
+    }
+
+
 def test_kinds_and_turns_are_typed(db, client):
     from workspaces.models import ChangeKind
 

@@ -75,12 +75,12 @@ def test_a_boolean_field_takes_only_a_boolean(tenant):
         ("/api/v1/workspaces/{ws}/documents", "includeDeleted=maybe", "includeDeleted"),
     ],
 )
-def test_a_bad_query_parameter_is_a_query_error(tenant, route, query, parameter):
+def test_a_bad_query_parameter_is_validation_failed_naming_it(tenant, route, query, parameter):
     client = tenant.client_for(tenant.member)
 
     response = client.get(f"{route.format(ws=tenant.workspace.pk)}?{query}")
 
-    error = assert_error(response, 400, "QUERY_INVALID")
+    error = assert_error(response, 400, "VALIDATION_FAILED")
     assert list(error["detail"]["fields"]) == [parameter]
 
 

@@ -149,12 +149,6 @@ const SENTENCES = {
     `The key store is unavailable, so the assistant cannot use memory now.${retry(detail)}`,
   STORE_UNAVAILABLE: "The memory store cannot be reached. Nothing was written; try again later.",
   STORE_BUSY: "Another write is still running on this space. Nothing was written; try again.",
-  QUERY_INVALID: (detail) => {
-    const fields = Object.keys(detail.fields || {});
-    return fields.length
-      ? `Check the ${fields.map((field) => `“${field}”`).join(", ")} of the address; reload the page and try again.`
-      : "The address asks for something not valid; reload the page and try again.";
-  },
   PRECONDITION_FAILED: (detail) =>
     `It was changed elsewhere first${
       detail.currentVersion !== undefined ? ` (version ${detail.currentVersion} is saved now)` : ""

@@ -27,7 +27,7 @@ from workspaces.errors import (
     NameTaken,
     NotFound,
     NotTeamMember,
-    QueryInvalid,
+    ValidationFailed,
     WorkspaceAdminRequired,
 )
 from workspaces.models import ApiToken, KeySession, User, Workspace, WorkspaceMembership
@@ -45,7 +45,7 @@ class WorkspaceListApi(APIView):
         name = serializers.CharField()
         aiEnabled = serializers.BooleanField(source="ai_enabled")
 
-    @operation("List your workspaces", QueryInvalid)
+    @operation("List your workspaces", ValidationFailed)
     @page_schema(OutputSerializer, name="Workspace")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -98,7 +98,7 @@ class WorkspaceMemberListApi(APIView):
                 )
             return data
 
-    @operation("List a workspace's members", *MEMBER_REFUSALS, QueryInvalid)
+    @operation("List a workspace's members", *MEMBER_REFUSALS, ValidationFailed)
     @page_schema(WorkspaceMemberOutputSerializer, name="WorkspaceMember")
     def get(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
@@ -233,7 +233,7 @@ class TokenListCreateApi(APIView):
     class CreatedSerializer(TokenOutputSerializer):
         token = serializers.CharField(help_text="Shown once; only its hash is kept.")
 
-    @operation("List your personal access tokens", QueryInvalid)
+    @operation("List your personal access tokens", ValidationFailed)
     @page_schema(TokenOutputSerializer, name="Token")
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
@@ -326,7 +326,7 @@ class KeySessionListCreateApi(APIView):
         session = services.key_session_open(workspace=membership.workspace, user=membership.user)
         return Response(self.OutputSerializer(session).data, status=status.HTTP_201_CREATED)
 
-    @operation("List your key sessions on the workspace", *MEMBER_REFUSALS, QueryInvalid)
+    @operation("List your key sessions on the workspace", *MEMBER_REFUSALS, ValidationFailed)
     @page_schema(ListedSerializer, name="KeySession")
     def get(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)

@@ -298,7 +298,7 @@ def test_a_provided_recall_restarts_the_key_sessions_idle_timeout(
     ("query", "problem"),
     [({}, "This field is required."), ({"purpose": "capture"}, '"capture" is not a valid choice.')],
 )
-def test_a_recall_without_purpose_recall_is_query_invalid_and_records_nothing(
+def test_a_recall_without_purpose_recall_is_validation_failed_and_records_nothing(
     runtime, idle_restarts, query, problem
 ):
     receipt = Admission.objects.values_list("recall_count", "recalled_at")
@@ -306,7 +306,7 @@ def test_a_recall_without_purpose_recall_is_query_invalid_and_records_nothing(
 
     response = runtime.get(runtime.url, query)
 
-    error = assert_error(response, 400, "QUERY_INVALID")
+    error = assert_error(response, 400, "VALIDATION_FAILED")
     assert error["detail"]["fields"] == {"purpose": [problem]}
     assert receipt.get(pk=runtime.admission.pk) == receipt_before
     assert idle_restarts == []

@@ -64,9 +64,7 @@ MIRROR_EXIT_CODES = (
 )
 SPACE_FLAGS = ("visibility", "name", *QUALIFIERS)
 # The refusals whose fix is in the command line itself: usage, not a refusal.
-USAGE_CODES = frozenset(
-    {"SPACE_INVALID", "VALIDATION_FAILED", "QUERY_INVALID", "AUTO_MEMORY_VALUE_INVALID"}
-)
+USAGE_CODES = frozenset({"SPACE_INVALID", "VALIDATION_FAILED", "AUTO_MEMORY_VALUE_INVALID"})
 _TOKEN_HINT = "check --token or MEMORY_REMOTE_TOKEN (a personal access token of the person acting)"
 
 

@@ -291,10 +291,10 @@ def test_versions_list_pages_by_version(memory_api):
     ("query", "parameter"),
     [("limit=0", "limit"), ("limit=101", "limit"), ("limit=abc", "limit"), ("cursor=x", "cursor")],
 )
-def test_versions_list_refuses_bad_paging_as_a_query_error(memory_api, query, parameter):
+def test_versions_list_refuses_bad_paging_as_validation_failed(memory_api, query, parameter):
     response = memory_api.client.get(f"{memory_api.url}/versions?{query}")
 
-    error = assert_error(response, 400, "QUERY_INVALID")
+    error = assert_error(response, 400, "VALIDATION_FAILED")
     assert list(error["detail"]["fields"]) == [parameter]
 
 

@@ -79,10 +79,10 @@ def test_search_of_another_teams_workspace_is_404(tenant, make_tenant):
     assert_error(response, 404, "NOT_FOUND")
 
 
-def test_search_without_a_query_is_a_query_error(tenant):
+def test_search_without_a_query_is_validation_failed(tenant):
     response = search(tenant.client_for(tenant.member), tenant.workspace.pk)
 
-    error = assert_error(response, 400, "QUERY_INVALID")
+    error = assert_error(response, 400, "VALIDATION_FAILED")
     assert "q" in error["detail"]["fields"]
 
 
@@ -92,7 +92,7 @@ def test_search_never_logs_its_query(tenant, caplog):
 
     with caplog.at_level(logging.DEBUG):
         assert search(client, tenant.workspace.pk, q="zebra-crossing").status_code == 200
-        assert_error(search(client, tenant.workspace.pk, q="z" * 201), 400, "QUERY_INVALID")
+        assert_error(search(client, tenant.workspace.pk, q="z" * 201), 400, "VALIDATION_FAILED")
 
     assert "zebra" not in caplog.text
     assert "zzzz" not in caplog.text

@@ -157,14 +157,23 @@ def test_a_dry_run_answers_the_plan_and_writes_nothing(client, tenant):
 
 @pytest.mark.parametrize(
     ("query", "field"),
-    [({"strategy": "merge"}, "strategy"), ({"dryRun": "yes"}, "dryRun")],
+    [
+        ({"strategy": "bogus"}, "strategy"),
+        ({"strategy": "SKIP"}, "strategy"),
+        ({"strategy": "overwrite", "dryRun": "maybe"}, "dryRun"),
+        ({"dryRun": "yes"}, "dryRun"),
+    ],
 )
-def test_an_unknown_strategy_or_flag_is_400(client, tenant, query, field):
+def test_an_unknown_strategy_or_flag_is_validation_failed_naming_it_and_writes_nothing(
+    client, tenant, query, field
+):
+    put(client, "a.md", b"old\n")
+
     response = post_import(client, ORG_SPACE, archive_of(layout(INCOMING)), **query)
 
-    error = assert_error(response, 400, "QUERY_INVALID")
-    assert field in error["detail"]["fields"]
-    assert contents(org_handle(tenant)) == {}
+    error = assert_error(response, 400, "VALIDATION_FAILED")
+    assert list(error["detail"]["fields"]) == [field]
+    assert contents(org_handle(tenant)) == {"a.md": b"old\n"}
 
 
 @pytest.mark.parametrize(
