@@ -157,3 +157,32 @@ def test_apply_after_memory_moved_shows_the_newer_text_and_applies_on_the_next_p
     expect(status).to_have_text("Applied. Memory is now version 3, saved as your change.")
     expect(page.locator("#proposals")).to_be_hidden()
     assert memory_current_get(workspace=workspace).version == 3
+
+
+def test_an_apply_pressed_while_a_message_is_answered_keeps_its_own_outcome(
+    browser_context, live_server, tenant
+):
+    """The send's closing summary does not write over what a later Apply said: the
+    receipts the send waits for are held until the Apply has answered."""
+    workspace, member = tenant.workspace, tenant.member
+    memory_save(workspace=workspace, author=member, base_version=0, content="- likes tea\n")
+    page = open_frame(browser_context, live_server, tenant)
+    held = []
+    page.route("**/memory-receipts*", lambda route: held.append(route))
+    send(page, "remember likes green tea")
+    proposal = page.locator("#proposals .proposal")
+    expect(proposal).to_have_count(1)
+
+    memory_save(workspace=workspace, author=member, base_version=1, content="- likes cocoa\n")
+    proposal.get_by_role("button", name=re.compile("^Apply")).click()
+    status = page.locator("#assistant-status")
+    expect(status).to_contain_text("Not applied: Memory changed to version 2")
+    assert held
+    for route in held:
+        route.continue_()
+    page.unroute("**/memory-receipts*")
+    expect(page.locator("#transcript .turn .receipt")).to_have_count(1)
+
+    assert page.evaluate("document.getElementById('assistant-status').textContent").startswith(
+        "Not applied: Memory changed to version 2"
+    )

@@ -8,6 +8,7 @@ import { announce, api, byId, config, element, failure, listAll } from "./shared
 const SEND_WAIT_FOR_SAVE_MS = 5000;
 const TURN_POLL_MS = 1000;
 const TURN_POLL_LIMIT = 30;
+const SENDING = "Sending…";
 
 // Why a model call was given no memory, in plain words (the receipt's recallStatus).
 const WITHHELD_REASONS = {
@@ -221,7 +222,7 @@ class AssistantPanel extends FramePanel {
       "X-Memory-State": this.frame.memoryState(isSaving),
     };
     if (config.keySessionId) headers["X-Key-Session"] = config.keySessionId;
-    announce(this.status, "Sending…", "info", { focus: false });
+    announce(this.status, SENDING, "info", { focus: false });
     const result = await api("POST", this.conversationUrl("messages"), {
       body: { text },
       headers,
@@ -242,6 +243,8 @@ class AssistantPanel extends FramePanel {
     }
     await this.followCapture(turnId);
     this.showNewest();
+    // An Apply or Dismiss pressed while the turn was answered has said something newer.
+    if (this.status.textContent !== SENDING) return;
     const summary = this.turnSummary(turnId);
     announce(this.status, summary.text, summary.kind, { focus: false });
   }
