@@ -225,24 +225,19 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("RELEASE SAVEPOINT", "release", ()),
     ("SAVEPOINT", "savepoint", ()),
     (
+        "SELECT f.id, f.current_version",
+        "target",
+        ("workspace", "workspace", "memory_path"),
+    ),
+    (
+        # The version bump and the revision's insert, one statement on PostgreSQL.
         "WITH bumped AS",
-        "bump",
+        "write",
         (
             "write_now",
-            "workspace",
+            "file_id",
             "memory_path",
             "base_version",
-            "base_version",
-            "workspace",
-            "workspace",
-            "memory_path",
-        ),
-    ),
-    ('UPDATE "workspaces_teamstorageusage"', "usage", ("size_delta", "team", "team", "size_delta")),
-    (
-        'INSERT INTO "workspaces_fileversion"',
-        "revision",
-        (
             "file_id",
             "version",
             "ciphertext",
@@ -254,6 +249,7 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "write_now",
         ),
     ),
+    ('UPDATE "workspaces_teamstorageusage"', "usage", ("size_delta", "team", "team", "size_delta")),
     (
         # The fence row and the admission's commit, one statement on PostgreSQL.
         'WITH fence AS ( INSERT INTO "automation_commitfence"',
@@ -283,9 +279,9 @@ _ONCE = (
     "read",
     "begin",
     "locks",
-    "bump",
+    "target",
+    "write",
     "usage",
-    "revision",
     "fence",
     "commit",
 )
@@ -403,8 +399,8 @@ def _plan_check(steps: list[str]) -> None:
             raise RuntimeError(f"{FENCE_NAME}: expected one {step!r} statement, got {steps}")
     at = steps.index
     ordered = (
-        at("begin") < at("locks") < at("bump")
-        and at("read") < at("bump") < at("revision") < at("fence") < at("commit")
+        at("begin") < at("locks") < at("target") < at("write")
+        and at("read") < at("target") < at("write") < at("usage") < at("fence") < at("commit")
         and steps[-1] == "commit"
         and steps.count("savepoint") == steps.count("release")
     )
@@ -448,11 +444,10 @@ class RawCapture:
         with self.conn.cursor() as cur:
             for statement in self.plan:
                 step = statement.step
-                if step == "revision":
+                if step == "write":
                     ciphertext = os.urandom(values["size_bytes"] + SEAL_OVERHEAD_BYTES)
                     values["ciphertext"] = ciphertext
                     values["ciphertext_sha256"] = hashlib.sha256(ciphertext).hexdigest()
-                elif step == "bump":
                     values["write_now"] = datetime.now(UTC)
                 elif step == "fence":
                     digest = f"{side.version}:{line}".encode()
@@ -469,15 +464,15 @@ class RawCapture:
                     if row[version_at] != side.version:
                         raise RuntimeError(f"raw side: memory is not at {side.version}")
                     values["size_bytes"] = row[size_at] + len(line.encode()) + 1
-                elif step == "bump":
-                    bumped = cur.fetchone()
-                    if bumped is None or bumped[0] is None:
+                elif step == "target":
+                    target = cur.fetchone()
+                    if target is None or target[1] != side.version:
                         raise RuntimeError(f"raw side: version {side.version} is not current")
-                    values["file_id"], values["version"] = bumped[0], bumped[1]
-                elif step == "revision":
+                    values["file_id"], values["version"] = target[0], side.version + 1
+                elif step == "write":
                     inserted = cur.fetchone()
                     if inserted is None:
-                        raise RuntimeError("raw side: revision not inserted")
+                        raise RuntimeError(f"raw side: version {side.version} is not current")
                     values["revision_id"] = inserted[0]
                 elif step in ("usage", "fence") and cur.rowcount != 1:
                     raise RuntimeError(f"raw side: {step} wrote {cur.rowcount} rows")

@@ -1,21 +1,27 @@
 -- One human Save of a 4 KiB memory document, as memory.services.memory_save sends it (the
--- data-key read, then BEGIN, the version bump, the revision insert, COMMIT), for pgbench
+-- read of the file, its last size and the data key in autocommit, then BEGIN, the version
+-- bump by compare-and-set with the revision insert in one statement, COMMIT), for pgbench
 -- (bench/bench_http_throughput.py). Client :client_id writes to its own workspace, so no two
 -- clients touch one row. The 4,124 bytes of "ciphertext" (4 KiB sealed by AES-GCM) are made
--- by the server, and the version bump has no compare-and-set on a known base version.
+-- by the server.
 \set workspace :first_workspace + :client_id
-SELECT wrapped_key, wrapping_key_id, created_at, rewrapped_at, workspace_id
-    FROM workspaces_workspacekey WHERE workspace_id = :workspace;
-BEGIN;
-UPDATE workspaces_file SET current_version = current_version + 1, updated_at = now()
-    WHERE workspace_id = :workspace AND path = '.zudotext/memory/memory.md'
-        AND deleted_at IS NULL
-    RETURNING id AS file_id, current_version AS version,
+SELECT f.id AS file_id, f.current_version AS version,
         (SELECT size_bytes FROM workspaces_fileversion
-            WHERE file_id = workspaces_file.id AND version = workspaces_file.current_version - 1)
-            AS previous_bytes \gset
+            WHERE file_id = f.id AND version = f.current_version) AS previous_bytes,
+        (SELECT wrapped_key FROM workspaces_workspacekey WHERE workspace_id = :workspace)
+            AS wrapped_key
+    FROM workspaces_file f
+    WHERE f.workspace_id = :workspace AND f.path = '.zudotext/memory/memory.md' \gset
+BEGIN;
+WITH bumped AS (
+    UPDATE workspaces_file SET current_version = current_version + 1, updated_at = now()
+        WHERE id = :file_id AND path = '.zudotext/memory/memory.md'
+            AND current_version = :version AND deleted_at IS NULL
+        RETURNING id
+)
 INSERT INTO workspaces_fileversion (file_id, version, ciphertext, ciphertext_sha256,
         size_bytes, author_kind, change_kind, author_id, created_at)
-    VALUES (:file_id, :version, decode(repeat('5a', 4124), 'hex'), repeat('0', 64), 4096,
-        'human', 'save', :author, now());
+    SELECT id, :version + 1, decode(repeat('5a', 4124), 'hex'), repeat('0', 64), 4096,
+        'human', 'save', :author, now()
+    FROM bumped;
 COMMIT;

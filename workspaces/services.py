@@ -763,69 +763,123 @@ def file_write(
     the version now held. The version bump, the revision and the change in the team's
     storage usage commit together; a write that would take the usage past the org's quota
     is TenantQuotaExceeded and writes nothing. `data_key` None seals under the workspace's
-    own key, read by the compare-and-set itself (created by a first write), so a refused
-    write unwraps no key. `savepoint` False is for a caller whose own transaction already
-    makes the write all or nothing and ends on any refusal (the capture): it saves a
-    SAVEPOINT and its RELEASE, and a refusal other than VersionConflict leaves that
-    transaction unusable.
+    own key (created by a first write); a stale write is refused before any transaction,
+    by one read that unwraps no key. `savepoint` False is for a caller whose own
+    transaction already makes the write all or nothing and ends on any refusal (the
+    capture): it saves a SAVEPOINT and its RELEASE, and a refusal other than
+    VersionConflict leaves that transaction unusable.
     """
     encoded = document_encode(plaintext)
-    # One cursor for the compare-and-set and the revision: a Django cursor costs about as
-    # much Python as the execute it serves, and these are a Save's only two statements.
-    with transaction.atomic(savepoint=savepoint), connection.cursor() as cursor:
-        written = _revision_write(
-            cursor,
-            workspace=workspace,
-            path=path,
-            encoded=encoded,
-            base_version=base_version,
-            data_key=data_key,
-            author=author,
-            author_kind=author_kind,
-            change_kind=change_kind,
-        )
-    if isinstance(written, VersionConflict):
-        # Raised once its transaction has ended: a refused compare-and-set changed nothing,
-        # so that transaction commits instead of rolling back, and the connection keeps its
-        # prepared statements (psycopg drops every one of them on a rollback; re-preparing
-        # them made a refused Save cost more than half a Save's CPU, and slowed the next).
-        raise written
+    now = timezone.now()
+    # The revision's fields that do not depend on the file and version it lands as.
+    attribution = {
+        "size_bytes": len(encoded),
+        "author_id": None if author is None else author.pk,
+        "author_kind": author_kind,
+        "change_kind": change_kind,
+        "created_at": now,
+    }
+    if base_version == 0:
+        with transaction.atomic(savepoint=savepoint), connection.cursor() as cursor:
+            file_id = _file_create(workspace=workspace, path=path, now=now).pk
+            if data_key is None:
+                data_key = workspace_key_ensure(workspace=workspace)
+            team_storage_charge(workspace=workspace, delta=len(encoded))
+            sealed = _revision_sealed(
+                workspace=workspace, file_id=file_id, version=1, encoded=encoded, data_key=data_key
+            )
+            written = _revision_insert(cursor, sealed | attribution, author=author, bump=None)
+    else:
+        # One cursor for the read and the write: a Django cursor costs about as much Python
+        # as the execute it serves.
+        with connection.cursor() as cursor:
+            target = _write_target(
+                cursor, workspace=workspace, path=path, base_version=base_version
+            )
+            if data_key is None:
+                data_key = (
+                    data_key_unwrap(target.wrapped_key)
+                    if target.wrapped_key is not None
+                    else workspace_key_ensure(workspace=workspace)
+                )
+            # Sealed before the transaction: the read fixed the file and the version the
+            # revision is bound to, and the compare-and-set writes it only if they still hold.
+            sealed = _revision_sealed(
+                workspace=workspace,
+                file_id=target.file_id,
+                version=base_version + 1,
+                encoded=encoded,
+                data_key=data_key,
+            )
+            bump = _Bump(path=path, base_version=base_version)
+            with transaction.atomic(savepoint=savepoint):
+                written = _revision_insert(cursor, sealed | attribution, author=author, bump=bump)
+                if written is not None:
+                    # After the file row's lock, as the last lock of the write. Exact: the
+                    # revision replaced is `base_version`'s, which no write changes.
+                    delta = len(encoded) - target.previous_bytes
+                    team_storage_charge(workspace=workspace, delta=delta)
+    if written is None:
+        # Raised once its transaction has ended: the compare-and-set lost to a writer that
+        # moved the file after the read and changed nothing, so that transaction commits
+        # instead of rolling back, and the connection keeps its prepared statements
+        # (psycopg drops every one of them on a rollback).
+        raise _conflict(workspace=workspace, path=path)
     return written
 
 
-def _revision_write(
-    cursor: CursorWrapper,
-    *,
-    workspace: Workspace,
-    path: str,
-    encoded: bytes,
-    base_version: int,
-    data_key: bytes | None,
-    author: User | None,
-    author_kind: str,
-    change_kind: str,
-) -> FileVersion | VersionConflict:
-    """`file_write`'s transaction: the saved revision, or the refusal of a compare-and-set
-    that changed nothing. Any other refusal is raised, and rolls the transaction back."""
-    now = timezone.now()
-    if base_version == 0:
-        file_id, version = _file_create(workspace=workspace, path=path, now=now).pk, 1
-        previous_bytes, wrapped_key = 0, None
-    else:
-        bumped = _file_version_bump(
-            cursor, workspace=workspace, path=path, base_version=base_version, now=now
-        )
-        if isinstance(bumped, VersionConflict):
-            return bumped
-        file_id, version = bumped.file_id, bumped.version
-        previous_bytes, wrapped_key = bumped.previous_bytes, bumped.wrapped_key
-    if data_key is None:
-        data_key = (
-            data_key_unwrap(wrapped_key)
-            if wrapped_key is not None
-            else workspace_key_ensure(workspace=workspace)
-        )
-    team_storage_charge(workspace=workspace, delta=len(encoded) - previous_bytes)
+@dataclass(frozen=True)
+class _WriteTarget:
+    file_id: int
+    # The size of the revision the new one replaces, for the storage charge.
+    previous_bytes: int
+    # The workspace's data key as stored (None: the workspace has none).
+    wrapped_key: bytes | None
+
+
+def _write_target(
+    cursor: CursorWrapper, *, workspace: Workspace, path: str, base_version: int
+) -> _WriteTarget:
+    """The live file at `path` as a write based on `base_version` finds it, or the
+    VersionConflict carrying the version it holds (0 if there is none).
+
+    One read, in autocommit when no transaction is open: a stale write is refused with no
+    BEGIN or COMMIT, no key unwrapped and nothing sealed. It decides nothing else; the
+    compare-and-set in the write's transaction does, for a writer may move the file between
+    the two.
+    """
+    cursor.execute(_write_target_sql(), [workspace.pk, workspace.pk, path])
+    row = cursor.fetchone()
+    if row is None:
+        raise VersionConflict(currentVersion=0)
+    file_id, version, is_live, previous_bytes, wrapped_key = row
+    if version != base_version or not is_live:
+        raise VersionConflict(currentVersion=version)
+    return _WriteTarget(
+        file_id=file_id,
+        previous_bytes=previous_bytes or 0,
+        wrapped_key=None if wrapped_key is None else bytes(wrapped_key),
+    )
+
+
+@functools.cache
+def _write_target_sql() -> str:
+    # SQL for one round trip: the file, the size of its current revision and the wrapped
+    # data key together (identifiers come from model metadata; every value is a parameter).
+    return f"""
+        SELECT f.id, f.current_version, f.deleted_at IS NULL,
+            (SELECT size_bytes FROM {table(FileVersion)}
+                WHERE file_id = f.id AND version = f.current_version),
+            (SELECT wrapped_key FROM {table(WorkspaceKey)} WHERE workspace_id = %s)
+        FROM {table(File)} f WHERE f.workspace_id = %s AND f.path = %s
+    """
+
+
+def _revision_sealed(
+    *, workspace: Workspace, file_id: int, version: int, encoded: bytes, data_key: bytes
+) -> dict[str, Any]:
+    """The fields of revision `version` of file `file_id` that bind it there: `encoded`
+    sealed with that address, and its digest."""
     ciphertext = seal(
         data_key=data_key,
         plaintext=encoded,
@@ -833,114 +887,58 @@ def _revision_write(
             workspace_id=workspace.pk, file_id=file_id, version=version
         ),
     )
-    return _revision_insert(
-        cursor,
-        {
-            "file_id": file_id,
-            "version": version,
-            "ciphertext": ciphertext,
-            "ciphertext_sha256": ciphertext_digest(ciphertext),
-            "size_bytes": len(encoded),
-            "author_id": None if author is None else author.pk,
-            "author_kind": author_kind,
-            "change_kind": change_kind,
-            "created_at": now,
-        },
-        author=author,
-    )
+    return {
+        "file_id": file_id,
+        "version": version,
+        "ciphertext": ciphertext,
+        "ciphertext_sha256": ciphertext_digest(ciphertext),
+    }
 
 
 @dataclass(frozen=True)
-class _Bumped:
-    file_id: int
-    version: int
-    # The size of the revision the new one replaces, for the storage charge.
-    previous_bytes: int
-    # The workspace's data key as stored (None: the workspace has none).
-    wrapped_key: bytes | None
+class _Bump:
+    """The compare-and-set a revision's insert depends on: its file, still at `path`, live
+    and at `base_version`, moves to the revision's version."""
 
-
-def _file_version_bump(
-    cursor: CursorWrapper, *, workspace: Workspace, path: str, base_version: int, now: datetime
-) -> _Bumped | VersionConflict:
-    """The compare-and-set: bump a live file from `base_version`, or answer (not raise) the
-    VersionConflict carrying the version the file holds now.
-
-    One conditional UPDATE. A concurrent writer blocks on the row lock, then re-reads the
-    bumped version and matches nothing. On PostgreSQL the same statement answers a mismatch
-    with the version its snapshot holds. When that is `base_version` itself, the UPDATE
-    waited for a writer that moved the row on after the snapshot was taken, and a second
-    statement (with a snapshot of its own) reads where the row went. Neither read locks the
-    row, so a routine refusal writes nothing, not even a lock: its transaction ends with no
-    WAL to flush. On SQLite the write lock already serialises writers, so a read after the
-    UPDATE is current.
-    """
-    vendor = connection.vendor
-    params = [datetime_param(now), workspace.pk, path, base_version, base_version, workspace.pk]
-    if vendor == "postgresql":
-        params += [workspace.pk, path]
-    cursor.execute(_version_bump_sql(vendor), params)
-    row = cursor.fetchone()
-    if row is None or (row[0] is None and row[1] == base_version):
-        return _conflict(workspace=workspace, path=path)
-    file_id, version, previous_bytes, wrapped_key = row
-    if file_id is None:
-        return VersionConflict(currentVersion=version or 0)
-    return _Bumped(
-        file_id=file_id,
-        version=version,
-        previous_bytes=previous_bytes or 0,
-        wrapped_key=None if wrapped_key is None else bytes(wrapped_key),
-    )
-
-
-@functools.cache
-def _version_bump_sql(vendor: str) -> str:
-    """The compare-and-set's statement for `vendor`, built once: its parameters are the
-    time, the workspace, the path and the base version (twice), the workspace again, and on
-    PostgreSQL the workspace and the path once more."""
-    files, versions, keys = table(File), table(FileVersion), table(WorkspaceKey)
-    bump = (
-        f"UPDATE {files} SET current_version = current_version + 1, updated_at = %s "
-        "WHERE workspace_id = %s AND path = %s AND current_version = %s AND deleted_at IS NULL"
-    )
-    # SQL for RETURNING, which the ORM's update() lacks, and for a data-modifying WITH: what
-    # the write needs next (the replaced revision's size, the wrapped data key) or the 409's
-    # version comes back with the bump, not in statements of their own, measurable on every
-    # Save (identifiers come from model metadata; every value is a parameter).
-    if vendor == "postgresql":
-        return f"""
-            WITH bumped AS ({bump} RETURNING id, current_version)
-            SELECT b.id, b.current_version,
-                (SELECT size_bytes FROM {versions} WHERE file_id = b.id AND version = %s),
-                (SELECT wrapped_key FROM {keys} WHERE workspace_id = %s)
-            FROM bumped b
-            UNION ALL
-            SELECT NULL, (
-                SELECT current_version FROM {files} WHERE workspace_id = %s AND path = %s
-            ), NULL, NULL
-            WHERE NOT EXISTS (SELECT 1 FROM bumped)
-        """
-    return (
-        f"{bump} RETURNING id, current_version, (SELECT size_bytes FROM {versions} "
-        f"WHERE file_id = {files}.id AND version = %s), "
-        f"(SELECT wrapped_key FROM {keys} WHERE workspace_id = %s)"
-    )
+    path: str
+    base_version: int
 
 
 def _revision_insert(
-    cursor: CursorWrapper, fields: dict[str, Any], *, author: User | None
-) -> FileVersion:
-    """Insert the revision whose every field but its id is in `fields`; return it as the ORM
-    would load it, with `author` (its `author_id`'s user) attached."""
+    cursor: CursorWrapper, fields: dict[str, Any], *, author: User | None, bump: _Bump | None
+) -> FileVersion | None:
+    """Insert the revision whose every field but its id is in `fields`, after `bump` if
+    given; return it as the ORM would load it, with `author` (its `author_id`'s user)
+    attached, or None when the bump matched nothing (and nothing was written).
+
+    The bump is one conditional UPDATE: a concurrent writer blocks on the row lock, then
+    re-reads the bumped version and matches nothing.
+    """
     # SQL because it was measured: building and compiling the ORM's INSERT took a tenth
     # of a Save's time, for a statement whose shape never changes. The instance is built as
     # the ORM loads a row: built by keyword (each one looked up, the author set through the
     # relation's checks) it cost a Save as much CPU as its INSERT's own Python.
     params = [fields[name] for name in _REVISION_FIELDS]
     params[-1] = datetime_param(fields["created_at"])
-    cursor.execute(_revision_insert_sql(), params)
-    revision = loaded(FileVersion, {"id": cursor.fetchone()[0], **fields})
+    if bump is None:
+        cursor.execute(_revision_insert_sql(), params)
+    else:
+        bump_params = [params[-1], fields["file_id"], bump.path, bump.base_version]
+        if connection.vendor == "postgresql":
+            # The bump and the insert as one data-modifying statement: the insert takes its
+            # row from the bump's, so it writes nothing when the bump matched nothing.
+            cursor.execute(_bump_insert_sql(), bump_params + params)
+        else:
+            # SQLite has no data-modifying WITH; its write lock, taken at BEGIN, already
+            # keeps every other writer out between the two statements.
+            cursor.execute(_bump_sql(), bump_params)
+            if cursor.rowcount != 1:
+                return None
+            cursor.execute(_revision_insert_sql(), params)
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    revision = loaded(FileVersion, {"id": row[0], **fields})
     FileVersion.author.field.set_cached_value(revision, author)
     return revision
 
@@ -964,6 +962,28 @@ def _revision_insert_sql() -> str:
     names = ", ".join(_REVISION_FIELDS)
     slots = ", ".join(["%s"] * len(_REVISION_FIELDS))
     return f"INSERT INTO {table(FileVersion)} ({names}) VALUES ({slots}) RETURNING id"
+
+
+@functools.cache
+def _bump_sql() -> str:
+    # SQL to share the text with `_bump_insert_sql`; its parameters are the time, the
+    # file, its path and the base version.
+    return (
+        f"UPDATE {table(File)} SET current_version = current_version + 1, updated_at = %s "
+        "WHERE id = %s AND path = %s AND current_version = %s AND deleted_at IS NULL"
+    )
+
+
+@functools.cache
+def _bump_insert_sql() -> str:
+    # PostgreSQL's data-modifying WITH, which the ORM cannot write: a Save's whole write in
+    # one round trip. The parameters are `_bump_sql`'s, then the revision's fields.
+    names = ", ".join(_REVISION_FIELDS)
+    slots = ", ".join(["%s"] * len(_REVISION_FIELDS))
+    return (
+        f"WITH bumped AS ({_bump_sql()} RETURNING id) "
+        f"INSERT INTO {table(FileVersion)} ({names}) SELECT {slots} FROM bumped RETURNING id"
+    )
 
 
 def team_storage_charge(*, workspace: Workspace, delta: int) -> None:

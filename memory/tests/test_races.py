@@ -8,13 +8,14 @@ import pytest
 from django.db import connection, transaction
 from rest_framework.test import APIClient
 
+import workspaces.services
 from conftest import postgres_only, run_concurrently, wait_until_a_backend_waits_on_a_lock
 from memory import provenance, services
 from memory.models import MEMORY_PATH, LineProvenance
 from memory.provenance import memory_blame
 from memory.selectors import memory_current_get, memory_policy_get
 from workspaces.errors import VersionConflict
-from workspaces.models import FileVersion
+from workspaces.models import FileVersion, TeamStorageUsage
 from workspaces.services import api_token_create
 
 pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
@@ -106,6 +107,51 @@ def test_writer_blocked_behind_an_uncommitted_save_conflicts_once_it_commits(
     assert results[1].detail == {"currentVersion": 2}
     assert memory_current_get(workspace=tenant.workspace).content == "first"
     assert stored_versions(tenant) == [1, 2]
+
+
+def test_a_save_overtaken_after_its_read_is_refused_by_its_compare_and_set(
+    tenant, memory_revision, monkeypatch
+):
+    read_done, release = threading.Event(), threading.Event()
+    real_read = workspaces.services._write_target
+
+    def read_then_hold(*args, **kwargs):
+        target = real_read(*args, **kwargs)
+        if not read_done.is_set():
+            read_done.set()
+            release.wait(timeout=30)
+        return target
+
+    monkeypatch.setattr(workspaces.services, "_write_target", read_then_hold)
+    used_before = TeamStorageUsage.objects.get(team=tenant.team).used_bytes
+
+    def overtaken():
+        return services.memory_save(
+            workspace=tenant.workspace,
+            author=tenant.member,
+            base_version=1,
+            content="- a much longer line the read saw version 1 for\n",
+        )
+
+    def overtaking():
+        read_done.wait(timeout=30)
+        try:
+            return services.memory_save(
+                workspace=tenant.workspace, author=tenant.admin, base_version=1, content="won"
+            )
+        finally:
+            release.set()
+
+    results = run_concurrently(overtaken, overtaking)
+
+    assert isinstance(results[0], VersionConflict)
+    assert results[0].detail == {"currentVersion": 2}
+    assert isinstance(results[1], FileVersion)
+    assert memory_current_get(workspace=tenant.workspace).content == "won"
+    assert stored_versions(tenant) == [1, 2]
+    # Charged once, for the winner's revision only.
+    used_after = TeamStorageUsage.objects.get(team=tenant.team).used_bytes
+    assert used_after == used_before + len("won") - len("- likes tea\n")
 
 
 def test_clear_that_loses_a_race_writes_nothing_and_keeps_the_generation(tenant, memory_revision):

@@ -12,7 +12,7 @@ from memory.errors import PolicyRevisionConflict
 from memory.models import MEMORY_PATH, MemoryPolicy
 from memory.selectors import memory_current_get, memory_policy_get
 from workspaces.errors import VersionConflict
-from workspaces.models import FileVersion, Workspace
+from workspaces.models import FileVersion, TeamStorageUsage, Workspace
 
 
 class InjectedFailure(Exception):
@@ -26,6 +26,7 @@ def fail_after_revision_insert(monkeypatch):
 
     def insert_then_fail(*args, **kwargs):
         inserted = real_insert(*args, **kwargs)
+        assert inserted is not None
         assert FileVersion.objects.filter(pk=inserted.pk).exists()
         raise InjectedFailure()
 
@@ -122,7 +123,7 @@ def work_statements(captured: CaptureQueriesContext) -> list[str]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_save_sends_the_compare_and_set_and_the_revision_insert_and_nothing_else(
+def test_a_save_sends_a_read_then_the_compare_and_set_with_the_revision_insert(
     tenant, memory_revision
 ):
     same_size = "- likes tee\n"  # as long as the saved text: no storage charge
@@ -132,17 +133,30 @@ def test_a_save_sends_the_compare_and_set_and_the_revision_insert_and_nothing_el
             workspace=tenant.workspace, author=tenant.member, base_version=1, content=same_size
         )
 
-    # then: the key came with the compare-and-set; a new statement here fails this test
+    # then: the key came with the read; a new statement here fails this test
     statements = work_statements(captured)
-    assert len(statements) == 2, statements
-    assert '"workspaces_file"' in statements[0]
-    assert statements[1].startswith('INSERT INTO "workspaces_fileversion"')
+    assert statements[0].lstrip().startswith("SELECT")
+    if connection.vendor == "postgresql":
+        # The bump and the insert are one statement.
+        assert len(statements) == 2, statements
+        assert statements[1].startswith('WITH bumped AS (UPDATE "workspaces_file"')
+        assert 'INSERT INTO "workspaces_fileversion"' in statements[1]
+    else:
+        assert len(statements) == 3, statements
+        assert statements[1].startswith('UPDATE "workspaces_file"')
+        assert statements[2].startswith('INSERT INTO "workspaces_fileversion"')
     assert not any("SAVEPOINT" in query["sql"] for query in captured.captured_queries)
     assert memory_current_get(workspace=tenant.workspace).content == same_size
 
 
+class TransactionRefused:
+    @staticmethod
+    def atomic(*args, **kwargs):
+        raise AssertionError("a refused save must not open a transaction")
+
+
 @pytest.mark.django_db(transaction=True)
-def test_a_stale_save_unwraps_no_key_and_is_answered_by_its_compare_and_set(
+def test_a_stale_save_is_refused_by_one_read_without_a_transaction_or_the_key(
     tenant, memory_revision, monkeypatch
 ):
     def refuse(*args, **kwargs):
@@ -150,6 +164,8 @@ def test_a_stale_save_unwraps_no_key_and_is_answered_by_its_compare_and_set(
 
     monkeypatch.setattr(workspaces.services, "data_key_unwrap", refuse)
     monkeypatch.setattr(workspaces.services, "workspace_key_ensure", refuse)
+    monkeypatch.setattr(workspaces.services, "seal", refuse)
+    monkeypatch.setattr(workspaces.services, "transaction", TransactionRefused)
 
     with CaptureQueriesContext(connection) as captured, pytest.raises(VersionConflict) as refused:
         services.memory_save(
@@ -157,7 +173,41 @@ def test_a_stale_save_unwraps_no_key_and_is_answered_by_its_compare_and_set(
         )
 
     assert refused.value.detail == {"currentVersion": 1}
-    # PostgreSQL: the failed UPDATE's statement returns the version held; SQLite reads it
-    # with a second one.
-    assert len(work_statements(captured)) == (1 if connection.vendor == "postgresql" else 2)
+    assert len(captured.captured_queries) == 1
     assert revision_count(tenant) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_save_overtaken_between_its_read_and_its_write_is_refused_and_writes_nothing(
+    tenant, memory_revision, monkeypatch
+):
+    real_read = workspaces.services._write_target
+    # Marked before the overtaking Save, whose own read comes back through the hook.
+    overtaken: list[bool] = []
+    overtaking: list[FileVersion] = []
+
+    def read_then_overtake(*args, **kwargs):
+        target = real_read(*args, **kwargs)
+        if not overtaken:
+            overtaken.append(True)
+            overtaking.append(
+                services.memory_save(
+                    workspace=tenant.workspace, author=tenant.admin, base_version=1, content="won"
+                )
+            )
+        return target
+
+    monkeypatch.setattr(workspaces.services, "_write_target", read_then_overtake)
+    used_before = TeamStorageUsage.objects.get(team=tenant.team).used_bytes
+
+    with pytest.raises(VersionConflict) as refused:
+        services.memory_save(
+            workspace=tenant.workspace, author=tenant.member, base_version=1, content="lost text"
+        )
+
+    assert refused.value.detail == {"currentVersion": 2}
+    assert [revision.version for revision in overtaking] == [2]
+    assert revision_count(tenant) == 2
+    assert memory_current_get(workspace=tenant.workspace).content == "won"
+    used_after = TeamStorageUsage.objects.get(team=tenant.team).used_bytes
+    assert used_after == used_before + len("won") - len("- likes tea\n")
