@@ -814,7 +814,6 @@ def _revision_write(
             if wrapped_key is not None
             else workspace_key_ensure(workspace=workspace)
         )
-    team_storage_charge(workspace=workspace, delta=len(encoded) - previous_bytes)
     ciphertext = seal(
         data_key=data_key,
         plaintext=encoded,
@@ -822,7 +821,7 @@ def _revision_write(
             workspace_id=workspace.pk, file_id=file_id, version=version
         ),
     )
-    return _revision_insert(
+    revision = _revision_insert(
         cursor,
         {
             "file_id": file_id,
@@ -837,6 +836,13 @@ def _revision_write(
         },
         author=author,
     )
+    # Last, just before the commit: every Save of the team's workspaces updates this one
+    # row, and its lock is held until the commit's WAL flush ends. Taken before the
+    # encryption and the INSERT it was held across both, and a second wait for the
+    # interpreter lock (bench/README.md, http_throughput_*). A refusal still writes
+    # nothing: it rolls back the INSERT with the rest.
+    team_storage_charge(workspace=workspace, delta=len(encoded) - previous_bytes)
+    return revision
 
 
 @dataclass(frozen=True)

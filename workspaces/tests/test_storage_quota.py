@@ -4,6 +4,7 @@ every write, delete and restore, so that concurrent writers cannot pass it toget
 from __future__ import annotations
 
 import importlib
+import threading
 
 import pytest
 from django.apps import apps
@@ -11,6 +12,7 @@ from django.db import transaction
 
 from conftest import postgres_only, run_concurrently
 from memory.services import memory_clear, memory_save
+from workspaces import services
 from workspaces.errors import TenantQuotaExceeded
 from workspaces.models import File, FileVersion, Org, Team, TeamStorageUsage
 from workspaces.services import (
@@ -164,3 +166,44 @@ def test_concurrent_first_writes_of_a_team_count_every_byte(tenant):
 
     assert all(isinstance(r, FileVersion) for r in results), results
     assert used(tenant.team) == 80
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_write_locks_the_teams_usage_only_after_inserting_its_revision(tenant, monkeypatch):
+    # Every growing or shrinking write of the team updates the one usage row, and holds its
+    # lock until the commit: taken before the encryption and the INSERT, it serialised the
+    # team's writes for longer than the commit's own flush.
+    write(tenant.workspace, "a.md", "x" * 10)
+    inserting, release = threading.Event(), threading.Event()
+    insert = services._revision_insert
+
+    def held_insert(*args, **kwargs):
+        revision = insert(*args, **kwargs)
+        inserting.set()
+        release.wait(timeout=30)
+        return revision
+
+    monkeypatch.setattr(services, "_revision_insert", held_insert)
+
+    def writer():
+        return write(tenant.workspace, "a.md", "x" * 25, base=1)
+
+    def other_writer():
+        inserting.wait(timeout=30)
+        try:
+            with transaction.atomic():
+                # NOWAIT: an error now, instead of waiting, if the held write has the row.
+                list(
+                    TeamStorageUsage.objects.select_for_update(nowait=True).filter(team=tenant.team)
+                )
+            return "free"
+        finally:
+            release.set()
+
+    saved, usage_row = run_concurrently(writer, other_writer)
+
+    assert usage_row == "free"
+    assert isinstance(saved, FileVersion)
+    assert saved.version == 2
+    assert used(tenant.team) == 25
