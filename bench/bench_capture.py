@@ -238,7 +238,9 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "memory_path",
         ),
     ),
-    ('UPDATE "workspaces_teamstorageusage"', "usage", ("size_delta", "team", "team", "size_delta")),
+    # The org's quota, read with its row held against a quota being set; with none (as
+    # here) the team's usage is not kept, so no UPDATE of it follows.
+    ("SELECT o.memory_quota_bytes", "quota", ("team",)),
     (
         'INSERT INTO "workspaces_fileversion"',
         "revision",
@@ -284,8 +286,8 @@ _ONCE = (
     "begin",
     "locks",
     "bump",
-    "usage",
     "revision",
+    "quota",
     "fence",
     "commit",
 )
@@ -360,7 +362,6 @@ def capture_plan(side: AutoSide) -> list[Statement]:
         "admitted": Admission.Status.ADMITTED.value,
         "auto": MemoryPolicy.Mode.AUTO.value,
         "team": side.workspace.team_id,
-        "size_delta": LINE_BYTES + 1,
     }
     plan: list[Statement] = []
     cursor_statements = iter(recorded)
@@ -435,7 +436,6 @@ class RawCapture:
             "admitted": Admission.Status.ADMITTED.value,
             "auto": MemoryPolicy.Mode.AUTO.value,
             "team": side.workspace.team_id,
-            "size_delta": LINE_BYTES + 1,
         }
         self.read_columns: tuple[int, int] | None = None
 
@@ -479,7 +479,7 @@ class RawCapture:
                     if inserted is None:
                         raise RuntimeError("raw side: revision not inserted")
                     values["revision_id"] = inserted[0]
-                elif step in ("usage", "fence") and cur.rowcount != 1:
+                elif step in ("quota", "fence") and cur.rowcount != 1:
                     raise RuntimeError(f"raw side: {step} wrote {cur.rowcount} rows")
         side.version = values["version"]
         return side.version
