@@ -1,5 +1,6 @@
 -- One human Save of a 4 KiB memory document, as memory.services.memory_save sends it (the
--- data-key read, then BEGIN, the version bump, the revision insert, COMMIT), for pgbench
+-- data-key read, then BEGIN, the version bump, the revision insert, the org's quota read
+-- that a Save changing the document's length makes, COMMIT), for pgbench
 -- (bench/bench_http_throughput.py). Client :client_id writes to its own workspace, so no two
 -- clients touch one row. The 4,124 bytes of "ciphertext" (4 KiB sealed by AES-GCM) are made
 -- by the server, and the version bump has no compare-and-set on a known base version.
@@ -18,4 +19,6 @@ INSERT INTO workspaces_fileversion (file_id, version, ciphertext, ciphertext_sha
         size_bytes, author_kind, change_kind, author_id, created_at)
     VALUES (:file_id, :version, decode(repeat('5a', 4124), 'hex'), repeat('0', 64), 4096,
         'human', 'save', :author, now());
+SELECT o.memory_quota_bytes FROM workspaces_org o JOIN workspaces_team t ON t.org_id = o.id
+    WHERE t.id = :team FOR KEY SHARE OF o;
 COMMIT;
