@@ -839,11 +839,11 @@ def _revision_write(
         },
         author=author,
     )
-    # Last, just before the commit: every Save of the team's workspaces updates this one
-    # row, and its lock is held until the commit's WAL flush ends. Taken before the
-    # encryption and the INSERT it was held across both, and a second wait for the
-    # interpreter lock (bench/README.md, http_throughput_*). A refusal still writes
-    # nothing: it rolls back the INSERT with the rest.
+    # Last, just before the commit: under a quota every write of the team's documents that
+    # changes a length updates the team's one usage row, and holds its lock until the
+    # commit's WAL flush ends. Taken before the encryption and the INSERT it was held across
+    # both, and a second wait for the interpreter lock (bench/README.md, http_throughput_*).
+    # A refusal still writes nothing: it rolls back the INSERT with the rest.
     team_storage_charge(workspace=workspace, delta=len(encoded) - previous_bytes)
     return revision
 
