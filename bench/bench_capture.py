@@ -249,7 +249,9 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "write_now",
         ),
     ),
-    ('UPDATE "workspaces_teamstorageusage"', "usage", ("size_delta", "team", "team", "size_delta")),
+    # The org's quota, read with its row held against a quota being set; with none (as
+    # here) the team's usage is not kept, so no UPDATE of it follows.
+    ("SELECT o.memory_quota_bytes", "quota", ("team",)),
     (
         # The fence row and the admission's commit, one statement on PostgreSQL.
         'WITH fence AS ( INSERT INTO "automation_commitfence"',
@@ -281,7 +283,7 @@ _ONCE = (
     "locks",
     "target",
     "write",
-    "usage",
+    "quota",
     "fence",
     "commit",
 )
@@ -356,7 +358,6 @@ def capture_plan(side: AutoSide) -> list[Statement]:
         "admitted": Admission.Status.ADMITTED.value,
         "auto": MemoryPolicy.Mode.AUTO.value,
         "team": side.workspace.team_id,
-        "size_delta": LINE_BYTES + 1,
     }
     plan: list[Statement] = []
     cursor_statements = iter(recorded)
@@ -431,7 +432,6 @@ class RawCapture:
             "admitted": Admission.Status.ADMITTED.value,
             "auto": MemoryPolicy.Mode.AUTO.value,
             "team": side.workspace.team_id,
-            "size_delta": LINE_BYTES + 1,
         }
         self.read_columns: tuple[int, int] | None = None
 
@@ -474,7 +474,7 @@ class RawCapture:
                     if inserted is None:
                         raise RuntimeError(f"raw side: version {side.version} is not current")
                     values["revision_id"] = inserted[0]
-                elif step in ("usage", "fence") and cur.rowcount != 1:
+                elif step in ("quota", "fence") and cur.rowcount != 1:
                     raise RuntimeError(f"raw side: {step} wrote {cur.rowcount} rows")
         side.version = values["version"]
         return side.version

@@ -5,12 +5,16 @@ the equivalent Save transaction in the same run.
 The benchmark starts its own Redis (bench/servers.py) and two gunicorn servers with the
 product's configuration (memory_project/gunicorn_conf.py), one with 1 worker and one with 2.
 16 clients, four threads in each of four processes, each keep one keep-alive connection and
-act for their own person, workspace and turn, so no two clients contend for a row or a
-throttle counter: what is measured is the cost of a request, not conflicts. After one
+act for their own person, workspace and turn, as 16 people of one team do: no two clients
+write one document or share a throttle counter, but every Save changes its document's
+length, as an edit does, so whatever the product does for the team's storage on such a
+Save (with a quota, one usage row for all 16) it does on every Save. After one
 untimed pass of every kind against both servers, each kind runs in windows against one
 server then the other, alternating which goes first; requests completed in the windows
 over their length is the rate. The CPU time of the server's processes and of the
-PostgreSQL backends serving them is read from /proc at each window's start and end.
+PostgreSQL backends serving them is read from /proc at each window's start and end, the
+clients' own CPU time in their processes, and during each window the server's backends are
+sampled (pg_stat_activity) for what they wait on.
 
 pgbench (installed with PostgreSQL) runs bench/pgbench_save.sql with 16 clients and
 prepared statements on 16 other workspaces of the same database: the rate the database
@@ -35,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_memory_save import document
+from bench_memory_save import DOCUMENT_BYTES, document
 from bench_recall import delivery_credential_mint
 from django.db import connection, connections
 from psycopg.conninfo import conninfo_to_dict
@@ -64,6 +68,10 @@ PGBENCH_TARGET = 0.2
 # own person, and the limits are per person.
 SERVER_ENV = {"THROTTLE_CREDENTIAL_RATE": "1000000/min", "THROTTLE_WRITE_RATE": "1000000/min"}
 PGBENCH_SCRIPT = Path(__file__).resolve().parent / "pgbench_save.sql"
+# A Save's text is this many bytes shorter than DOCUMENT_BYTES, at most: each client's
+# successive Saves differ in length (their counters differ by CLIENTS, not a multiple of it).
+SAVE_TRIM = 97
+SAMPLE_SECONDS = 0.02
 KINDS = ("save", "recall", "ping")
 
 
@@ -81,6 +89,7 @@ class Client:
 @dataclass
 class Tally:
     done: int = 0
+    sent: int = 0
     statuses: Counter[int] = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
 
@@ -147,13 +156,19 @@ def _call(kind: str, client: Client, counter: int) -> tuple[str, str, dict[str, 
             {"Authorization": f"Delivery {client.credential}"},
             b"",
         )
-    body = json.dumps({"content": document(counter)}).encode()
+    body = json.dumps({"content": save_text(counter)}).encode()
     headers = {
         "Authorization": f"Bearer {client.pat}",
         "Content-Type": "application/json",
         "X-Base-Version": str(client.version),
     }
     return "PUT", f"/api/v1/workspaces/{client.workspace_id}/memory", headers, body
+
+
+def save_text(counter: int) -> str:
+    """A Save's text: about 4 KiB, of a length that differs from the client's last Save's,
+    as a person's edit adds or removes a line, so the team's storage usage moves."""
+    return document(counter)[: DOCUMENT_BYTES - counter % SAVE_TRIM]
 
 
 @dataclass(frozen=True)
@@ -178,6 +193,7 @@ def _client_loop(window: Window, client: Client, tally: Tally, seed: int) -> Non
             method, path, headers, body = _call(window.kind, client, counter)
             status, answer = _request(conn, method, path, headers, body)
             tally.statuses[status] += 1
+            tally.sent += 1
             if status != 200:
                 tally.failures.append(answer[:300].decode(errors="replace"))
                 return
@@ -195,6 +211,7 @@ def _client_process(window: Window, clients: list[Client], first: int, answers: 
     """A few clients, one thread each, in a process of their own: the client side is Python
     too, and one process of 16 threads would hold back the server it measures."""
     tallies = [Tally() for _ in clients]
+    cpu_before = time.process_time()
     threads = [
         threading.Thread(target=_client_loop, args=(window, client, tally, first + index))
         for index, (client, tally) in enumerate(zip(clients, tallies, strict=True))
@@ -206,6 +223,8 @@ def _client_process(window: Window, clients: list[Client], first: int, answers: 
     answers.put(
         (
             sum(tally.done for tally in tallies),
+            sum(tally.sent for tally in tallies),
+            time.process_time() - cpu_before,
             sum((tally.statuses for tally in tallies), Counter()),
             [failure for tally in tallies for failure in tally.failures],
             {client.workspace_id: client.version for client in clients},
@@ -241,6 +260,10 @@ class Phase:
     database_cpu: float = 0.0
     statuses: Counter[int] = field(default_factory=Counter)
     worker_cpu: dict[int, float] = field(default_factory=dict)
+    # Every request the clients sent, warm-up included, and their CPU time for them.
+    sent: int = 0
+    client_cpu: float = 0.0
+    waits: Counter[str] = field(default_factory=Counter)
 
     @property
     def rate(self) -> float:
@@ -260,6 +283,41 @@ class Phase:
     @property
     def database_cpu_ms(self) -> float:
         return self.database_cpu * 1000 / self.done
+
+    @property
+    def client_cpu_ms(self) -> float:
+        return self.client_cpu * 1000 / self.sent
+
+    @property
+    def wait_split(self) -> str:
+        """What the server's busy backends were doing, as shares of the samples."""
+        total = sum(self.waits.values()) or 1
+        return ", ".join(
+            f"{name} {100 * count / total:.0f}%" for name, count in self.waits.most_common()
+        )
+
+
+def _backend_waits(until: float) -> Counter[str]:
+    """Until `until`, what the server's backends that are in a statement wait on: a lock
+    (a row every Save updates would show here), the WAL flush of a commit, anything else,
+    or nothing (running)."""
+    waits: Counter[str] = Counter()
+    with connection.cursor() as cursor:
+        while time.monotonic() < until:
+            cursor.execute(
+                "SELECT wait_event_type, wait_event FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                "AND state = 'active'"
+            )
+            for event_type, event in cursor.fetchall():
+                if event_type == "Lock":
+                    waits[f"lock ({event})"] += 1
+                elif event in ("WALWrite", "WALSync"):
+                    waits["WAL flush"] += 1
+                else:
+                    waits["other wait" if event_type else "running"] += 1
+            time.sleep(SAMPLE_SECONDS)
+    return waits
 
 
 def _window(server: Server, kind: str, clients: list[Client], phase: Phase) -> None:
@@ -288,7 +346,7 @@ def _window(server: Server, kind: str, clients: list[Client], phase: Phase) -> N
     time.sleep(max(0.0, window.measure_from - time.monotonic()))
     server_before, database_before = server.cpu_seconds(), _backend_cpu()
     workers_before = server.worker_cpu_seconds()
-    time.sleep(max(0.0, window.until - time.monotonic()))
+    phase.waits += _backend_waits(window.until)
     server_after, database_after = server.cpu_seconds(), _backend_cpu()
     for pid, seconds in server.worker_cpu_seconds().items():
         phase.worker_cpu[pid] = (
@@ -296,7 +354,11 @@ def _window(server: Server, kind: str, clients: list[Client], phase: Phase) -> N
         )
     done, statuses, failures = 0, Counter[int](), []
     for _ in processes:
-        process_done, process_statuses, process_failures, versions = answers.get(timeout=120)
+        process_done, sent, cpu, process_statuses, process_failures, versions = answers.get(
+            timeout=120
+        )
+        phase.sent += sent
+        phase.client_cpu += cpu
         done += process_done
         statuses += process_statuses
         failures += process_failures
@@ -315,7 +377,7 @@ def _window(server: Server, kind: str, clients: list[Client], phase: Phase) -> N
     phase.statuses += statuses
 
 
-def _pgbench(first_workspace: int, author: int) -> float:
+def _pgbench(first_workspace: int, author: int, team: int) -> float:
     """Save transactions per second pgbench sustains (16 clients, prepared statements)."""
     binary = shutil.which("pgbench")
     if binary is None:
@@ -331,6 +393,7 @@ def _pgbench(first_workspace: int, author: int) -> float:
         f"--file={PGBENCH_SCRIPT}",
         f"--define=first_workspace={first_workspace}",
         f"--define=author={author}",
+        f"--define=team={team}",
         f"--host={params.get('host', '127.0.0.1')}",
         f"--port={params.get('port', 5432)}",
         f"--username={params.get('user', 'postgres')}",
@@ -400,22 +463,24 @@ def run() -> list[dict[str, Any]]:
                 servers = [(1, one), (2, two)]
                 for workers, server in servers if index % 2 == 0 else servers[::-1]:
                     _window(server, kind, clients, phases[workers, kind])
-    pgbench_tps = _pgbench(first_workspace, pgbench_side[0][1].pk)
+    pgbench_tps = _pgbench(first_workspace, pgbench_side[0][1].pk, team.pk)
     turns = Admission.objects.filter(workspace__team=team).count()
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
     def described(workers: int) -> str:
         return "; ".join(
             f"{kind} {phases[workers, kind].rate:.1f}/s, server CPU "
-            f"{phases[workers, kind].server_cpu_ms:.2f} ms and PostgreSQL CPU "
-            f"{phases[workers, kind].database_cpu_ms:.2f} ms per request"
+            f"{phases[workers, kind].server_cpu_ms:.2f} ms, PostgreSQL CPU "
+            f"{phases[workers, kind].database_cpu_ms:.2f} ms and the clients' CPU "
+            f"{phases[workers, kind].client_cpu_ms:.2f} ms per request"
             for kind in KINDS
         )
 
     common = (
         f"{CLIENTS} client threads in {CLIENT_PROCESSES} processes (one keep-alive "
-        f"connection, person, workspace and turn each; they share the machine's cores with "
-        f"the server), "
+        f"connection, person, workspace and turn each, all in one team, each Save "
+        f"{DOCUMENT_BYTES - SAVE_TRIM + 1}-{DOCUMENT_BYTES} bytes; they share the machine's "
+        f"cores with the server), "
         f"after an untimed pass, per kind and server {ROUNDS} windows of "
         f"{WINDOW_SECONDS:.0f} s (each after {WARMUP_SECONDS} s of warm-up), the two "
         f"servers alternating; "
@@ -453,6 +518,9 @@ def run() -> list[dict[str, Any]]:
                     f"{two_workers.server_cpu_ms:.2f} ms (2); PostgreSQL CPU per {kind} "
                     f"{one_worker.database_cpu_ms:.2f} / {two_workers.database_cpu_ms:.2f} ms; "
                     f"status codes {dict(one_worker.statuses)} / {dict(two_workers.statuses)}; "
+                    f"the server's backends, sampled every {SAMPLE_SECONDS * 1000:.0f} ms "
+                    f"while in a statement: {one_worker.wait_split} (1 worker), "
+                    f"{two_workers.wait_split} (2); "
                     f"the 2 workers' shares of their CPU time {two_workers.worker_split} (how "
                     f"evenly the 16 keep-alive connections fell on them)"
                 ),

@@ -1,6 +1,7 @@
 -- One human Save of a 4 KiB memory document, as memory.services.memory_save sends it (the
 -- read of the file, its last size and the data key in autocommit, then BEGIN, the version
--- bump by compare-and-set with the revision insert in one statement, COMMIT), for pgbench
+-- bump by compare-and-set with the revision insert in one statement, the org's quota read
+-- that a Save changing the document's length makes, COMMIT), for pgbench
 -- (bench/bench_http_throughput.py). Client :client_id writes to its own workspace, so no two
 -- clients touch one row. The 4,124 bytes of "ciphertext" (4 KiB sealed by AES-GCM) are made
 -- by the server.
@@ -24,4 +25,6 @@ INSERT INTO workspaces_fileversion (file_id, version, ciphertext, ciphertext_sha
     SELECT id, :version + 1, decode(repeat('5a', 4124), 'hex'), repeat('0', 64), 4096,
         'human', 'save', :author, now()
     FROM bumped;
+SELECT o.memory_quota_bytes FROM workspaces_org o JOIN workspaces_team t ON t.org_id = o.id
+    WHERE t.id = :team FOR KEY SHARE OF o;
 COMMIT;

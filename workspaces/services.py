@@ -14,7 +14,7 @@ from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Model, Q
+from django.db.models import F, Model, Q, Sum
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -69,7 +69,7 @@ from workspaces.models import (
 )
 from workspaces.ratelimit import client_address
 from workspaces.selectors import team_owner_is, workspace_data_key
-from workspaces.sql import datetime_param, key_session_revoked, loaded, table
+from workspaces.sql import datetime_param, fetch_one, key_session_revoked, loaded, table
 from workspaces.tokens import bearer_secret_digest, jwt_encode, pat_generate
 from workspaces.violations import violation_code, violation_raises
 
@@ -568,6 +568,9 @@ def org_quota_set(*, org: Org, memory_quota_bytes: int, actor: User | None) -> O
     with transaction.atomic():
         previous = Org.objects.select_for_update().get(pk=org.pk).memory_quota_bytes
         Org.objects.filter(pk=org.pk).update(memory_quota_bytes=memory_quota_bytes)
+        if previous == 0 and memory_quota_bytes > 0:
+            # The usage is not kept without a quota (`team_storage_charge`).
+            _team_usage_count(org_id=org.pk)
         audit_record(
             actor=actor,
             action=AuditEvent.Action.ORG_QUOTA_CHANGED,
@@ -987,26 +990,24 @@ def _bump_insert_sql() -> str:
 
 
 def team_storage_charge(*, workspace: Workspace, delta: int) -> None:
-    """Add `delta` bytes to the storage usage of the workspace's team.
+    """Add `delta` bytes to the storage usage of the workspace's team, if its org has a
+    quota.
 
     Call inside the transaction of the write, delete or restore it accounts for, after
     that file's row is locked: the usage row is always the last lock a document change
-    takes. Growth applies only while the usage stays within the org's quota (0:
-    unlimited), as one conditional UPDATE, so concurrent writers cannot pass the quota
-    together; otherwise TenantQuotaExceeded, and the caller's transaction rolls back. A
-    shrink always applies, never below zero.
+    takes. Growth applies only while the usage stays within the org's quota, as one
+    conditional UPDATE, so concurrent writers cannot pass the quota together; otherwise
+    TenantQuotaExceeded, and the caller's transaction rolls back. A shrink always applies,
+    never below zero. Under no quota (0) the usage is not kept: every change of a team's
+    documents would update its one row, whose lock each holds until its commit has been
+    flushed, so a team's writes would take turns (bench/README.md, http_throughput_*).
+    `org_quota_set` counts it afresh when a quota is set.
     """
-    if delta == 0 or (delta > 0 and _team_usage_grow(team_id=workspace.team_id, delta=delta)):
+    if delta == 0:
         return
-    # A shrink, a team without a usage row yet, or a refusal, which reports the numbers.
-    # The quota is read only for growth: a shrink needs no query more.
-    quota = (
-        Team.objects.filter(pk=workspace.team_id)
-        .values_list("org__memory_quota_bytes", flat=True)
-        .get()
-        if delta > 0
-        else 0
-    )
+    quota = _org_quota_held(team_id=workspace.team_id)
+    if quota == 0:
+        return
     tenant_counter_charge(
         rows=TeamStorageUsage.objects.filter(team_id=workspace.team_id),
         new_row=TeamStorageUsage(team_id=workspace.team_id),
@@ -1015,25 +1016,40 @@ def team_storage_charge(*, workspace: Workspace, delta: int) -> None:
     )
 
 
-def _team_usage_grow(*, team_id: int, delta: int) -> bool:
-    """Grow the team's usage by `delta` if it stays within the org's quota (0: unlimited);
-    False if it would not, or the team has no usage row yet."""
-    # SQL because it was measured: reading the quota inside the conditional UPDATE saves a
-    # statement on every growing write. The quota joins in through UPDATE ... FROM; the
-    # bound on `used_bytes` stays a condition on the usage row itself, so a writer that
-    # waited for another's lock re-checks it against the bytes that one committed. (Not a
-    # WITH: SQLite's driver reports no row count for a statement that starts with one.)
-    sql = f"""
-        UPDATE {table(TeamStorageUsage)} SET used_bytes = used_bytes + %s
-        FROM (
-            SELECT o.memory_quota_bytes AS bytes FROM {table(Team)} t
-            JOIN {table(Org)} o ON o.id = t.org_id WHERE t.id = %s
-        ) AS quota
-        WHERE team_id = %s AND (quota.bytes = 0 OR used_bytes <= quota.bytes - %s)
-    """  # identifiers come from model metadata; every value is a parameter
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [delta, team_id, team_id, delta])
-        return cursor.rowcount == 1
+def _org_quota_held(*, team_id: int) -> int:
+    """The quota of the team's org, its row held against `org_quota_set` (FOR KEY SHARE,
+    which writers do not wait for among themselves) until the caller's transaction ends: a
+    quota set in the meantime waits for the change, then counts it; a change that waited
+    for a quota being set sees that quota, and charges the usage counted with it."""
+    lock = " FOR KEY SHARE OF o" if connection.vendor == "postgresql" else ""
+    # SQLite has no row locks: its one write lock already orders the two transactions.
+    row = fetch_one(
+        f"SELECT o.memory_quota_bytes FROM {table(Org)} o JOIN {table(Team)} t "
+        f"ON t.org_id = o.id WHERE t.id = %s{lock}",
+        [team_id],
+    )  # identifiers come from model metadata; the team is a parameter
+    if row is None:
+        raise Team.DoesNotExist
+    return int(row[0])
+
+
+def _team_usage_count(*, org_id: int) -> None:
+    """Count the storage usage of every team of the org afresh: the current revision of
+    each live document. Call inside a transaction holding the org's row FOR UPDATE, so no
+    change of a document of the org is in flight (`_org_quota_held`)."""
+    totals = (
+        FileVersion.objects.filter(
+            file__deleted_at__isnull=True,
+            version=F("file__current_version"),
+            file__workspace__team__org_id=org_id,
+        )
+        .values_list("file__workspace__team")
+        .annotate(total=Sum("size_bytes"))
+    )
+    TeamStorageUsage.objects.filter(team__org_id=org_id).delete()
+    TeamStorageUsage.objects.bulk_create(
+        TeamStorageUsage(team_id=team_id, used_bytes=total) for team_id, total in totals
+    )
 
 
 def _file_create(*, workspace: Workspace, path: str, now: datetime) -> File:

@@ -28,6 +28,7 @@ from workspaces.services import (
     key_session_open,
     key_session_revoke,
     org_deletion_request,
+    org_quota_set,
     org_restore,
 )
 
@@ -37,6 +38,8 @@ PROJECT_APPS = ("workspaces", "memory", "automation")
 def populate(assistant) -> None:
     """Give the assistant's org at least one row of every kind the product stores."""
     tenant = assistant.tenant
+    # A team's storage usage is kept only under a quota.
+    org_quota_set(org=tenant.org, memory_quota_bytes=1_000_000, actor=None)
     committed = assistant.send("remember x")
     remember_in_memory(
         TurnContext(committed, assistant.key_session.pk, 1), [{"op": "add", "line": "- x"}]

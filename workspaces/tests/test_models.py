@@ -136,12 +136,10 @@ def test_token_scope_must_be_a_known_choice(tenant):
     )
 
 
-def test_team_storage_usage_is_not_negative(memory_revision):
+def test_team_storage_usage_is_not_negative(tenant):
     violates(
         "workspaces_teamstorageusage_used_non_negative",
-        lambda: TeamStorageUsage.objects.filter(team=memory_revision.file.workspace.team).update(
-            used_bytes=-1
-        ),
+        lambda: TeamStorageUsage.objects.create(team=tenant.team, used_bytes=-1),
     )
 
 

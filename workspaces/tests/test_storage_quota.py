@@ -4,13 +4,15 @@ every write, delete and restore, so that concurrent writers cannot pass it toget
 from __future__ import annotations
 
 import importlib
+import threading
 
 import pytest
 from django.apps import apps
-from django.db import transaction
+from django.db import connection, transaction
 
 from conftest import postgres_only, run_concurrently
 from memory.services import memory_clear, memory_save
+from workspaces import services
 from workspaces.errors import TenantQuotaExceeded
 from workspaces.models import File, FileVersion, Org, Team, TeamStorageUsage
 from workspaces.services import (
@@ -44,7 +46,29 @@ def quota(org: Org, value: int, actor) -> None:
     org_quota_set(org=org, memory_quota_bytes=value, actor=actor)
 
 
+def grow(workspace):
+    """The write of a.md's version 2, 25 bytes, to run in a thread of its own."""
+    return lambda: write(workspace, "a.md", "x" * 25, base=1)
+
+
+def held_after(monkeypatch, name: str) -> tuple[threading.Event, threading.Event]:
+    """Stop each call of `workspaces.services.<name>` once it has returned, inside its
+    caller's transaction, until the second event is set; the first is set when one has."""
+    reached, release = threading.Event(), threading.Event()
+    original = getattr(services, name)
+
+    def held(*args, **kwargs):
+        result = original(*args, **kwargs)
+        reached.set()
+        release.wait(timeout=30)
+        return result
+
+    monkeypatch.setattr(services, name, held)
+    return reached, release
+
+
 def test_usage_follows_writes_deletes_and_restores_across_the_teams_workspaces(tenant):
+    quota(tenant.org, 10_000, tenant.admin)
     second = workspace_create(team=tenant.team, name="second", admin=tenant.admin)
 
     write(tenant.workspace, "a.md", "x" * 100)
@@ -158,9 +182,99 @@ def test_concurrent_writers_cannot_pass_the_quota_together(tenant):
 @postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_first_writes_of_a_team_count_every_byte(tenant):
+    quota(tenant.org, 10_000, tenant.admin)  # before any document: no usage row yet
     results = run_concurrently(
         *(lambda n=n: write(tenant.workspace, f"n{n}.md", "y" * 10) for n in range(8))
     )
 
     assert all(isinstance(r, FileVersion) for r in results), results
     assert used(tenant.team) == 80
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_write_locks_the_teams_usage_only_after_inserting_its_revision(tenant, monkeypatch):
+    # Under a quota every growing or shrinking write of the team updates the one usage row,
+    # and holds its lock until the commit: taken before the encryption and the INSERT, it
+    # serialised the team's writes for longer than the commit's own flush.
+    quota(tenant.org, 10_000, tenant.admin)
+    write(tenant.workspace, "a.md", "x" * 10)
+    inserting, release = held_after(monkeypatch, "_revision_insert")
+
+    def other_writer():
+        inserting.wait(timeout=30)
+        try:
+            with transaction.atomic():
+                # NOWAIT: an error now, instead of waiting, if the held write has the row.
+                list(
+                    TeamStorageUsage.objects.select_for_update(nowait=True).filter(team=tenant.team)
+                )
+            return "free"
+        finally:
+            release.set()
+
+    saved, usage_row = run_concurrently(grow(tenant.workspace), other_writer)
+
+    assert usage_row == "free"
+    assert isinstance(saved, FileVersion)
+    assert saved.version == 2
+    assert used(tenant.team) == 25
+
+
+def test_without_a_quota_no_usage_is_kept_and_setting_one_counts_what_the_teams_store(
+    make_tenant,
+):
+    tenant = make_tenant()
+    other_team = Team.objects.create(org=tenant.org, name="other team")
+    other = workspace_create(team=other_team, name="other", admin=tenant.admin)
+    write(tenant.workspace, "a.md", "x" * 70)
+    write(tenant.workspace, "a.md", "x" * 40, base=1)
+    write(tenant.workspace, "gone.md", "z" * 500)
+    file_delete(workspace=tenant.workspace, path="gone.md", base_version=1)
+    memory_save(workspace=other, author=tenant.admin, base_version=0, content="é" * 10)
+
+    assert not TeamStorageUsage.objects.exists()
+    quota(tenant.org, 1_000, tenant.admin)
+
+    assert (used(tenant.team), used(other_team)) == (40, 20)
+    write(tenant.workspace, "a.md", "x" * 45, base=2)
+    assert used(tenant.team) == 45
+    # Changing a quota keeps the usage; only setting one where there was none counts it.
+    TeamStorageUsage.objects.filter(team=tenant.team).update(used_bytes=44)
+    quota(tenant.org, 2_000, tenant.admin)
+    assert used(tenant.team) == 44
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_quota_set_while_a_write_is_in_flight_counts_that_write(tenant, monkeypatch):
+    # Without a quota a write keeps no usage; a quota set meanwhile must not count the
+    # documents before that write commits, or its bytes would never be counted.
+    write(tenant.workspace, "a.md", "x" * 10)
+    charging, release = held_after(monkeypatch, "_org_quota_held")
+
+    def quota_setter():
+        charging.wait(timeout=30)
+        try:
+            return quota(tenant.org, 100, tenant.admin)
+        finally:
+            release.set()
+
+    def releaser():
+        # The write stays held until the quota's transaction waits for its lock (or, were
+        # there none, has ended), so the quota is set while the write is in flight.
+        charging.wait(timeout=30)
+        with connection.cursor() as cursor:
+            while not release.is_set():
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+                )
+                if cursor.fetchone()[0]:
+                    release.set()
+
+    saved, _quota, _released = run_concurrently(grow(tenant.workspace), quota_setter, releaser)
+
+    assert isinstance(saved, FileVersion)
+    assert saved.version == 2
+    assert used(tenant.team) == 25
