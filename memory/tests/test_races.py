@@ -123,6 +123,8 @@ def test_a_save_overtaken_after_its_read_is_refused_by_its_compare_and_set(
         return target
 
     monkeypatch.setattr(workspaces.services, "_write_target", read_then_hold)
+    # The team's usage is kept, and so charged, only under a quota.
+    workspaces.services.org_quota_set(org=tenant.org, memory_quota_bytes=10**9, actor=None)
     used_before = TeamStorageUsage.objects.get(team=tenant.team).used_bytes
 
     def overtaken():

@@ -198,6 +198,8 @@ def test_a_save_overtaken_between_its_read_and_its_write_is_refused_and_writes_n
         return target
 
     monkeypatch.setattr(workspaces.services, "_write_target", read_then_overtake)
+    # The team's usage is kept, and so charged, only under a quota.
+    workspaces.services.org_quota_set(org=tenant.org, memory_quota_bytes=10**9, actor=None)
     used_before = TeamStorageUsage.objects.get(team=tenant.team).used_bytes
 
     with pytest.raises(VersionConflict) as refused:
