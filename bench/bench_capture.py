@@ -401,7 +401,7 @@ def _plan_check(steps: list[str]) -> None:
     at = steps.index
     ordered = (
         at("begin") < at("locks") < at("target") < at("write")
-        and at("read") < at("target") < at("write") < at("usage") < at("fence") < at("commit")
+        and at("read") < at("target") < at("write") < at("quota") < at("fence") < at("commit")
         and steps[-1] == "commit"
         and steps.count("savepoint") == steps.count("release")
     )
