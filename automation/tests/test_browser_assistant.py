@@ -131,20 +131,27 @@ def test_remember_in_read_only_becomes_a_proposal_that_apply_saves(
     assert Proposal.objects.get(workspace=tenant.workspace).status == Proposal.Status.APPLIED
 
 
-def test_apply_after_memory_moved_shows_the_newer_text_and_applies_on_the_next_press(
-    browser_context, live_server, tenant
-):
-    workspace, member = tenant.workspace, tenant.member
-    memory_save(workspace=workspace, author=member, base_version=0, content="- likes tea\n")
-    page = open_frame(browser_context, live_server, tenant)
+def apply_after_memory_moved(page, tenant):
+    """Ask for a memory change that becomes a proposal (memory is in Read only), move memory
+    on to version 2 behind the page's back, then press Apply: the proposal and the status."""
     send(page, "remember likes green tea")
     proposal = page.locator("#proposals .proposal")
     expect(proposal).to_have_count(1)
-
-    memory_save(workspace=workspace, author=member, base_version=1, content="- likes cocoa\n")
+    memory_save(
+        workspace=tenant.workspace, author=tenant.member, base_version=1, content="- likes cocoa\n"
+    )
     proposal.get_by_role("button", name=re.compile("^Apply")).click()
+    return proposal, page.locator("#assistant-status")
 
-    status = page.locator("#assistant-status")
+
+def test_apply_after_memory_moved_shows_the_newer_text_and_applies_on_the_next_press(
+    browser_context, live_server, tenant
+):
+    workspace = tenant.workspace
+    memory_save(workspace=workspace, author=tenant.member, base_version=0, content="- likes tea\n")
+    page = open_frame(browser_context, live_server, tenant)
+    proposal, status = apply_after_memory_moved(page, tenant)
+
     expect(status).to_have_text(
         "Not applied: Memory changed to version 2; the newer text is shown. Press Apply again "
         "to apply the suggestion to it. (VERSION_CONFLICT)"
@@ -164,18 +171,13 @@ def test_an_apply_pressed_while_a_message_is_answered_keeps_its_own_outcome(
 ):
     """The send's closing summary does not write over what a later Apply said: the
     receipts the send waits for are held until the Apply has answered."""
-    workspace, member = tenant.workspace, tenant.member
-    memory_save(workspace=workspace, author=member, base_version=0, content="- likes tea\n")
+    memory_save(
+        workspace=tenant.workspace, author=tenant.member, base_version=0, content="- likes tea\n"
+    )
     page = open_frame(browser_context, live_server, tenant)
     held = []
     page.route("**/memory-receipts*", lambda route: held.append(route))
-    send(page, "remember likes green tea")
-    proposal = page.locator("#proposals .proposal")
-    expect(proposal).to_have_count(1)
-
-    memory_save(workspace=workspace, author=member, base_version=1, content="- likes cocoa\n")
-    proposal.get_by_role("button", name=re.compile("^Apply")).click()
-    status = page.locator("#assistant-status")
+    _, status = apply_after_memory_moved(page, tenant)
     expect(status).to_contain_text("Not applied: Memory changed to version 2")
     assert held
     for route in held:
