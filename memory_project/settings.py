@@ -129,6 +129,11 @@ def _database(url: str) -> dict[str, object]:
         # then writes can never be overtaken between its read and its write.
         config["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
         config["CONN_MAX_AGE"] = 0
+        # The test database is a file beside it, as the product's is, not Django's default
+        # shared-cache memory database: there a live server's request reading a table makes
+        # the test's own write fail at once ("database table is locked") instead of waiting
+        # for the timeout above.
+        config["TEST"] = {"NAME": f"{config['NAME']}.test"}
     elif engine == "django.db.backends.postgresql":
         # Django's, with a health check that sends nothing while the connection is quiet
         # (memory_project/postgresql/base.py).
