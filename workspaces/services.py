@@ -787,11 +787,12 @@ def file_write(
             file_id = _file_create(workspace=workspace, path=path, now=now).pk
             if data_key is None:
                 data_key = workspace_key_ensure(workspace=workspace)
-            team_storage_charge(workspace=workspace, delta=len(encoded))
             sealed = _revision_sealed(
                 workspace=workspace, file_id=file_id, version=1, encoded=encoded, data_key=data_key
             )
             written = _revision_insert(cursor, sealed | attribution, author=author, bump=None)
+            # Last, as in every write: the usage row's lock is held only until the commit.
+            team_storage_charge(workspace=workspace, delta=len(encoded))
     else:
         # One cursor for the read and the write: a Django cursor costs about as much Python
         # as the execute it serves.
