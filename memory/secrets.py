@@ -330,12 +330,7 @@ def _rules_scan(scanned: str, lowered: str) -> SecretFinding | None:
     for order, rule in enumerate(_RULES):
         if not any(needle in lowered for needle in rule.needles):
             continue
-        for match in rule.pattern.finditer(scanned):
-            if first is not None and match.start() > first[0]:
-                break
-            if rule.accept(match):
-                first = _earlier(first, (match.start(), order, rule.name))
-                break
+        first = _earliest_accepted(first, order, rule.pattern.finditer(scanned))
     return _finding(scanned, first)
 
 
@@ -348,13 +343,8 @@ def _rules_scan_near(scanned: str, lowered: str) -> SecretFinding | None:
             places.setdefault(order, []).append(start)
     first: tuple[int, int, str] | None = None
     for order, starts in sorted(places.items()):
-        rule = _RULES[order]
-        for match in _matches_near(rule, scanned, sorted(set(starts))):
-            if first is not None and match.start() > first[0]:
-                break
-            if rule.accept(match):
-                first = _earlier(first, (match.start(), order, rule.name))
-                break
+        matches = _matches_near(_RULES[order], scanned, sorted(set(starts)))
+        first = _earliest_accepted(first, order, matches)
     return _finding(scanned, first)
 
 
@@ -388,10 +378,19 @@ def _matches_near(rule: _Rule, scanned: str, starts: list[int]) -> Iterator[re.M
                 yield match
 
 
-def _earlier(
-    first: tuple[int, int, str] | None, candidate: tuple[int, int, str]
-) -> tuple[int, int, str]:
-    return candidate if first is None else min(first, candidate)
+def _earliest_accepted(
+    first: tuple[int, int, str] | None, order: int, matches: Iterator[re.Match[str]]
+) -> tuple[int, int, str] | None:
+    """`first` (position, rule order, rule name), or the first of rule `order`'s `matches`
+    (in order) that the rule accepts, if that starts earlier: later ones cannot."""
+    rule = _RULES[order]
+    for match in matches:
+        if first is not None and match.start() > first[0]:
+            break
+        if rule.accept(match):
+            candidate = (match.start(), order, rule.name)
+            return candidate if first is None else min(first, candidate)
+    return first
 
 
 def _finding(scanned: str, first: tuple[int, int, str] | None) -> SecretFinding | None:
