@@ -1022,16 +1022,22 @@ def _org_quota_held(*, team_id: int) -> int:
     which writers do not wait for among themselves) until the caller's transaction ends: a
     quota set in the meantime waits for the change, then counts it; a change that waited
     for a quota being set sees that quota, and charges the usage counted with it."""
-    lock = " FOR KEY SHARE OF o" if connection.vendor == "postgresql" else ""
-    # SQLite has no row locks: its one write lock already orders the two transactions.
-    row = fetch_one(
-        f"SELECT o.memory_quota_bytes FROM {table(Org)} o JOIN {table(Team)} t "
-        f"ON t.org_id = o.id WHERE t.id = %s{lock}",
-        [team_id],
-    )  # identifiers come from model metadata; the team is a parameter
+    row = fetch_one(_org_quota_held_sql(connection.vendor), [team_id])
     if row is None:
         raise Team.DoesNotExist
     return int(row[0])
+
+
+@functools.cache
+def _org_quota_held_sql(vendor: str) -> str:
+    # SQL because FOR KEY SHARE has no ORM spelling (identifiers come from model metadata;
+    # the team is a parameter). SQLite has no row locks: its one write lock already orders
+    # the two transactions.
+    lock = " FOR KEY SHARE OF o" if vendor == "postgresql" else ""
+    return (
+        f"SELECT o.memory_quota_bytes FROM {table(Org)} o JOIN {table(Team)} t "
+        f"ON t.org_id = o.id WHERE t.id = %s{lock}"
+    )
 
 
 def _team_usage_count(*, org_id: int) -> None:
