@@ -157,7 +157,7 @@ class ConversationListCreateApi(APIView):
             request,
             conversations,
             ordering=("-created_at", "-id"),
-            render=lambda page: self.OutputSerializer(page, many=True).data,
+            serializer=self.OutputSerializer,
         )
 
 
@@ -276,7 +276,7 @@ class MemoryReceiptsApi(APIView):
             request,
             selectors.memory_receipts_for_conversation(conversation=conversation),
             ordering=("-admitted_at", "-id"),
-            render=lambda page: self.OutputSerializer(page, many=True).data,
+            serializer=self.OutputSerializer,
         )
 
 

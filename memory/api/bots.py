@@ -118,10 +118,7 @@ class BotListCreateApi(APIView):
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
         return paginated(
-            request,
-            bot_list(team=credential.team),
-            ordering=("slug",),
-            render=lambda page: BotSerializer(page, many=True).data,
+            request, bot_list(team=credential.team), ordering=("slug",), serializer=BotSerializer
         )
 
     @operation(
@@ -211,7 +208,7 @@ class BotTokenIssueApi(APIView):
             request,
             bot_token_list(bot=bot),
             ordering=("-created_at", "-pk"),
-            render=lambda page: self.ListedSerializer(page, many=True).data,
+            serializer=self.ListedSerializer,
         )
 
     @operation(

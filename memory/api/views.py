@@ -216,7 +216,7 @@ class MemoryVersionListApi(APIView):
             request,
             selectors.memory_version_list(workspace=workspace),
             ordering=("-version",),
-            render=lambda page: RevisionSerializer(page, many=True).data,
+            serializer=RevisionSerializer,
         )
 
 

@@ -74,12 +74,19 @@ def paginated(
     rows: QuerySet[Any],
     *,
     ordering: Sequence[str],
-    render: Callable[[list[Any]], Any],
+    serializer: type[serializers.BaseSerializer[Any]] | None = None,
+    render: Callable[[list[Any]], Any] | None = None,
 ) -> Response:
-    """One page of `rows` in `ordering`, each row rendered by `render` (given the page)."""
+    """One page of `rows` in `ordering`: each row through `serializer`, or, where a row's
+    answer needs more than the row (its ciphertext opened, its key's liveness), the whole
+    page through `render`. Exactly one of the two is given."""
     paginator = CursorPage(ordering)
     page: list[Model] = paginator.paginate_queryset(rows, request) or []
-    return paginator.get_paginated_response(render(page))
+    if serializer is not None and render is None:
+        return paginator.get_paginated_response(serializer(page, many=True).data)
+    if render is not None and serializer is None:
+        return paginator.get_paginated_response(render(page))
+    raise TypeError("paginated takes exactly one of `serializer` and `render`")
 
 
 def page_schema(item: type[serializers.Serializer], *, name: str) -> Callable[..., Any]:

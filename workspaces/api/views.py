@@ -50,12 +50,7 @@ class WorkspaceListApi(APIView):
     def get(self, request: Request) -> Response:
         credential = request_credential(request)
         workspaces = selectors.workspace_list_for_member(user=credential.user, team=credential.team)
-        return paginated(
-            request,
-            workspaces,
-            ordering=("pk",),
-            render=lambda page: self.OutputSerializer(page, many=True).data,
-        )
+        return paginated(request, workspaces, ordering=("pk",), serializer=self.OutputSerializer)
 
     @operation(
         "Create a workspace (you are its admin)",
@@ -106,7 +101,7 @@ class WorkspaceMemberListApi(APIView):
             request,
             selectors.workspace_member_list(workspace=membership.workspace),
             ordering=("created_at", "pk"),
-            render=lambda page: WorkspaceMemberOutputSerializer(page, many=True).data,
+            serializer=WorkspaceMemberOutputSerializer,
         )
 
     @operation(
@@ -239,10 +234,7 @@ class TokenListCreateApi(APIView):
         credential = request_credential(request)
         tokens = selectors.api_token_list_for_user(user=credential.user, team=credential.team)
         return paginated(
-            request,
-            tokens,
-            ordering=("-created_at", "-pk"),
-            render=lambda page: TokenOutputSerializer(page, many=True).data,
+            request, tokens, ordering=("-created_at", "-pk"), serializer=TokenOutputSerializer
         )
 
     @operation(
