@@ -14,6 +14,7 @@ from memory_project.api.schema import Refusal, refuses
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
 from workspaces.api.input import validated
 from workspaces.authentication import Credential, request_credential
+from workspaces.errors import NotFound
 from workspaces.models import User, Workspace
 
 
@@ -71,8 +72,10 @@ class WorkspaceSettingApi(APIView):
 
 # DELETE of something the caller may revoke (a token, a key session), answered 204. A
 # subclass's `revoke` finds it for the caller from the route's arguments (404 if the caller
-# may not see it) and revokes it; it names the operation's `summary` and declares with
-# `refuses` what it refuses with. (A comment, not a docstring: see WorkspaceSettingApi.)
+# may not see it, declared here for every subclass) and revokes it; it names the
+# operation's `summary` and declares with `refuses` what else it refuses with. (A comment,
+# not a docstring: see WorkspaceSettingApi.)
+@refuses(NotFound)
 class RevokeApi(APIView):
     summary: str
 

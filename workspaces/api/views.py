@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory_project.api.pagination import page_schema, paginated
-from memory_project.api.schema import operation, refuses
+from memory_project.api.schema import operation
 from memory_project.api.serializers import StrictSerializer
 from workspaces import selectors, services
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
@@ -25,7 +25,6 @@ from workspaces.errors import (
     KeySessionStoreUnavailable,
     LastWorkspaceAdmin,
     NameTaken,
-    NotFound,
     NotTeamMember,
     ValidationFailed,
     WorkspaceAdminRequired,
@@ -259,7 +258,6 @@ class TokenListCreateApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-@refuses(NotFound)
 class TokenRevokeApi(RevokeApi):
     summary = "Revoke one of your tokens"
 
@@ -335,7 +333,6 @@ class KeySessionListCreateApi(APIView):
         return paginated(request, sessions, ordering=("-created_at", "-pk"), render=render)
 
 
-@refuses(NotFound)
 class KeySessionRevokeApi(RevokeApi):
     summary = "Revoke one of your key sessions"
 
