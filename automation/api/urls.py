@@ -1,7 +1,7 @@
 """The assistant's routes, the automation credentials' document routes and a bot's own memory
 tools, grouped by what they hang from; each group's prefix is written once."""
 
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from automation.api import bot_memory, documents, views
 
@@ -10,25 +10,27 @@ conversation_routes = [
     path("memory-receipts", views.MemoryReceiptsApi.as_view(), name="memory-receipts"),
 ]
 
-# What an automation credential reaches of one workspace.
-automation_workspace_routes = [
-    path("memory", views.AutomationMemoryApi.as_view(), name="automation-memory"),
-    path("documents", documents.AutomationDocumentApi.as_view(), name="automation-document"),
+# Below `automation/workspaces/<id>/documents/`: a note's move and restore, and the search
+# of them all.
+automation_document_routes = [
+    path("move", documents.AutomationDocumentMoveApi.as_view(), name="automation-document-move"),
     path(
-        "documents/move",
-        documents.AutomationDocumentMoveApi.as_view(),
-        name="automation-document-move",
-    ),
-    path(
-        "documents/restore",
+        "restore",
         documents.AutomationDocumentRestoreApi.as_view(),
         name="automation-document-restore",
     ),
     path(
-        "documents/search",
+        "search",
         documents.AutomationDocumentSearchApi.as_view(),
         name="automation-document-search",
     ),
+]
+
+# What an automation credential reaches of one workspace.
+automation_workspace_routes: list[URLPattern | URLResolver] = [
+    path("memory", views.AutomationMemoryApi.as_view(), name="automation-memory"),
+    path("documents", documents.AutomationDocumentApi.as_view(), name="automation-document"),
+    path("documents/", include(automation_document_routes)),
 ]
 
 # The calling bot's own memory tools (the bot is the token's).
