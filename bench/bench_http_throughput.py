@@ -4,8 +4,8 @@ the equivalent Save transaction in the same run.
 
 The benchmark starts its own Redis (bench/servers.py) and two gunicorn servers with the
 product's configuration (memory_project/gunicorn_conf.py), one with 1 worker and one with 2.
-16 clients, four threads in each of four processes, each keep one keep-alive connection and
-act for their own person, workspace and turn, as 16 people of one team do: no two clients
+16 clients, driven by one thread of a process of its own, each keep one keep-alive connection
+and act for their own person, workspace and turn, as 16 people of one team do: no two clients
 write one document or share a throttle counter, but every Save changes its document's
 length, as an edit does, so whatever the product does for the team's storage on such a
 Save (with a quota, one usage row for all 16) it does on every Save. After one
@@ -13,7 +13,7 @@ untimed pass of every kind against both servers, each kind runs in windows again
 server then the other, alternating which goes first; requests completed in the windows
 over their length is the rate. The CPU time of the server's processes and of the
 PostgreSQL backends serving them is read from /proc at each window's start and end, the
-clients' own CPU time in their processes, and during each window the server's backends are
+clients' own CPU time in their process, and during each window the server's backends are
 sampled (pg_stat_activity) for what they wait on.
 
 pgbench (installed with PostgreSQL) runs bench/pgbench_save.sql with 16 clients and
@@ -28,9 +28,10 @@ import json
 import multiprocessing
 import os
 import re
+import selectors
 import shutil
+import socket
 import subprocess
-import threading
 import time
 import uuid
 from collections import Counter
@@ -53,8 +54,6 @@ from workspaces.services import api_token_create, workspace_create
 
 NAME = "http_throughput"
 CLIENTS = 16
-# The client threads run in this many processes (forked, without Django state in use).
-CLIENT_PROCESSES = 4
 WORKER_COUNTS = (1, 2)
 # Each kind runs ROUNDS windows against each server, alternating which goes first, so that
 # a change in the machine's load falls on both worker counts alike.
@@ -73,6 +72,8 @@ PGBENCH_SCRIPT = Path(__file__).resolve().parent / "pgbench_save.sql"
 SAVE_TRIM = 97
 SAMPLE_SECONDS = 0.02
 KINDS = ("save", "recall", "ping")
+RECEIVE_BYTES = 65536
+CONTENT_LENGTH = re.compile(rb"\r\ncontent-length: *(\d+)")
 
 
 @dataclass
@@ -84,14 +85,9 @@ class Client:
     pat: str
     version: int
     credential: str = ""
-
-
-@dataclass
-class Tally:
-    done: int = 0
-    sent: int = 0
-    statuses: Counter[int] = field(default_factory=Counter)
-    failures: list[str] = field(default_factory=list)
+    # The request bodies of its Saves (_save_bodies), sent in turn; `saves` counts them.
+    save_bodies: list[bytes] = field(default_factory=list)
+    saves: int = 0
 
 
 def _workspaces(team: Team, label: str) -> list[tuple[Workspace, User, int]]:
@@ -146,29 +142,21 @@ def _turn_credential(
     return delivery_credential_mint(admission)
 
 
-def _call(kind: str, client: Client, counter: int) -> tuple[str, str, dict[str, str], bytes]:
-    if kind == "ping":
-        return "GET", "/api/v1/ping", {"Authorization": f"Bearer {client.pat}"}, b""
-    if kind == "recall":
-        return (
-            "GET",
-            f"/api/v1/automation/workspaces/{client.workspace_id}/memory?purpose=recall",
-            {"Authorization": f"Delivery {client.credential}"},
-            b"",
-        )
-    body = json.dumps({"content": save_text(counter)}).encode()
-    headers = {
-        "Authorization": f"Bearer {client.pat}",
-        "Content-Type": "application/json",
-        "X-Base-Version": str(client.version),
-    }
-    return "PUT", f"/api/v1/workspaces/{client.workspace_id}/memory", headers, body
-
-
 def save_text(counter: int) -> str:
     """A Save's text: about 4 KiB, of a length that differs from the client's last Save's,
     as a person's edit adds or removes a line, so the team's storage usage moves."""
     return document(counter)[: DOCUMENT_BYTES - counter % SAVE_TRIM]
+
+
+def _save_bodies(index: int) -> list[bytes]:
+    """The JSON bodies client `index` Saves in turn, built before any window: SAVE_TRIM
+    texts whose lengths are all different (successive counters differ by CLIENTS, which
+    SAVE_TRIM does not divide), so every Save, the first after a wrap included, changes
+    the document's length and text."""
+    return [
+        json.dumps({"content": save_text(index + CLIENTS * step)}).encode()
+        for step in range(SAVE_TRIM)
+    ]
 
 
 @dataclass(frozen=True)
@@ -182,52 +170,134 @@ class Window:
     until: float
 
 
-def _client_loop(window: Window, client: Client, tally: Tally, seed: int) -> None:
-    """Requests of one client, back to back on one keep-alive connection, until the window
-    ends; those answered inside it are counted."""
-    conn = http.client.HTTPConnection("127.0.0.1", window.port, timeout=60)
-    counter = seed
+@dataclass
+class Tally:
+    done: int = 0
+    sent: int = 0
+    statuses: Counter[int] = field(default_factory=Counter)
+    failures: list[str] = field(default_factory=list)
+
+
+class _Connection:
+    """One client's keep-alive connection to the server. The load generator shares the
+    server's cores, so it does as little as the measurement allows: the request's bytes
+    are built before the window (a Save's only per-request part is its X-Base-Version),
+    and of each answer it reads only the status line, Content-Length and, for a Save, the
+    version the next Save is based on."""
+
+    def __init__(self, window: Window, client: Client, tally: Tally):
+        self.window, self.client, self.tally = window, client, tally
+        host = f"Host: 127.0.0.1:{window.port}\r\n"
+        if window.kind == "save":
+            self.head = (
+                f"PUT /api/v1/workspaces/{client.workspace_id}/memory HTTP/1.1\r\n{host}"
+                f"Authorization: Bearer {client.pat}\r\nContent-Type: application/json\r\n"
+            ).encode()
+        elif window.kind == "recall":
+            self.head = (
+                f"GET /api/v1/automation/workspaces/{client.workspace_id}/memory"
+                f"?purpose=recall HTTP/1.1\r\n{host}"
+                f"Authorization: Delivery {client.credential}\r\n\r\n"
+            ).encode()
+        else:
+            self.head = (
+                f"GET /api/v1/ping HTTP/1.1\r\n{host}Authorization: Bearer {client.pat}\r\n\r\n"
+            ).encode()
+        self.socket = socket.create_connection(("127.0.0.1", window.port), timeout=60)
+        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.received = bytearray()
+        self.answers = 0
+
+    def send(self) -> None:
+        request = self.head
+        if self.window.kind == "save":
+            body = self.client.save_bodies[self.client.saves % SAVE_TRIM]
+            self.client.saves += 1
+            request += (
+                f"X-Base-Version: {self.client.version}\r\nContent-Length: {len(body)}\r\n\r\n"
+            ).encode() + body
+        self.socket.sendall(request)
+        self.tally.sent += 1
+
+    def receive(self) -> bool:
+        """Reads what has arrived; once an answer is whole, counts it and sends the next
+        request. False when this client is done: the window is over, or an answer was
+        not a 200."""
+        chunk = self.socket.recv(RECEIVE_BYTES)
+        if not chunk:
+            raise ConnectionError("the server closed a keep-alive connection")
+        self.received += chunk
+        head_end = self.received.find(b"\r\n\r\n")
+        if head_end < 0:
+            return True
+        head = bytes(self.received[:head_end]).lower()
+        length = CONTENT_LENGTH.search(head)
+        if length is None:
+            raise ValueError(f"an answer without Content-Length: {head[:300]!r}")
+        answer_end = head_end + 4 + int(length[1])
+        if len(self.received) < answer_end:
+            return True
+        status = int(head[9:12])
+        body = bytes(self.received[head_end + 4 : answer_end])
+        del self.received[:answer_end]
+        self.answers += 1
+        self.tally.statuses[status] += 1
+        if status != 200:
+            self.tally.failures.append(body[:300].decode(errors="replace"))
+            return False
+        if self.window.kind == "save":
+            self.client.version = int(json.loads(body)["version"])
+        now = time.monotonic()
+        if self.window.measure_from <= now < self.window.until:
+            self.tally.done += 1
+        if now >= self.window.until:
+            return False
+        self.send()
+        return True
+
+
+def _client_process(window: Window, clients: list[Client], answers: Any) -> None:
+    """The clients, each with a request in flight on its own connection, driven by one
+    thread of a process of its own (forked, without Django state in use) until the window
+    ends; answers received inside it are counted. One thread waiting on every socket at
+    once costs less CPU than a thread per client, which the server would then miss."""
+    tally = Tally()
+    cpu_before = time.process_time()
+    unconnected = list(clients)
     try:
-        while time.monotonic() < window.until:
-            counter += CLIENTS
-            method, path, headers, body = _call(window.kind, client, counter)
-            status, answer = _request(conn, method, path, headers, body)
-            tally.statuses[status] += 1
-            tally.sent += 1
-            if status != 200:
-                tally.failures.append(answer[:300].decode(errors="replace"))
-                return
-            if window.kind == "save":
-                client.version = int(json.loads(answer)["version"])
-            if window.measure_from <= time.monotonic() < window.until:
-                tally.done += 1
+        with selectors.DefaultSelector() as selector:
+
+            def connect() -> _Connection:
+                conn = _Connection(window, unconnected.pop(0), tally)
+                conn.send()
+                selector.register(conn.socket, selectors.EVENT_READ, conn)
+                return conn
+
+            # One connection at a time, each once the one before has had its first
+            # answer: a gunicorn worker accepts in a loop while connections wait, so a
+            # burst of them would all stay with whichever worker woke first.
+            latest = connect()
+            while selector.get_map():
+                events = selector.select(timeout=60)
+                if not events:
+                    raise TimeoutError("no answer in 60 s")
+                for key, _events in events:
+                    conn = key.data
+                    if not conn.receive():
+                        selector.unregister(conn.socket)
+                        conn.socket.close()
+                if unconnected and latest.answers:
+                    latest = connect()
     except Exception as error:  # reported by the parent, with the server's log
         tally.failures.append(repr(error))
-    finally:
-        conn.close()
-
-
-def _client_process(window: Window, clients: list[Client], first: int, answers: Any) -> None:
-    """A few clients, one thread each, in a process of their own: the client side is Python
-    too, and one process of 16 threads would hold back the server it measures."""
-    tallies = [Tally() for _ in clients]
-    cpu_before = time.process_time()
-    threads = [
-        threading.Thread(target=_client_loop, args=(window, client, tally, first + index))
-        for index, (client, tally) in enumerate(zip(clients, tallies, strict=True))
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
     answers.put(
         (
-            sum(tally.done for tally in tallies),
-            sum(tally.sent for tally in tallies),
+            tally.done,
+            tally.sent,
             time.process_time() - cpu_before,
-            sum((tally.statuses for tally in tallies), Counter()),
-            [failure for tally in tallies for failure in tally.failures],
-            {client.workspace_id: client.version for client in clients},
+            tally.statuses,
+            tally.failures,
+            {client.workspace_id: (client.version, client.saves) for client in clients},
         )
     )
 
@@ -289,6 +359,19 @@ class Phase:
         return self.client_cpu * 1000 / self.sent
 
     @property
+    def cpu_ms(self) -> float:
+        """The server's, PostgreSQL's and the clients' CPU per request, all on the same
+        cores."""
+        return self.server_cpu_ms + self.database_cpu_ms + self.client_cpu_ms
+
+    @property
+    def scaling_ceiling(self) -> float:
+        """What a second worker could give at most, measured from this phase (1 worker):
+        one worker uses at most a core, S ms of CPU per request, and two share the two
+        cores with PostgreSQL and the clients, S + O, so 2 / (S + O) over 1 / S."""
+        return 2 * self.server_cpu_ms / self.cpu_ms
+
+    @property
     def wait_split(self) -> str:
         """What the server's busy backends were doing, as shares of the samples."""
         total = sum(self.waits.values()) or 1
@@ -332,17 +415,8 @@ def _window(server: Server, kind: str, clients: list[Client], phase: Phase) -> N
     context = multiprocessing.get_context("fork")
     answers = context.Queue()
     connections.close_all()  # no database connection crosses the fork
-    share = CLIENTS // CLIENT_PROCESSES
-    processes = [
-        context.Process(
-            target=_client_process,
-            args=(window, clients[first : first + share], first, answers),
-            daemon=True,
-        )
-        for first in range(0, CLIENTS, share)
-    ]
-    for process in processes:
-        process.start()
+    process = context.Process(target=_client_process, args=(window, clients, answers), daemon=True)
+    process.start()
     time.sleep(max(0.0, window.measure_from - time.monotonic()))
     server_before, database_before = server.cpu_seconds(), _backend_cpu()
     workers_before = server.worker_cpu_seconds()
@@ -352,20 +426,12 @@ def _window(server: Server, kind: str, clients: list[Client], phase: Phase) -> N
         phase.worker_cpu[pid] = (
             phase.worker_cpu.get(pid, 0.0) + seconds - workers_before.get(pid, 0.0)
         )
-    done, statuses, failures = 0, Counter[int](), []
-    for _ in processes:
-        process_done, sent, cpu, process_statuses, process_failures, versions = answers.get(
-            timeout=120
-        )
-        phase.sent += sent
-        phase.client_cpu += cpu
-        done += process_done
-        statuses += process_statuses
-        failures += process_failures
-        for client in clients:
-            client.version = versions.get(client.workspace_id, client.version)
-    for process in processes:
-        process.join(timeout=60)
+    done, sent, cpu, statuses, failures, states = answers.get(timeout=120)
+    process.join(timeout=60)
+    phase.sent += sent
+    phase.client_cpu += cpu
+    for client in clients:
+        client.version, client.saves = states[client.workspace_id]
     if failures or done == 0:
         raise server.fail(f"{kind}: {len(failures)} client(s) failed, first: {failures[:1]}")
     phase.done += done
@@ -377,8 +443,18 @@ def _window(server: Server, kind: str, clients: list[Client], phase: Phase) -> N
     phase.statuses += statuses
 
 
-def _pgbench(first_workspace: int, author: int, team: int) -> float:
-    """Save transactions per second pgbench sustains (16 clients, prepared statements)."""
+@dataclass
+class Pgbench:
+    """Save transactions per second pgbench sustained (16 clients, prepared statements),
+    and the CPU time per transaction of its backends and of pgbench itself, over the
+    middle of its run (from its first to its last fifth)."""
+
+    tps: float
+    database_cpu_ms: float
+    client_cpu_ms: float
+
+
+def _pgbench(first_workspace: int, author: int, team: int) -> Pgbench:
     binary = shutil.which("pgbench")
     if binary is None:
         raise RuntimeError(f"{NAME}: pgbench (from PostgreSQL's client tools) is not installed")
@@ -402,23 +478,41 @@ def _pgbench(first_workspace: int, author: int, team: int) -> float:
     env = dict(os.environ)
     if params.get("password"):
         env["PGPASSWORD"] = str(params["password"])
-    finished = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    match = re.search(r"tps = ([\d.]+)", finished.stdout)
-    if finished.returncode != 0 or match is None:
-        raise RuntimeError(f"{NAME}: pgbench failed: {finished.stdout}\n{finished.stderr}")
-    return float(match.group(1))
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    time.sleep(PGBENCH_SECONDS / 5)
+    # The servers have stopped: the database's other backends are pgbench's.
+    database_before, client_before = _backend_cpu(), process_cpu_seconds(process.pid)
+    begun = time.monotonic()
+    time.sleep(PGBENCH_SECONDS * 3 / 5)
+    database_after, client_after = _backend_cpu(), process_cpu_seconds(process.pid)
+    seconds = time.monotonic() - begun
+    stdout, stderr = process.communicate()
+    match = re.search(r"tps = ([\d.]+)", stdout)
+    if process.returncode != 0 or match is None:
+        raise RuntimeError(f"{NAME}: pgbench failed: {stdout}\n{stderr}")
+    tps = float(match.group(1))
+    database_cpu = sum(cpu - database_before.get(pid, cpu) for pid, cpu in database_after.items())
+    return Pgbench(
+        tps=tps,
+        database_cpu_ms=database_cpu * 1000 / (tps * seconds),
+        client_cpu_ms=(client_after - client_before) * 1000 / (tps * seconds),
+    )
 
 
 def _clients(team: Team) -> tuple[list[Client], list[Callable[[Server], None]]]:
     """The clients, and the steps that give each a turn once a server is up."""
     clients: list[Client] = []
     steps: list[Callable[[Server], None]] = []
-    for workspace, user, version in _workspaces(team, "http"):
+    for index, (workspace, user, version) in enumerate(_workspaces(team, "http")):
         Workspace.objects.filter(pk=workspace.pk).update(ai_enabled=True)
         workspace.refresh_from_db()
         memory_policy_set(workspace=workspace, mode="auto", expected_revision=0, actor=user)
         _token, pat = api_token_create(user=user, team=team, name="bench throughput")
-        client = Client(workspace_id=workspace.pk, pat=pat, version=version)
+        client = Client(
+            workspace_id=workspace.pk, pat=pat, version=version, save_bodies=_save_bodies(index)
+        )
         clients.append(client)
 
         def turn(
@@ -463,7 +557,7 @@ def run() -> list[dict[str, Any]]:
                 servers = [(1, one), (2, two)]
                 for workers, server in servers if index % 2 == 0 else servers[::-1]:
                     _window(server, kind, clients, phases[workers, kind])
-    pgbench_tps = _pgbench(first_workspace, pgbench_side[0][1].pk, team.pk)
+    pgbench = _pgbench(first_workspace, pgbench_side[0][1].pk, team.pk)
     turns = Admission.objects.filter(workspace__team=team).count()
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
@@ -477,7 +571,7 @@ def run() -> list[dict[str, Any]]:
         )
 
     common = (
-        f"{CLIENTS} client threads in {CLIENT_PROCESSES} processes (one keep-alive "
+        f"{CLIENTS} clients driven by one thread of one process (one keep-alive "
         f"connection, person, workspace and turn each, all in one team, each Save "
         f"{DOCUMENT_BYTES - SAVE_TRIM + 1}-{DOCUMENT_BYTES} bytes; they share the machine's "
         f"cores with the server), "
@@ -492,14 +586,19 @@ def run() -> list[dict[str, Any]]:
         _result(
             name=f"{NAME}_saves_2_workers_vs_pgbench",
             unit="Saves per second",
-            baseline=pgbench_tps,
+            baseline=pgbench.tps,
             figure=saves_2,
             target=PGBENCH_TARGET,
             notes=(
                 f"baseline: pgbench, {CLIENTS} clients, prepared statements, "
                 f"{PGBENCH_SECONDS} s, bench/pgbench_save.sql (the Save's statements without "
                 f"HTTP, Django or cryptography) on {CLIENTS} other workspaces of the same "
-                f"database, run after the servers stopped. {common}"
+                f"database, run after the servers stopped; its CPU per transaction "
+                f"PostgreSQL {pgbench.database_cpu_ms:.2f} ms, pgbench "
+                f"{pgbench.client_cpu_ms:.2f} ms. On 2 cores, {PGBENCH_TARGET} of its rate "
+                f"needs at most {2 / (PGBENCH_TARGET * pgbench.tps) * 1000:.2f} ms of CPU "
+                f"per Save for the server, PostgreSQL and the clients together; with 2 "
+                f"workers this run spent {phases[2, 'save'].cpu_ms:.2f} ms. {common}"
             ),
         )
     ]
@@ -522,7 +621,10 @@ def run() -> list[dict[str, Any]]:
                     f"while in a statement: {one_worker.wait_split} (1 worker), "
                     f"{two_workers.wait_split} (2); "
                     f"the 2 workers' shares of their CPU time {two_workers.worker_split} (how "
-                    f"evenly the 16 keep-alive connections fell on them)"
+                    f"evenly the 16 keep-alive connections fell on them); with 1 worker "
+                    f"keeping a core busy, the most 2 could give on 2 cores is "
+                    f"{one_worker.scaling_ceiling:.2f}x (2 S / (S + O), O being "
+                    f"PostgreSQL's and the clients' CPU per {kind})"
                 ),
             )
         )
