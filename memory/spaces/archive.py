@@ -26,6 +26,7 @@ else (ARCHIVE_INVALID with `detail.reason` and `detail.entry`), every checksum v
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import enum
 import functools
@@ -368,9 +369,7 @@ def space_import(
         if planned.action is not ImportAction.SKIP
     ]
     space_documents_write_many(handle=handle, writes=writes, writer=writer, check_only=dry_run)
-    counts = {
-        action: sum(1 for planned in plan if planned.action is action) for action in ImportAction
-    }
+    counts = collections.Counter(planned.action for planned in plan)
     return ImportReport(
         imported=counts[ImportAction.CREATE],
         replaced=counts[ImportAction.OVERWRITE],
@@ -545,7 +544,7 @@ def _plain_member(header: bytes) -> tarfile.TarInfo | None:
         return None
     checksum = _octal_field(header[148:156])
     # The sum of the header's bytes with the checksum field's eight counted as spaces.
-    if checksum is None or checksum != sum(header) - sum(header[148:156]) + 256:
+    if checksum is None or checksum != _block_sum(header) - sum(header[148:156]) + 256:
         return None
     size = _octal_field(header[124:136])
     if size is None or (kind == tarfile.DIRTYPE and size != 0):
@@ -558,6 +557,14 @@ def _plain_member(header: bytes) -> tarfile.TarInfo | None:
     member = tarfile.TarInfo(name)
     member.type, member.size = kind, size
     return member
+
+
+def _block_sum(block: bytes) -> int:
+    """`sum(block)` of a 512-byte block, from an Adler-32 of each half: its low 16 bits are 1
+    plus the sum of the bytes modulo 65,521, and 256 bytes sum to at most 65,280, so for a
+    half that is its sum. (`sum` takes the bytes one at a time: a seventh of reading an
+    archive of small documents.)"""
+    return (zlib.adler32(block[:256]) & 0xFFFF) + (zlib.adler32(block[256:]) & 0xFFFF) - 2
 
 
 def _octal_field(field: bytes) -> int | None:
@@ -656,11 +663,11 @@ def _entry_judge(member: tarfile.TarInfo) -> None:
         reason = "absolute"
     elif "\\" in name:
         reason = "backslash"
-    elif _DRIVE.search(name):
+    elif ":" in name and _DRIVE.search(name):  # most names hold no colon at all
         reason = "drive"
     elif ".." in segments:
         reason = "dot_dot"
-    elif any(segment in ("", ".") for segment in segments) or "\x00" in name:
+    elif "" in segments or "." in segments or "\x00" in name:
         reason = "not_canonical"
     elif member.type not in _PLAIN_TYPES:  # a file or a directory: what an export writes
         reason = _kind_refusal(member)

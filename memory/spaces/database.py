@@ -268,7 +268,14 @@ class DatabaseStore:
                     _documents_insert(
                         space,
                         (
-                            {"path": meta.path, **_sealed_fields(space_id, sealer, meta, body)}
+                            (
+                                meta.path,
+                                meta.revision,
+                                meta.size,
+                                *_sealed_parts(space_id, sealer, meta, body),
+                                meta.updated_by,
+                                meta.updated_at,
+                            )
                             for meta, body in created
                         ),
                     )
@@ -532,14 +539,17 @@ _INSERT_COLUMNS = (
 )
 
 
-def _documents_insert(space: MemorySpace, rows: Iterable[dict[str, object]]) -> None:
-    """Insert new documents of `space` (each a path and its `_sealed_fields`; at least one,
-    taken as they come). On PostgreSQL
-    one binary COPY: a multi-row INSERT of thousands of sealed bodies spent most of an
-    import's time in the client, spelling every parameter into the statement. The table's
-    constraints hold for COPY as for INSERT."""
+def _documents_insert(space: MemorySpace, rows: Iterable[tuple[object, ...]]) -> None:
+    """Insert new documents of `space` (each the values of `_INSERT_COLUMNS` after the
+    space's; at least one, taken as they come). On PostgreSQL one binary COPY: a multi-row
+    INSERT of thousands of sealed bodies spent most of an import's time in the client,
+    spelling every parameter into the statement. The table's constraints hold for COPY as
+    for INSERT."""
+    names = [name for name, _ in _INSERT_COLUMNS[1:]]
     if connection.vendor != "postgresql":
-        documents = [SpaceDocument(space=space, **row) for row in rows]
+        documents = [
+            SpaceDocument(space=space, **dict(zip(names, row, strict=True))) for row in rows
+        ]
         SpaceDocument.objects.bulk_create(documents, batch_size=_BATCH_ROWS)
         return
     statement = psycopg_sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
@@ -555,7 +565,7 @@ def _documents_insert(space: MemorySpace, rows: Iterable[dict[str, object]]) -> 
     ):
         copy.set_types([kind for _, kind in _INSERT_COLUMNS])
         for row in rows:
-            copy.write_row([space.pk, *(row[name] for name, _ in _INSERT_COLUMNS[1:])])
+            copy.write_row((space.pk, *row))
 
 
 def _tree_index(space: MemorySpace) -> dict[str, str]:
@@ -592,8 +602,23 @@ def _sealer(handle: SpaceHandle) -> Sealer | None:
 def _sealed_fields(
     space_id: str, sealer: Sealer, meta: DocumentMeta, body: bytes
 ) -> dict[str, object]:
-    """The stored fields of a document at `meta`'s revision: its body and checksum sealed
-    under the space key, bound to the space, the path and that revision."""
+    """The stored fields of a document at `meta`'s revision, its parts sealed."""
+    body_ciphertext, checksum_ciphertext = _sealed_parts(space_id, sealer, meta, body)
+    return {
+        "revision": meta.revision,
+        "size": meta.size,
+        "body_ciphertext": body_ciphertext,
+        "checksum_ciphertext": checksum_ciphertext,
+        "updated_by": meta.updated_by,
+        "updated_at": meta.updated_at,
+    }
+
+
+def _sealed_parts(
+    space_id: str, sealer: Sealer, meta: DocumentMeta, body: bytes
+) -> tuple[bytes, bytes]:
+    """A document's body and checksum at `meta`'s revision, sealed under the space key,
+    each bound to the space, the path and that revision."""
 
     def sealed(plaintext: bytes, part: str) -> bytes:
         associated_data = space_associated_data(
@@ -601,14 +626,7 @@ def _sealed_fields(
         )
         return sealer.seal(plaintext, associated_data)
 
-    return {
-        "revision": meta.revision,
-        "size": meta.size,
-        "body_ciphertext": sealed(body, "body"),
-        "checksum_ciphertext": sealed(meta.checksum.encode(), "checksum"),
-        "updated_by": meta.updated_by,
-        "updated_at": meta.updated_at,
-    }
+    return sealed(body, "body"), sealed(meta.checksum.encode(), "checksum")
 
 
 def _paths_near(space: MemorySpace, path: str) -> list[str]:

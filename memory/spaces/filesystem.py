@@ -516,7 +516,7 @@ def _swap_in(space_dir: Path, files: Sequence[tuple[str, bytes]]) -> None:
                 _file_write(staged[-1][0], data)
                 continue
             roots.add(root)
-            staged_file = os.path.join(staging, target[len(base) + 1 :])
+            staged_file = f"{staging}/{target[len(base) + 1 :]}"
             directory = _parent(staged_file)
             if directory not in staged_directories:
                 os.makedirs(directory, exist_ok=True)

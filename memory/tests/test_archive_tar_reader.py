@@ -13,7 +13,7 @@ from unittest import mock
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.spaces.archive import _BoundedReader, _tar_entries
+from memory.spaces.archive import _block_sum, _BoundedReader, _tar_entries
 
 NAMES = st.lists(
     st.sampled_from(["docs", "a.md", "..", ".", "", "x" * 60, "caf\u00e9", "b\\c", "C:"]),
@@ -138,3 +138,16 @@ def test_links_devices_and_extended_headers_are_read_by_tarfile_after_the_plain_
         data = tar_of([plain, long_name], tar_format)
         assert tarfile_used(data)
         assert ours_read(data) == tarfile_read(data)
+
+
+@given(block=st.binary(min_size=tarfile.BLOCKSIZE, max_size=tarfile.BLOCKSIZE))
+def test_a_header_block_sums_as_sum_sums_it(block):
+    assert _block_sum(block) == sum(block)
+
+
+def test_a_block_of_the_largest_bytes_sums_whole():
+    # 512 bytes of 255: each half's sum (65,280) is as close as a half gets to Adler-32's
+    # modulus (65,521), which a larger half would pass.
+    block = b"\xff" * tarfile.BLOCKSIZE
+
+    assert _block_sum(block) == 255 * tarfile.BLOCKSIZE
