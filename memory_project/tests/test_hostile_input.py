@@ -11,6 +11,7 @@ from automation.models import Admission, Conversation
 from automation.services import conversation_create
 from memory_project.api.parsers import MAX_JSON_DEPTH, nesting_exceeds
 from memory_project.tests.test_error_shape import assert_shape
+from memory_project.tests.test_tenancy_matrix import UNSTORABLE_ID
 from workspaces.models import AuditEvent, File, FileVersion, Workspace
 
 
@@ -168,3 +169,15 @@ def test_a_percent_encoded_utf8_path_still_reads(tenant):
     assert response.status_code == 200, response.content
     assert response.json()["content"] == "menu"
     assert File.objects.get(workspace=tenant.workspace).path == path
+
+
+def test_a_body_workspace_id_no_row_can_hold_is_404(tenant):
+    client = tenant.client_for(tenant.member)
+    before = _written_rows()
+
+    response = client.post(
+        "/api/v1/agents/assistant/conversations", {"workspaceId": UNSTORABLE_ID}, format="json"
+    )
+
+    assert_shape(response, 404, "NOT_FOUND")
+    assert _written_rows() == before
