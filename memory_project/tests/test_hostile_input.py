@@ -12,7 +12,7 @@ from automation.services import conversation_create
 from memory_project.api.parsers import MAX_JSON_DEPTH, nesting_exceeds
 from memory_project.tests.test_error_shape import assert_shape
 from memory_project.tests.test_tenancy_matrix import UNSTORABLE_ID
-from workspaces.models import AuditEvent, File, FileVersion, Workspace
+from workspaces.models import AuditEvent, File, FileVersion, Workspace, WorkspaceMembership
 
 
 def nested(depth: int) -> str:
@@ -181,3 +181,19 @@ def test_a_body_workspace_id_no_row_can_hold_is_404(tenant):
 
     assert_shape(response, 404, "NOT_FOUND")
     assert _written_rows() == before
+
+
+def test_a_body_user_id_no_row_can_hold_is_no_team_member(tenant):
+    client = tenant.client_for(tenant.admin)
+    members = WorkspaceMembership.objects.filter(workspace=tenant.workspace)
+    before = set(members.values_list("user_id", flat=True))
+
+    response = client.post(
+        f"/api/v1/workspaces/{tenant.workspace.pk}/members",
+        {"userId": UNSTORABLE_ID},
+        format="json",
+    )
+
+    error = assert_shape(response, 422, "NOT_TEAM_MEMBER")
+    assert error["detail"] == {"userId": UNSTORABLE_ID}
+    assert set(members.values_list("user_id", flat=True)) == before
