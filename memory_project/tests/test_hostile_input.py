@@ -197,3 +197,35 @@ def test_a_body_user_id_no_row_can_hold_is_no_team_member(tenant):
     error = assert_shape(response, 422, "NOT_TEAM_MEMBER")
     assert error["detail"] == {"userId": UNSTORABLE_ID}
     assert set(members.values_list("user_id", flat=True)) == before
+
+
+# A parameter sent twice: which one a route would act on is a guess (Django takes the last,
+# a proxy in front may have judged the first), so it is refused, named, before any view.
+REPEATED_QUERIES = [
+    ("get", "/api/v1/workspaces/{ws}/documents?path=a.md&path=b.md", "path"),
+    ("put", "/api/v1/workspaces/{ws}/documents?path=a.md&path=b.md", "path"),
+    ("get", "/api/v1/workspaces/{ws}/memory/versions?limit=1&limit=2", "limit"),
+    ("get", "/api/v1/memory/usage?visibility=org&name=n&visibility=global", "visibility"),
+    ("put", "/api/v1/memory/doc?visibility=org&name=n&path=a.md&name=m", "name"),
+]
+
+
+@pytest.mark.parametrize(("method", "route", "parameter"), REPEATED_QUERIES)
+def test_a_query_parameter_sent_twice_is_refused_and_named(tenant, method, route, parameter):
+    client = tenant.client_for(tenant.member)
+    before = _written_rows()
+    # Each route's own kind of body, so that only the query is wrong.
+    markdown = route.startswith("/api/v1/memory/")
+    body = json.dumps({"content": "planted"}) if not markdown else "planted"
+
+    response = getattr(client, method)(
+        route.format(ws=tenant.workspace.pk),
+        data=body if method == "put" else None,
+        content_type="text/markdown" if markdown else "application/json",
+        HTTP_X_BASE_VERSION="0",
+    )
+
+    error = assert_shape(response, 400, "VALIDATION_FAILED")
+    assert error["detail"]["reason"] == "repeated"
+    assert set(error["detail"]["fields"]) == {parameter}
+    assert _written_rows() == before
