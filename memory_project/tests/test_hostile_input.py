@@ -229,3 +229,21 @@ def test_a_query_parameter_sent_twice_is_refused_and_named(tenant, method, route
     assert error["detail"]["reason"] == "repeated"
     assert set(error["detail"]["fields"]) == {parameter}
     assert _written_rows() == before
+
+
+@pytest.mark.parametrize(("route", "method", "field", "headers"), JSON_ROUTES)
+def test_a_json_name_sent_twice_in_one_object_is_400_on_every_json_route(
+    tenant, route, method, field, headers
+):
+    client = tenant.client_for(tenant.admin)
+    conversation = conversation_create(workspace=tenant.workspace, owner=tenant.admin)
+    url = route.format(ws=tenant.workspace.pk, conv=conversation.pk)
+    before = _written_rows()
+
+    response = getattr(client, method)(
+        url, data=f'{{"{field}": 1, "{field}": 2}}', content_type="application/json", **headers
+    )
+
+    error = assert_shape(response, 400, "MALFORMED_REQUEST")
+    assert repr(field) in error["message"]
+    assert _written_rows() == before
