@@ -154,7 +154,7 @@ class SpaceUsageApi(APIView):
         tenantQuotaBytes = serializers.IntegerField(source="tenant_quota_bytes")
 
     @extend_schema(summary="Read a memory space's usage and quotas")
-    @refuses(SpaceInvalid)
+    @refuses(SpaceInvalid, StoreUnavailable)
     @extend_schema(parameters=SPACE_PARAMETERS, responses=OutputSerializer)
     def get(self, request: Request) -> Response:
         return Response(self.OutputSerializer(space_usage(handle=_space(request))).data)
@@ -165,7 +165,7 @@ class SpaceDocumentListApi(APIView):
         documents = SpaceDocumentSerializer(many=True)
 
     @extend_schema(summary="List a memory space's documents")
-    @refuses(SpaceInvalid, InvalidDocumentPath)
+    @refuses(SpaceInvalid, InvalidDocumentPath, DocumentUnreadable, StoreUnavailable)
     @extend_schema(
         parameters=[
             *SPACE_PARAMETERS,
