@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from typing import IO, Any, Generic, TypeVar, cast
 
 from rest_framework.exceptions import ParseError, UnsupportedMediaType
-from rest_framework.parsers import (  # type: ignore[attr-defined]  # get_encoding: DRF 3.18.3, past the stubs
+
+# get_encoding (DRF's charset check) is newer than the stubs.
+from rest_framework.parsers import (  # type: ignore[attr-defined]
     BaseParser,
     JSONParser,
     get_encoding,
