@@ -509,6 +509,23 @@ def test_store_unavailable_is_503_on_every_verb(api, monkeypatch):
     assert {response.json()["error"]["code"] for response in responses} == {"STORE_UNAVAILABLE"}
 
 
+@pytest.mark.parametrize(
+    "unknown",
+    [{"user": "5"}, {"tenant": "9"}, {"team": "9"}, {"pth": "a.md"}],
+    ids=["user", "tenant", "team", "misspelt"],
+)
+def test_a_query_parameter_no_space_route_takes_is_refused_on_every_verb(api, unknown):
+    # A space's tenant and user come from the credential, never the query (there is no
+    # ?user=): a client naming another one must not be answered with its own space.
+    responses = every_verb(api, {**ORG_SPACE, **unknown})
+
+    assert [response.status_code for response in responses] == [400] * 5
+    for response in responses:
+        error = assert_error(response, 400, "VALIDATION_FAILED")
+        assert set(error["detail"]["fields"]) == set(unknown)
+    assert api.get_docs(ORG_SPACE).json()["documents"] == []
+
+
 # The operations `every_verb` calls, in its order.
 EVERY_VERB = [
     ("/api/v1/memory/usage", "get"),
