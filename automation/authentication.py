@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication
@@ -16,6 +17,7 @@ from automation.selectors import (
     admission_with_recall_facts_by_credential_digest,
 )
 from automation.tokens import DELIVERY_PREFIX
+from workspaces.errors import OrgPendingDeletion
 from workspaces.models import User
 from workspaces.selectors import org_require_active
 from workspaces.tokens import bearer_secret_digest
@@ -41,6 +43,9 @@ class DeliveryCredentialAuthentication(BaseAuthentication):
     lookup then also reads the live facts the recall decides on (`DeliveryGrant.recall_facts`),
     one statement instead of two.
     """
+
+    # What it refuses a credential with, for the schema of every route it serves.
+    refusals: ClassVar[tuple[type[Exception], ...]] = (AuthenticationFailed, OrgPendingDeletion)
 
     def __init__(self, *, with_recall_facts: bool = False) -> None:
         self.with_recall_facts = with_recall_facts

@@ -125,14 +125,18 @@ class OriginGateMiddleware:
 PATH_PARAMETERS = frozenset({"path"})
 
 
-class QueryEncodingMiddleware:
-    """Refuse an /api/ query string that is not UTF-8 once percent-decoded.
+class QueryStringMiddleware:
+    """Refuse an /api/ query string that does not read one way: a parameter that is not
+    UTF-8 once percent-decoded, or one sent twice.
 
     Django decodes the query string with errors="replace", so `?path=%FF%FE.md` would reach
     a view as U+FFFD U+FFFD: another text than the one sent, which every rule after it
-    would judge instead. So the raw query string is judged here, once, for every route: a
-    path parameter gets the path's own refusal (`invalid_encoding`), any other parameter
-    VALIDATION_FAILED, the refusal its query serializer would give, with the same reason.
+    would judge instead. And of a parameter sent twice a view reads the last, where a proxy
+    in front may have judged the first (`?visibility=org&visibility=global`): no route takes
+    a list in its query, so which one was meant is a guess. So the raw query string is
+    judged here, once, for every route: an undecodable path parameter gets the path's own
+    refusal (`invalid_encoding`), anything else VALIDATION_FAILED naming the parameter,
+    with the reason `invalid_encoding` or `repeated`.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -140,36 +144,47 @@ class QueryEncodingMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if is_api_path(request.path):
-            raw = get_bytes_from_wsgi(request.META, "QUERY_STRING", "")
-            name = first_undecodable_parameter(raw)
-            error: DomainError | None = None
-            if name in PATH_PARAMETERS:
-                error = InvalidDocumentPath(reason="invalid_encoding")
-            elif name is not None:
-                error = ValidationFailed(
-                    reason="invalid_encoding", fields={name: ["Not UTF-8 once percent-decoded."]}
-                )
-            if error is not None:
+            problem = query_string_problem(get_bytes_from_wsgi(request.META, "QUERY_STRING", ""))
+            if problem is not None:
+                name, reason = problem
+                error: DomainError
+                if reason == "invalid_encoding" and name in PATH_PARAMETERS:
+                    error = InvalidDocumentPath(reason=reason)
+                else:
+                    error = ValidationFailed(reason=reason, fields={name: [PROBLEMS[reason]]})
                 return error_response(error.code, error.message, error.status, error.detail)
         return self.get_response(request)
 
 
-def first_undecodable_parameter(query: bytes) -> str | None:
-    """The name of the first parameter whose name or value is not UTF-8 once
-    percent-decoded (a name that is not UTF-8 is given as sent), or None.
+PROBLEMS = {
+    "invalid_encoding": "Not UTF-8 once percent-decoded.",
+    "repeated": "Sent more than once; send it once.",
+}
 
-    Fields are split on `&` as Django's QueryDict splits them.
+
+def query_string_problem(query: bytes) -> tuple[str, str] | None:
+    """The first parameter that is not UTF-8 once percent-decoded (a name that is not UTF-8
+    is given as sent), or that was already sent, with the reason; or None.
+
+    Fields are split on `&` as Django's QueryDict splits them; empty ones are skipped, as it
+    skips them.
     """
+    seen: set[str] = set()
     for field in query.split(b"&"):
+        if not field:
+            continue
         raw_name, _, raw_value = field.partition(b"=")
         try:
             name = _decode(raw_name)
         except UnicodeDecodeError:
-            return raw_name.decode("latin-1")
+            return raw_name.decode("latin-1"), "invalid_encoding"
         try:
             _decode(raw_value)
         except UnicodeDecodeError:
-            return name
+            return name, "invalid_encoding"
+        if name in seen:
+            return name, "repeated"
+        seen.add(name)
     return None
 
 

@@ -79,7 +79,7 @@ MIDDLEWARE = [
     # Both gates answer before any session or credential is read.
     "memory_project.middleware.RequestSizeLimitMiddleware",
     "memory_project.middleware.OriginGateMiddleware",
-    "memory_project.middleware.QueryEncodingMiddleware",
+    "memory_project.middleware.QueryStringMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -17,7 +17,14 @@ from rest_framework.authentication import BaseAuthentication, SessionAuthenticat
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
 
-from workspaces.errors import CredentialKindRefused, DomainError, NoActiveTeam, TokenScopeRefused
+from workspaces.errors import (
+    CredentialExpired,
+    CredentialKindRefused,
+    DomainError,
+    NoActiveTeam,
+    OrgPendingDeletion,
+    TokenScopeRefused,
+)
 from workspaces.models import ApiToken, Bot, Team, TeamMembership, User
 from workspaces.ratelimit import (
     Window,
@@ -51,6 +58,13 @@ def _refuse(code: str, message: str) -> AuthenticationFailed:
     return AuthenticationFailed(message, code=code)
 
 
+class TokenRevoked(AuthenticationFailed):
+    """A personal access token, or the one a JWT was minted from, that was revoked."""
+
+    default_detail = "Token revoked."
+    default_code = "TOKEN_REVOKED"
+
+
 class BearerAuthentication(BaseAuthentication):
     """`Authorization: Bearer iap_...` (personal access token) or `Bearer <JWT>`.
 
@@ -68,6 +82,16 @@ class BearerAuthentication(BaseAuthentication):
     scope: ClassVar[str] = ApiToken.Scope.API
     # Only a route that lists `BotBearerAuthentication` takes a bot; every other refuses one.
     takes_bots: ClassVar[bool] = False
+    # What it refuses a credential with, for the schema of every route it serves
+    # (CredentialExpired stands for an expired token: same code and status).
+    refusals: ClassVar[tuple[type[Exception], ...]] = (
+        AuthenticationFailed,
+        TokenRevoked,
+        CredentialExpired,
+        CredentialKindRefused,
+        TokenScopeRefused,
+        OrgPendingDeletion,
+    )
 
     def authenticate(self, request: Request) -> tuple[User, Credential] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
@@ -109,7 +133,7 @@ class BearerAuthentication(BaseAuthentication):
             raise _refuse("TOKEN_INVALID", "Token invalid.")
         token, owner_in_team = found
         if token.revoked_at is not None:
-            raise _refuse("TOKEN_REVOKED", "Token revoked.")
+            raise TokenRevoked()
         now = timezone.now()
         if token.expires_at <= now:
             raise _refuse("TOKEN_EXPIRED", "Token expired.")
@@ -215,13 +239,15 @@ def _parent_token_require_live(claims: JwtClaims, *, token_id: int) -> None:
     if parent is None:
         raise _refuse("TOKEN_INVALID", "Token invalid.")
     if parent["revoked_at"] is not None:
-        raise _refuse("TOKEN_REVOKED", "The token this JWT was minted from was revoked.")
+        raise TokenRevoked("The token this JWT was minted from was revoked.")
     if parent["expires_at"] <= timezone.now():
         raise _refuse("TOKEN_EXPIRED", "The token this JWT was minted from expired.")
 
 
 class TeamSessionAuthentication(SessionAuthentication):
     """The signed-in browser session (with DRF's CSRF check), bound to the session's active team."""
+
+    refusals: ClassVar[tuple[type[Exception], ...]] = (NoActiveTeam, OrgPendingDeletion)
 
     def authenticate(self, request: Request) -> tuple[User, Credential] | None:
         authenticated = super().authenticate(request)

@@ -124,7 +124,9 @@ def workspace_member_add(
     named: dict[str, Any]
     lookup: dict[str, object]
     if user_id is not None:
-        named, lookup = {"userId": user_id}, {"user_id": user_id}
+        # Through the user's own id, not the foreign key's column: the ORM then answers an id
+        # past the column's range as no row, where SQLite would refuse to bind it.
+        named, lookup = {"userId": user_id}, {"user__id": user_id}
     else:
         named, lookup = {"username": username}, {"user__username": username}
     team_membership = (

@@ -299,6 +299,12 @@ def workspace_membership_of(
 ) -> WorkspaceMembership | None:
     """`user`'s membership of workspace `workspace_id` of `team`, with its workspace; both
     are given the `user` and `team` instances passed (the caller's credential's)."""
+    # The id comes from a URL or a body. Past the id column's range it names no row, and
+    # SQLite refuses to bind it at all (OverflowError), which the ORM's lookups guard
+    # against but this raw query must do itself.
+    low, high = connection.ops.integer_field_range(Workspace._meta.pk.get_internal_type())
+    if not low <= workspace_id <= high:
+        return None
     row = fetch_one(_workspace_membership_sql(connection.vendor), [user.pk, workspace_id, team.pk])
     if row is None:
         return None

@@ -106,7 +106,24 @@ SPACE_WRITE_REFUSALS = (
 )
 
 
-def _space(request: Request) -> SpaceHandle:
+# The query every space route takes: the space's own parameters, and DRF's `format`. A
+# route names what else it takes.
+SPACE_QUERY = frozenset({"visibility", "name", *QUALIFIERS, "format"})
+# What `_space` refuses a query with, for the schema.
+SPACE_QUERY_REFUSALS = (SpaceInvalid, ValidationFailed)
+
+
+def _space(request: Request, *takes: str) -> SpaceHandle:
+    """The space the query names, for the credential. A parameter the route does not take
+    is refused and named, never ignored: the tenant and the user of a space come from the
+    credential, and a client sending `?user=` or `?tenant=` must not be answered with its
+    own space as if it were the one it named."""
+    taken = SPACE_QUERY | set(takes)
+    unknown = set(request.query_params) - taken
+    if unknown:
+        listed = ", ".join(f"`{name}`" for name in sorted(taken - {"format"}))
+        message = f"Unknown parameter; this route takes {listed}."
+        raise ValidationFailed(fields={name: [message] for name in sorted(unknown)})
     credential = request_credential(request)
     return space_handle_parse(
         request.query_params, tenant_id=credential.team.pk, user_id=credential.user.pk
@@ -154,7 +171,7 @@ class SpaceUsageApi(APIView):
         tenantQuotaBytes = serializers.IntegerField(source="tenant_quota_bytes")
 
     @extend_schema(summary="Read a memory space's usage and quotas")
-    @refuses(SpaceInvalid)
+    @refuses(*SPACE_QUERY_REFUSALS, StoreUnavailable)
     @extend_schema(parameters=SPACE_PARAMETERS, responses=OutputSerializer)
     def get(self, request: Request) -> Response:
         return Response(self.OutputSerializer(space_usage(handle=_space(request))).data)
@@ -165,7 +182,7 @@ class SpaceDocumentListApi(APIView):
         documents = SpaceDocumentSerializer(many=True)
 
     @extend_schema(summary="List a memory space's documents")
-    @refuses(SpaceInvalid, InvalidDocumentPath)
+    @refuses(*SPACE_QUERY_REFUSALS, InvalidDocumentPath, DocumentUnreadable, StoreUnavailable)
     @extend_schema(
         parameters=[
             *SPACE_PARAMETERS,
@@ -180,7 +197,7 @@ class SpaceDocumentListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         documents = space_documents_list(
-            handle=_space(request), directory=request.query_params.get("dir", "")
+            handle=_space(request, "dir"), directory=request.query_params.get("dir", "")
         )
         return Response(self.OutputSerializer({"documents": documents}).data)
 
@@ -226,7 +243,9 @@ class SpaceDocumentApi(RawBodyApi):
     parser_classes = [MarkdownParser]
 
     @extend_schema(summary="Read a memory space document (raw Markdown)")
-    @refuses(SpaceInvalid, InvalidDocumentPath, NotFound, DocumentUnreadable, StoreUnavailable)
+    @refuses(
+        *SPACE_QUERY_REFUSALS, InvalidDocumentPath, NotFound, DocumentUnreadable, StoreUnavailable
+    )
     @extend_schema(
         parameters=[*SPACE_PARAMETERS, PATH_PARAMETER],
         responses={
@@ -237,7 +256,7 @@ class SpaceDocumentApi(RawBodyApi):
         },
     )
     def get(self, request: Request) -> HttpResponse:
-        handle = _space(request)
+        handle = _space(request, "path")
         document = space_document_read(handle=handle, path=request.query_params.get("path", ""))
         revision = document.meta.revision
         return HttpResponse(
@@ -247,7 +266,7 @@ class SpaceDocumentApi(RawBodyApi):
         )
 
     @extend_schema(summary="Write a memory space document (raw Markdown)")
-    @refuses(SpaceInvalid, InvalidDocumentPath, InvalidText, *BASE_VERSION_REFUSALS)
+    @refuses(*SPACE_QUERY_REFUSALS, InvalidDocumentPath, InvalidText, *BASE_VERSION_REFUSALS)
     @refuses(*SPACE_WRITE_REFUSALS)
     @extend_schema(
         parameters=[*SPACE_PARAMETERS, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
@@ -255,11 +274,11 @@ class SpaceDocumentApi(RawBodyApi):
         responses=SpaceDocumentSerializer,
     )
     def put(self, request: Request) -> Response:
-        return document_put(request, handle=_space(request), writer=_writer(request))
+        return document_put(request, handle=_space(request, "path"), writer=_writer(request))
 
     @extend_schema(summary="Delete a memory space document")
     @refuses(
-        SpaceInvalid,
+        *SPACE_QUERY_REFUSALS,
         InvalidDocumentPath,
         NotFound,
         GlobalSpaceWriteDenied,
@@ -272,12 +291,12 @@ class SpaceDocumentApi(RawBodyApi):
         responses={204: None},
     )
     def delete(self, request: Request) -> Response:
-        return document_delete(request, handle=_space(request), writer=_writer(request))
+        return document_delete(request, handle=_space(request, "path"), writer=_writer(request))
 
 
 class SpaceExportApi(RawBodyApi):
     @extend_schema(summary="Export a memory space as an archive")
-    @refuses(SpaceInvalid, SecretDetected, DocumentUnreadable, StoreUnavailable)
+    @refuses(*SPACE_QUERY_REFUSALS, SecretDetected, DocumentUnreadable, StoreUnavailable)
     @extend_schema(
         parameters=SPACE_PARAMETERS,
         responses={
@@ -333,7 +352,7 @@ class SpaceImportApi(APIView):
         documents = PlannedSerializer(many=True)
 
     @extend_schema(summary="Import an archive into a memory space")
-    @refuses(SpaceInvalid, ValidationFailed, ArchiveInvalid, ArchiveChecksumMismatch)
+    @refuses(*SPACE_QUERY_REFUSALS, ArchiveInvalid, ArchiveChecksumMismatch)
     @refuses(*SPACE_WRITE_REFUSALS)
     @extend_schema(
         parameters=[
@@ -357,7 +376,7 @@ class SpaceImportApi(APIView):
         responses=OutputSerializer,
     )
     def post(self, request: Request) -> Response:
-        handle = _space(request)
+        handle = _space(request, "strategy", "dryRun")
         writer = replace(_writer(request), kind=WriterKind.IMPORT)
         strategy = archive.import_strategy_parse(request.query_params.get("strategy"))
         dry_run = _query_flag(request, "dryRun")

@@ -31,7 +31,7 @@ from workspaces.api.headers import (
     entity_tag,
     flag_from,
 )
-from workspaces.api.input import validated
+from workspaces.api.input import NO_BODY_REFUSALS, no_body_require, validated
 from workspaces.errors import (
     DocumentTooLarge,
     DocumentUnreadable,
@@ -306,6 +306,7 @@ class ProposalListApi(APIView):
 class ProposalApplyApi(APIView):
     @extend_schema(summary="Apply a proposal to the memory document")
     @refuses(*MEMBER_REFUSALS, *BASE_VERSION_REFUSALS, ProposalRetired, DocumentTooLarge)
+    @refuses(*NO_BODY_REFUSALS)
     @extend_schema(
         parameters=BASE_VERSION_PARAMETERS,
         request=None,
@@ -313,6 +314,7 @@ class ProposalApplyApi(APIView):
     )
     def post(self, request: Request, workspace_id: int, proposal_id: uuid.UUID) -> Response:
         membership = caller_membership(request, workspace_id)
+        no_body_require(request)
         revision = services.memory_proposal_apply(
             workspace=membership.workspace,
             author=membership.user,
@@ -324,10 +326,11 @@ class ProposalApplyApi(APIView):
 
 class ProposalDismissApi(APIView):
     @extend_schema(summary="Dismiss a proposal")
-    @refuses(*MEMBER_REFUSALS, ProposalRetired)
+    @refuses(*MEMBER_REFUSALS, ProposalRetired, *NO_BODY_REFUSALS)
     @extend_schema(request=None, responses={204: None})
     def post(self, request: Request, workspace_id: int, proposal_id: uuid.UUID) -> Response:
         membership = caller_membership(request, workspace_id)
+        no_body_require(request)
         services.memory_proposal_dismiss(
             workspace=membership.workspace, author=membership.user, proposal_id=proposal_id
         )

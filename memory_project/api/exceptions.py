@@ -47,7 +47,9 @@ def code_and_status(kind: type[Exception]) -> tuple[str, int]:
         return kind.code, kind.status
     for drf_kind, code, status in DRF_ERROR_CODES:
         if issubclass(kind, drf_kind):
-            return code, status
+            # A subclass may name its own code, as TokenRevoked does.
+            own_code = str(getattr(kind, "default_code", ""))
+            return (own_code if own_code.isupper() else code), status
     raise LookupError(f"{kind.__name__} is not answered by the API's exception handler")
 
 

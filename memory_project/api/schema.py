@@ -16,7 +16,7 @@ from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import exceptions as drf
 
 from memory_project.api.exceptions import code_and_status
-from workspaces.errors import CredentialExpired
+from workspaces.errors import CredentialKindRefused
 
 Refusal = type[Exception]
 
@@ -91,7 +91,11 @@ class QualifiedAutoSchema(AutoSchema):
             *getattr(method, "refusals", ()),
         ]
         if self.view.get_permissions():
-            found += [drf.NotAuthenticated, drf.AuthenticationFailed, CredentialExpired]
+            # No credential, or one no authenticator of the route takes (exceptions.py);
+            # then what each authenticator refuses a credential it takes with.
+            found += [drf.NotAuthenticated, CredentialKindRefused]
+            for authenticator in self.view.get_authenticators():
+                found += getattr(authenticator, "refusals", ())
         if self.method in {"PUT", "POST", "PATCH"} and self.get_request_serializer() is not None:
             found += [drf.ParseError, drf.ValidationError, drf.UnsupportedMediaType]
         if self.view.get_throttles():

@@ -11,7 +11,8 @@ from automation.models import Admission, Conversation
 from automation.services import conversation_create
 from memory_project.api.parsers import MAX_JSON_DEPTH, nesting_exceeds
 from memory_project.tests.test_error_shape import assert_shape
-from workspaces.models import AuditEvent, File, FileVersion, Workspace
+from memory_project.tests.test_tenancy_matrix import UNSTORABLE_ID
+from workspaces.models import AuditEvent, File, FileVersion, Workspace, WorkspaceMembership
 
 
 def nested(depth: int) -> str:
@@ -168,3 +169,81 @@ def test_a_percent_encoded_utf8_path_still_reads(tenant):
     assert response.status_code == 200, response.content
     assert response.json()["content"] == "menu"
     assert File.objects.get(workspace=tenant.workspace).path == path
+
+
+def test_a_body_workspace_id_no_row_can_hold_is_404(tenant):
+    client = tenant.client_for(tenant.member)
+    before = _written_rows()
+
+    response = client.post(
+        "/api/v1/agents/assistant/conversations", {"workspaceId": UNSTORABLE_ID}, format="json"
+    )
+
+    assert_shape(response, 404, "NOT_FOUND")
+    assert _written_rows() == before
+
+
+def test_a_body_user_id_no_row_can_hold_is_no_team_member(tenant):
+    client = tenant.client_for(tenant.admin)
+    members = WorkspaceMembership.objects.filter(workspace=tenant.workspace)
+    before = set(members.values_list("user_id", flat=True))
+
+    response = client.post(
+        f"/api/v1/workspaces/{tenant.workspace.pk}/members",
+        {"userId": UNSTORABLE_ID},
+        format="json",
+    )
+
+    error = assert_shape(response, 422, "NOT_TEAM_MEMBER")
+    assert error["detail"] == {"userId": UNSTORABLE_ID}
+    assert set(members.values_list("user_id", flat=True)) == before
+
+
+# A parameter sent twice: which one a route would act on is a guess (Django takes the last,
+# a proxy in front may have judged the first), so it is refused, named, before any view.
+REPEATED_QUERIES = [
+    ("get", "/api/v1/workspaces/{ws}/documents?path=a.md&path=b.md", "path"),
+    ("put", "/api/v1/workspaces/{ws}/documents?path=a.md&path=b.md", "path"),
+    ("get", "/api/v1/workspaces/{ws}/memory/versions?limit=1&limit=2", "limit"),
+    ("get", "/api/v1/memory/usage?visibility=org&name=n&visibility=global", "visibility"),
+    ("put", "/api/v1/memory/doc?visibility=org&name=n&path=a.md&name=m", "name"),
+]
+
+
+@pytest.mark.parametrize(("method", "route", "parameter"), REPEATED_QUERIES)
+def test_a_query_parameter_sent_twice_is_refused_and_named(tenant, method, route, parameter):
+    client = tenant.client_for(tenant.member)
+    before = _written_rows()
+    # Each route's own kind of body, so that only the query is wrong.
+    markdown = route.startswith("/api/v1/memory/")
+    body = json.dumps({"content": "planted"}) if not markdown else "planted"
+
+    response = getattr(client, method)(
+        route.format(ws=tenant.workspace.pk),
+        data=body if method == "put" else None,
+        content_type="text/markdown" if markdown else "application/json",
+        HTTP_X_BASE_VERSION="0",
+    )
+
+    error = assert_shape(response, 400, "VALIDATION_FAILED")
+    assert error["detail"]["reason"] == "repeated"
+    assert set(error["detail"]["fields"]) == {parameter}
+    assert _written_rows() == before
+
+
+@pytest.mark.parametrize(("route", "method", "field", "headers"), JSON_ROUTES)
+def test_a_json_name_sent_twice_in_one_object_is_400_on_every_json_route(
+    tenant, route, method, field, headers
+):
+    client = tenant.client_for(tenant.admin)
+    conversation = conversation_create(workspace=tenant.workspace, owner=tenant.admin)
+    url = route.format(ws=tenant.workspace.pk, conv=conversation.pk)
+    before = _written_rows()
+
+    response = getattr(client, method)(
+        url, data=f'{{"{field}": 1, "{field}": 2}}', content_type="application/json", **headers
+    )
+
+    error = assert_shape(response, 400, "MALFORMED_REQUEST")
+    assert repr(field) in error["message"]
+    assert _written_rows() == before

@@ -115,7 +115,9 @@ def test_the_memory_save_documents_the_refusals_its_view_declares(db, client):
     assert {"DOCUMENT_TOO_LARGE", "TENANT_QUOTA_EXCEEDED"} <= _codes(put, "422")
     assert {"VALIDATION_FAILED", "INVALID_HEADER", "MALFORMED_REQUEST"} <= _codes(put, "400")
     assert {"NOT_FOUND"} == _codes(put, "404")
-    assert {"AUTHENTICATION_REQUIRED", "TOKEN_INVALID", "TOKEN_EXPIRED"} == _codes(put, "401")
+    assert {"AUTHENTICATION_REQUIRED", "TOKEN_INVALID", "TOKEN_EXPIRED", "TOKEN_REVOKED"} == _codes(
+        put, "401"
+    )
 
 
 def test_the_import_refuses_its_query_parameters_with_the_one_validation_code(db, client):
@@ -192,3 +194,45 @@ def test_every_json_request_body_has_an_example_the_server_accepts(db, client):
             assert serializer.is_valid(), (method, route, name, serializer.errors)
             checked += 1
     assert checked >= 15
+
+
+def test_every_operation_lists_what_it_answers_to_a_credential_it_refuses(make_world, settings):
+    """A revoked token, a token of another scope, a bot's token and another scheme, sent to
+    every operation: each answer's code is one the operation lists under that status."""
+    from rest_framework.test import APIClient
+
+    from workspaces.models import ApiToken
+    from workspaces.services import api_token_create, api_token_revoke
+
+    settings.BEARER_FAILURE_LIMIT = 10_000
+    world = make_world()
+    member, team = world.tenant.member, world.tenant.team
+    revoked, raw_revoked = api_token_create(user=member, team=team, name="revoked")
+    api_token_revoke(token=revoked, actor=member)
+    _, raw_mcp = api_token_create(user=member, team=team, name="mcp", scope=ApiToken.Scope.MCP)
+    credentials = {
+        "revoked": f"Bearer {raw_revoked}",
+        "mcp": f"Bearer {raw_mcp}",
+        "other scheme": "Basic bWVtYmVyOnB3",
+    }
+    schema = _served_schema(world.clients[next(iter(world.clients))])
+    answered = set()
+
+    for route, method, operation in _operations(schema):
+        url = route.format(**world.ids)
+        for name, header in credentials.items():
+            response = getattr(APIClient(), method)(url, HTTP_AUTHORIZATION=header)
+            if response.status_code < 400:
+                continue
+            code, status = response.json()["error"]["code"], str(response.status_code)
+            answered.add(code)
+            listed = operation["responses"].get(status)
+            assert listed is not None, (name, method, route, status, code)
+            assert code in listed["content"]["application/json"]["examples"], (
+                name,
+                method,
+                route,
+                code,
+            )
+
+    assert {"TOKEN_REVOKED", "TOKEN_SCOPE_REFUSED", "CREDENTIAL_KIND_REFUSED"} <= answered

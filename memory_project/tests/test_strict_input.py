@@ -9,8 +9,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from conftest import assert_error
+from memory.models import Proposal
+from memory.tests.conftest import proposal_create
 from memory_project.api.serializers import ProhibitSurrogateCharacters
-from workspaces.models import File
+from workspaces.models import File, FileVersion, KeySession
 
 
 def _memory_files(tenant) -> int:
@@ -106,3 +108,46 @@ def test_a_lone_surrogate_is_refused_as_drf_refuses_it(memory_api, tenant, conte
 def test_text_with_no_lone_surrogate_passes_the_check():
     for text in ["", "- likes tea\n", "emoji \U0001f600 and \ue000 \uffff"]:
         ProhibitSurrogateCharacters()(text)
+
+
+# The POST routes that take no body: what a client sends them is refused, never ignored (a
+# client asking for a shorter-lived JWT or key session must not silently get the default).
+BODYLESS_POSTS = [
+    "/api/v1/auth/jwt",
+    "/api/v1/workspaces/{ws}/key-sessions",
+    "/api/v1/workspaces/{ws}/memory/proposals/{proposal}/apply",
+    "/api/v1/workspaces/{ws}/memory/proposals/{proposal}/dismiss",
+]
+
+
+def _bodyless_state() -> tuple[object, ...]:
+    return (
+        KeySession.objects.count(),
+        list(Proposal.objects.values_list("status", flat=True)),
+        FileVersion.objects.count(),
+    )
+
+
+@pytest.mark.parametrize("route", BODYLESS_POSTS)
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "code"),
+    [
+        ('{"expiresInSeconds": 60}', "application/json", 400, "VALIDATION_FAILED"),
+        ("expiresInSeconds=60", "application/x-www-form-urlencoded", 415, "UNSUPPORTED_MEDIA_TYPE"),
+    ],
+    ids=["json field", "form"],
+)
+def test_a_body_sent_to_a_route_that_takes_none_is_refused(
+    tenant, route, body, content_type, status, code
+):
+    proposal = proposal_create(tenant, "- likes green tea", "read_only", base_version=0)
+    client = tenant.client_for(tenant.member)
+    url = route.format(ws=tenant.workspace.pk, proposal=proposal.pk)
+    before = _bodyless_state()
+
+    response = client.post(url, data=body, content_type=content_type, HTTP_X_BASE_VERSION="0")
+
+    error = assert_error(response, status, code)
+    if code == "VALIDATION_FAILED":
+        assert set(error["detail"]["fields"]) == {"expiresInSeconds"}
+    assert _bodyless_state() == before

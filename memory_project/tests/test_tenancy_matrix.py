@@ -27,6 +27,7 @@ from workspaces.models import (
     Bot,
     FileVersion,
     KeySession,
+    TeamMembership,
     Workspace,
     WorkspaceMembership,
 )
@@ -137,3 +138,29 @@ def test_another_tenants_object_is_404_on_every_route(make_world, route, method,
 
     assert_shape(response, 404, "NOT_FOUND")
     assert _state_of(other) == before
+
+
+INTEGER_KEYWORD = re.compile(r"<int:(\w+)>")
+# Past every integer column of both databases: SQLite refuses to bind it at all.
+UNSTORABLE_ID = 10**20
+
+
+@pytest.mark.parametrize(
+    ("route", "method", "authentication"),
+    [case for case in matrix() if INTEGER_KEYWORD.search(case.values[0])],
+)
+def test_an_id_no_row_can_hold_is_404_on_every_route(make_world, route, method, authentication):
+    caller = make_world()
+    # An owner, so that the bot routes reach the id rather than refusing the caller first.
+    TeamMembership.objects.filter(team=caller.tenant.team, user=caller.tenant.member).update(
+        role=TeamMembership.Role.OWNER
+    )
+    url = "/" + INTEGER_KEYWORD.sub(str(UNSTORABLE_ID), route)
+    url = KEYWORD.sub(lambda match: str(caller.ids[match.group(1)]), url)
+    before = _state_of(caller)
+
+    client = caller.clients[authentication]
+    response = getattr(client, method)(url, {}, format="json", **PRECONDITIONS)
+
+    assert_shape(response, 404, "NOT_FOUND")
+    assert _state_of(caller) == before

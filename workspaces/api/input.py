@@ -5,9 +5,30 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.exceptions import ParseError, UnsupportedMediaType, ValidationError
+from rest_framework.request import Request
+
+from memory_project.api.serializers import StrictSerializer
 
 
 def validated(serializer: serializers.Serializer) -> dict[str, Any]:
     """The serializer's validated data, or its VALIDATION_FAILED refusal."""
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+class _NoBody(StrictSerializer):
+    """The body of a route that takes none: absent, or an empty JSON object."""
+
+
+# What `no_body_require` refuses with, for the schema.
+NO_BODY_REFUSALS = (ParseError, ValidationError, UnsupportedMediaType)
+
+
+def no_body_require(request: Request) -> None:
+    """Refuse a body sent to a route that takes none, rather than ignore it: each field of a
+    JSON object is VALIDATION_FAILED and named, a body of another type 415, as on a route
+    that takes one. A client asking for something the route does not offer (a shorter-lived
+    credential) learns so instead of getting the default."""
+    if request.stream is not None:  # DRF's None: no body at all
+        validated(_NoBody(data=request.data))

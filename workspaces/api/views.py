@@ -16,7 +16,7 @@ from memory_project.api.serializers import StrictSerializer
 from workspaces import selectors, services
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
 from workspaces.api.generic import RevokeApi, WorkspaceSettingApi
-from workspaces.api.input import validated
+from workspaces.api.input import NO_BODY_REFUSALS, no_body_require, validated
 from workspaces.authentication import Credential, request_credential
 from workspaces.errors import (
     AlreadyMember,
@@ -277,10 +277,12 @@ class JwtIssueApi(APIView):
     @operation(
         "Exchange your credential for a short-lived JWT",
         CredentialKindRefused,
+        *NO_BODY_REFUSALS,
         request=None,
         responses={201: OutputSerializer},
     )
     def post(self, request: Request) -> Response:
+        no_body_require(request)
         token, expires_at = services.jwt_issue(credential=request_credential(request))
         body = {
             "token": token,
@@ -308,11 +310,13 @@ class KeySessionListCreateApi(APIView):
         "Open a key session on the workspace",
         *MEMBER_REFUSALS,
         KeySessionStoreUnavailable,
+        *NO_BODY_REFUSALS,
         request=None,
         responses={201: OutputSerializer},
     )
     def post(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
+        no_body_require(request)
         session = services.key_session_open(workspace=membership.workspace, user=membership.user)
         return Response(self.OutputSerializer(session).data, status=status.HTTP_201_CREATED)
 

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from conftest import Tenant, assert_error
 from memory.errors import StoreUnavailable
+from memory.models import SpaceDocument
 from memory.spaces import selectors, services
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
@@ -506,6 +507,68 @@ def test_store_unavailable_is_503_on_every_verb(api, monkeypatch):
 
     assert [response.status_code for response in responses] == [503] * 5
     assert {response.json()["error"]["code"] for response in responses} == {"STORE_UNAVAILABLE"}
+
+
+@pytest.mark.parametrize(
+    "unknown",
+    [{"user": "5"}, {"tenant": "9"}, {"team": "9"}, {"pth": "a.md"}],
+    ids=["user", "tenant", "team", "misspelt"],
+)
+def test_a_query_parameter_no_space_route_takes_is_refused_on_every_verb(api, unknown):
+    # A space's tenant and user come from the credential, never the query (there is no
+    # ?user=): a client naming another one must not be answered with its own space.
+    responses = every_verb(api, {**ORG_SPACE, **unknown})
+
+    assert [response.status_code for response in responses] == [400] * 5
+    for response in responses:
+        error = assert_error(response, 400, "VALIDATION_FAILED")
+        assert set(error["detail"]["fields"]) == set(unknown)
+    assert api.get_docs(ORG_SPACE).json()["documents"] == []
+
+
+# The operations `every_verb` calls, in its order.
+EVERY_VERB = [
+    ("/api/v1/memory/usage", "get"),
+    ("/api/v1/memory/docs", "get"),
+    ("/api/v1/memory/doc", "get"),
+    ("/api/v1/memory/doc", "put"),
+    ("/api/v1/memory/doc", "delete"),
+]
+
+
+def test_the_schema_lists_store_unavailable_on_every_verb_that_answers_it(api, monkeypatch):
+    for module in (services, selectors):
+        monkeypatch.setattr(module, "store_get", UnreachableStore)
+    schema = api.client.get("/api/schema/", {"format": "json"}).json()
+
+    responses = every_verb(api, ORG_SPACE)
+
+    for (route, method), response in zip(EVERY_VERB, responses, strict=True):
+        assert "STORE_UNAVAILABLE" in listed_codes(schema, route, method, response.status_code)
+
+
+def test_a_listing_of_a_space_holding_an_unreadable_document_is_422_as_its_schema_says(
+    api, every_store
+):
+    if every_store != "database":
+        pytest.skip("the filesystem store keeps bodies as they are: nothing to fail to open")
+    api.put(ORG_SPACE, "a.md", b"kept\n", base=0)
+    rows = SpaceDocument.objects.all()
+    tampered = bytearray(rows.get().body_ciphertext)
+    tampered[20] ^= 0x01
+    rows.update(body_ciphertext=bytes(tampered))
+    schema = api.client.get("/api/schema/", {"format": "json"}).json()
+
+    response = api.get_docs(ORG_SPACE)
+
+    assert_error(response, 422, "DOCUMENT_UNREADABLE")
+    assert "DOCUMENT_UNREADABLE" in listed_codes(schema, "/api/v1/memory/docs", "get", 422)
+
+
+def listed_codes(schema: dict[str, Any], route: str, method: str, status: int) -> set[str]:
+    """The codes the schema lists for `method route` under `status` (none if no such status)."""
+    response = schema["paths"][route][method]["responses"].get(str(status), {})
+    return set(response.get("content", {}).get("application/json", {}).get("examples", {}))
 
 
 # ---- the Origin gate ---------------------------------------------------------------------------
