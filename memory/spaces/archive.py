@@ -613,9 +613,10 @@ def _entries_read(entries: Iterator[_Entry]) -> _Contents:
     )
     for count, (member, read) in enumerate(entries, start=1):
         name = member.name
+        # First: every refusal below names the entry, and its name must be text to be named.
+        _entry_judge(member)
         if count > max_entries:
             raise ArchiveInvalid(reason="too_many_entries", entry=name, limit=max_entries)
-        _entry_judge(member)
         if name in names:
             raise ArchiveInvalid(reason="duplicate", entry=name)
         names.add(name)
@@ -657,6 +658,13 @@ def _entries_read(entries: Iterator[_Entry]) -> _Contents:
 def _entry_judge(member: tarfile.TarInfo) -> None:
     """Refuse an entry whose name or kind is not one this format writes."""
     name = member.name
+    # The tar readers decode a name's bytes that are not UTF-8 to lone surrogates, which
+    # no answer can carry: the refusal names it with those bytes escaped.
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        shown = name.encode(errors="surrogateescape").decode(errors="backslashreplace")
+        raise ArchiveInvalid(reason="not_utf8", entry=shown) from None
     segments = name.split("/")
     reason = None
     if name.startswith("/"):
@@ -722,6 +730,14 @@ def _manifest_parse(data: bytes) -> dict[str, Any]:
         ) from None
     if not isinstance(manifest, dict):
         raise ArchiveInvalid(reason="manifest_invalid", entry=MANIFEST, problem="not_an_object")
+    # JSON's escapes can spell a lone surrogate (`"\ud800"`), which no answer can carry, and
+    # a refusal may quote the manifest's strings.
+    try:
+        json.dumps(manifest, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise ArchiveInvalid(
+            reason="manifest_invalid", entry=MANIFEST, problem="not_unicode"
+        ) from None
     if manifest.get("format") != FORMAT:
         raise ArchiveInvalid(
             reason="format_unsupported", entry=MANIFEST, format=str(manifest.get("format"))[:100]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import io
+import tarfile
 from typing import Any
 from urllib.parse import urlencode
 
@@ -11,12 +13,19 @@ from rest_framework.test import APIClient
 
 from conftest import Tenant, assert_error
 from memory.models import SpaceDocument
-from memory.spaces.archive import space_export
+from memory.spaces.archive import FORMAT, space_export
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
 from memory.tests.secret_corpus import CREDENTIALS
 from memory.tests.spaces.conftest import store_write
-from memory.tests.test_space_archive import INCOMING, Entry, archive_of, contents, layout
+from memory.tests.test_space_archive import (
+    INCOMING,
+    Entry,
+    archive_of,
+    contents,
+    layout,
+    tar_bytes,
+)
 
 pytestmark = pytest.mark.usefixtures("every_store")
 
@@ -193,8 +202,57 @@ def test_an_unknown_strategy_or_flag_is_validation_failed_naming_it_and_writes_n
             "ARCHIVE_CHECKSUM_MISMATCH",
             {"entry": "docs/a.md"},
         ),
+        # Names and manifest strings that are not Unicode: the refusal names them in a form
+        # JSON can carry (they once reached the renderer as they were, a 500).
+        (
+            archive_of(layout(INCOMING, extra=[Entry("docs/\udcff.md", b"x\n")])),
+            400,
+            "ARCHIVE_INVALID",
+            {"reason": "not_utf8", "entry": "docs/\\xff.md"},
+        ),
+        (
+            gzip.compress(
+                tar_bytes(
+                    layout(INCOMING, extra=[Entry("extra/\udcfe", b"x")]),
+                    tar_format=tarfile.USTAR_FORMAT,
+                )
+            ),
+            400,
+            "ARCHIVE_INVALID",
+            {"reason": "not_utf8", "entry": "extra/\\xfe"},
+        ),
+        (
+            archive_of(layout(INCOMING, manifest={"format": "\ud800"})),
+            400,
+            "ARCHIVE_INVALID",
+            {"reason": "manifest_invalid", "entry": "manifest.json", "problem": "not_unicode"},
+        ),
+        (
+            # Listed after the archive's documents, which it lists as they are.
+            archive_of(
+                layout(
+                    INCOMING,
+                    manifest={
+                        "format": FORMAT,
+                        "documents": [{"path": path} for path in [*INCOMING, "\ud800.md"]],
+                    },
+                )
+            ),
+            400,
+            "ARCHIVE_INVALID",
+            {"reason": "manifest_invalid", "entry": "manifest.json", "problem": "not_unicode"},
+        ),
     ],
-    ids=["traversal", "not gzip", "empty", "checksum"],
+    ids=[
+        "traversal",
+        "not gzip",
+        "empty",
+        "checksum",
+        "document name not UTF-8",
+        "ignored name not UTF-8",
+        "manifest format not Unicode",
+        "manifest path not Unicode",
+    ],
 )
 def test_a_refused_archive_is_answered_with_its_code_and_writes_nothing(
     client, tenant, body, status, code, detail
