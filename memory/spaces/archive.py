@@ -724,7 +724,8 @@ def _member_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
 def _manifest_parse(data: bytes) -> dict[str, Any]:
     try:
         manifest = json.loads(data)
-    except (UnicodeDecodeError, ValueError):
+    # RecursionError: nested deeper than the parser's recursion reaches.
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise ArchiveInvalid(
             reason="manifest_invalid", entry=MANIFEST, problem="not_json"
         ) from None

@@ -475,6 +475,14 @@ HOSTILE: list[tuple[str, Callable[[], bytes], str, str | None, str | None]] = [
         "manifest.json",
     ),
     (
+        # Deeper than the parser's recursion: once a RecursionError, a 500.
+        "manifest nested past the stack",
+        lambda: with_manifest(b"[" * 100_000 + b"]" * 100_000),
+        "ARCHIVE_INVALID",
+        "manifest_invalid",
+        "manifest.json",
+    ),
+    (
         "manifest not JSON",
         lambda: with_manifest(b"{not json"),
         "ARCHIVE_INVALID",
