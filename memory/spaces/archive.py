@@ -49,6 +49,7 @@ from memory.spaces.handle import SpaceHandle
 from memory.spaces.quotas import store_get
 from memory.spaces.services import (
     SpaceWriter,
+    space_document_write_check,
     space_documents_write_many,
     space_write_permit,
 )
@@ -356,6 +357,12 @@ def space_import(
     contents = _archive_read(archive)
     existing = {meta.path: meta for meta in store_get().list(handle)}
     plan = _plan(contents.documents, existing, strategy)
+    # A document the plan skips is judged as the written ones are (the batch's write judges
+    # those), so whether an archive is refused never depends on what the space holds.
+    for planned in plan:
+        if planned.action is ImportAction.SKIP:
+            body = contents.documents[planned.path]
+            space_document_write_check(handle=handle, path=planned.path, body=body, writer=writer)
     writes = [
         PendingWrite(
             path=planned.target,

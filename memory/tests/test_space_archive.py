@@ -39,7 +39,7 @@ from memory.spaces.services import SpaceWriter, WriterKind, space_document_write
 from memory.spaces.store import DocumentMeta, StoredDocument
 from memory.tests.secret_corpus import CREDENTIALS
 from memory.tests.spaces.conftest import store_write
-from workspaces.errors import DocumentTooLarge, ValidationFailed
+from workspaces.errors import DocumentTooLarge, InvalidText, ValidationFailed
 from workspaces.models import AuditEvent, User
 
 # Every behaviour, on both stores.
@@ -687,6 +687,27 @@ def test_dry_run_answers_the_same_plan_and_writes_nothing(tenant, strategy):
 
     assert unchanged == before
     assert planned == done
+
+
+@pytest.mark.parametrize(
+    ("body", "refusal"),
+    [
+        (f"token {CREDENTIALS[0]}\n".encode(), SecretDetected),
+        (b"not UTF-8 \xff\n", InvalidText),
+    ],
+    ids=["credential", "not UTF-8"],
+)
+def test_a_document_the_plan_skips_is_judged_like_the_others(tenant, body, refusal):
+    # The same archive is refused whatever the space holds: a skipped document was once
+    # never judged, so this one imported into a space that had a.md and was refused
+    # into one that had not.
+    handle = space(tenant)
+    fill(tenant, handle, {"a.md": b"old a\n"})
+
+    with pytest.raises(refusal):
+        run_import(tenant, handle, archive_of(layout({"a.md": body, "b.md": b"b\n"})))
+
+    assert contents(handle) == {"a.md": b"old a\n"}
 
 
 def test_dry_run_refuses_what_the_import_would(tenant, settings):
