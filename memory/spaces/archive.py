@@ -391,6 +391,11 @@ def _plan(
     documents: dict[str, bytes], existing: dict[str, DocumentMeta], strategy: ImportStrategy
 ) -> list[PlannedDocument]:
     taken = set(existing) | set(documents)
+    # A directory of either is taken too: a document under its name would be refused whole
+    # (path_conflict).
+    taken |= {
+        path.rsplit("/", depth)[0] for path in taken for depth in range(1, path.count("/") + 1)
+    }
     plan = []
     for path in sorted(documents):
         if path not in existing:
@@ -407,8 +412,9 @@ def _plan(
 
 
 def _free_name(path: str, taken: set[str]) -> str:
-    """`<name>.import.md`, else `<name>.import-2.md`, `-3`, ...: the first name neither the
-    space nor the archive nor an earlier rename holds. Never an overwrite."""
+    """`<name>.import.md`, else `<name>.import-2.md`, `-3`, ...: the first name that is not
+    `taken` (by the space, the archive, an earlier rename, or as a directory of one of
+    them). Never an overwrite."""
     stem = path.removesuffix(DOCUMENT_SUFFIX)
     number = 1
     while True:

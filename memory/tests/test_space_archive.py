@@ -674,6 +674,28 @@ def test_rename_steps_over_a_name_the_archive_itself_brings(tenant):
     }
 
 
+@pytest.mark.parametrize(
+    ("held", "archive"),
+    [
+        ({"a.md": b"old a\n", "a.import.md/note.md": b"n\n"}, {"a.md": b"new\n"}),
+        ({"a.md": b"old a\n"}, {"a.md": b"new\n", "a.import.md/note.md": b"n\n"}),
+    ],
+    ids=["the space's", "the archive's"],
+)
+def test_rename_steps_over_a_name_that_is_a_directory(tenant, held, archive):
+    # `a.import.md` names a directory here: once chosen all the same, the whole import was
+    # refused (INVALID_DOCUMENT_PATH, path_conflict) though `a.import-2.md` was free.
+    handle = space(tenant)
+    fill(tenant, handle, held)
+
+    report = run_import(tenant, handle, archive_of(layout(archive)), ImportStrategy.RENAME)
+
+    assert [(d.path, d.target) for d in report.documents if d.path == "a.md"] == [
+        ("a.md", "a.import-2.md")
+    ]
+    assert contents(handle)["a.import-2.md"] == b"new\n"
+
+
 @pytest.mark.parametrize("strategy", list(ImportStrategy))
 def test_dry_run_answers_the_same_plan_and_writes_nothing(tenant, strategy):
     handle = space(tenant)
