@@ -345,6 +345,22 @@ def test_an_export_to_a_directory_that_does_not_exist_is_a_usage_error(tenant, t
 
 
 @pytest.mark.django_db
+def test_an_export_to_a_directory_is_a_usage_error_and_leaves_no_file(tenant, tmp_path):
+    put(tenant, "a.md", b"# A\n", 0, tmp_path)
+    target = tmp_path / "exports"
+    target.mkdir()
+    before = sorted(tmp_path.iterdir())
+
+    # Once an OSError out of the final rename: a traceback, and exit 1.
+    code, message, _ = refused("export", *org_space(tenant), "--out", str(target))
+
+    assert code == 2
+    assert message == f"cannot write {target}: Is a directory"
+    assert sorted(tmp_path.iterdir()) == before
+    assert list(target.iterdir()) == []
+
+
+@pytest.mark.django_db
 def test_an_archive_that_is_not_gzip_is_refused_and_nothing_is_imported(tenant, tmp_path):
     code, message, _ = refused(
         "import", *org_space(tenant), "--user", tenant.member.username,

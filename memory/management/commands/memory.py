@@ -737,7 +737,10 @@ def _replacing(target: Path) -> Iterator[Any]:
     try:
         with os.fdopen(handle, "w+b") as out:
             yield out
-        os.replace(temporary, target)
+        try:
+            os.replace(temporary, target)
+        except OSError as error:  # a directory, or a file that may not be replaced
+            raise UsageError(f"cannot write {target}: {error.strerror}") from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
