@@ -26,6 +26,7 @@ from memory.spaces.selectors import space_document_read
 from memory.spaces.store import body_checksum
 from memory.tests.secret_corpus import CREDENTIALS
 from memory.tests.spaces.conftest import store_write
+from workspaces.errors import VersionConflict
 from workspaces.services import api_token_create
 
 BASE_DIR = Path(settings.BASE_DIR)
@@ -358,6 +359,27 @@ def test_an_export_to_a_directory_is_a_usage_error_and_leaves_no_file(tenant, tm
     assert message == f"cannot write {target}: Is a directory"
     assert sorted(tmp_path.iterdir()) == before
     assert list(target.iterdir()) == []
+
+
+@pytest.mark.django_db
+def test_an_import_overtaken_by_another_write_says_to_run_it_again(tenant, tmp_path, monkeypatch):
+    # What two imports at once into one space meet: the import has no --base-version, which
+    # the refusal once told the person to pass.
+    def overtaken(**_: Any) -> None:
+        raise VersionConflict(currentVersion=2, path="a.md")
+
+    monkeypatch.setattr("memory.cli.space_import", overtaken)
+
+    code, message, _ = refused(
+        "import", *org_space(tenant), "--user", tenant.member.username,
+        "--in", _file(tmp_path, b"any archive"),
+    )  # fmt: skip
+
+    assert code == 1
+    assert message == (
+        "VERSION_CONFLICT: a.md changed while the archive was being imported; nothing was "
+        "imported; run the import again"
+    )
 
 
 @pytest.mark.django_db

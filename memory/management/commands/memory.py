@@ -79,9 +79,16 @@ class UsageError(CommandError):
         super().__init__(message, returncode=2)
 
 
-def _hint(code: str, detail: dict[str, Any]) -> str | None:
-    """What to do about a refusal, from its detail; None when its message says it all."""
+def _hint(code: str, detail: dict[str, Any], subcommand: str) -> str | None:
+    """What to do about a refusal of `subcommand`, from its detail; None when its message
+    says it all."""
     match code:
+        case "VERSION_CONFLICT" if subcommand == "import":
+            # Another write to the space between the import's plan and its write.
+            return (
+                f"{detail.get('path')} changed while the archive was being imported; nothing "
+                "was imported; run the import again"
+            )
         case "VERSION_CONFLICT":
             revision = detail.get("currentVersion")
             return (
@@ -321,14 +328,18 @@ class Command(BaseCommand):
                 }
                 actions[options["subcommand"]](self.client(options), options)
         except (DomainError, RemoteRefusal) as error:
-            raise self.refusal(error.code, error.message, error.detail) from None
+            raise self.refusal(
+                error.code, error.message, error.detail, subcommand=options["subcommand"]
+            ) from None
         except RemoteUnreachable as error:
             raise Refused(f"cannot reach the server: {error}") from None
 
-    def refusal(self, code: str, message: str, detail: dict[str, Any]) -> CommandError:
+    def refusal(
+        self, code: str, message: str, detail: dict[str, Any], *, subcommand: str
+    ) -> CommandError:
         if self.as_json:
             self.stdout.write(json.dumps(error_body(code, message, detail)))
-        hint = _hint(code, detail)
+        hint = _hint(code, detail, subcommand)
         text = f"{code}: {hint}" if hint else f"{code}: {message}"
         return UsageError(text) if code in USAGE_CODES else Refused(text)
 
