@@ -383,6 +383,23 @@ def test_an_import_overtaken_by_another_write_says_to_run_it_again(tenant, tmp_p
 
 
 @pytest.mark.django_db
+def test_a_quota_refusal_says_what_the_space_holds(tenant, tmp_path, settings):
+    settings.MEMORY_QUOTA_SPACE_BYTES = {**settings.MEMORY_QUOTA_SPACE_BYTES, "org": 3}
+    source = tmp_path / "body.md"
+    source.write_bytes(b"# A\n")
+
+    code, message, _ = refused(
+        "put", "a.md", *org_space(tenant), "--user", tenant.member.username,
+        "--file", str(source), "--base-version", "0",
+    )  # fmt: skip
+
+    assert code == 1
+    assert message.startswith(
+        "SPACE_QUOTA_EXCEEDED: the space holds 0 of 3 bytes and this adds 4; "
+    )
+
+
+@pytest.mark.django_db
 def test_an_archive_that_is_not_gzip_is_refused_and_nothing_is_imported(tenant, tmp_path):
     code, message, _ = refused(
         "import", *org_space(tenant), "--user", tenant.member.username,

@@ -112,9 +112,9 @@ def _hint(code: str, detail: dict[str, Any], subcommand: str) -> str | None:
                 f"{detail.get('limitBytes')}; split it into smaller documents"
             )
         case "SPACE_QUOTA_EXCEEDED" | "TENANT_QUOTA_EXCEEDED":
-            whose = "space" if code == "SPACE_QUOTA_EXCEEDED" else "team's spaces"
+            whose = "space holds" if code == "SPACE_QUOTA_EXCEEDED" else "team's spaces hold"
             return (
-                f"the {whose} hold {detail.get('usedBytes')} of {detail.get('quotaBytes')} "
+                f"the {whose} {detail.get('usedBytes')} of {detail.get('quotaBytes')} "
                 f"bytes and this adds {detail.get('deltaBytes')}; remove documents "
                 "(`memory rm`) or ask an operator for a larger quota"
             )
