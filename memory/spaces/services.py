@@ -163,7 +163,10 @@ def space_document_write_check(
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        raise InvalidText("The document is not valid UTF-8; nothing was written.") from None
+        # The path: a batch's refusal must say which of its documents.
+        raise InvalidText(
+            "The document is not valid UTF-8; nothing was written.", path=path
+        ) from None
     secret_refuse(text, path=path)
     return path
 

@@ -135,7 +135,7 @@ def _hint(code: str, detail: dict[str, Any], subcommand: str) -> str | None:
         case "MIRROR_NODE_BUSY":
             return "another process is using this node; retry when it is done"
         case "INVALID_TEXT":
-            return "the file is not UTF-8 text; convert it and retry"
+            return f"{detail.get('path')} is not UTF-8 text; convert it and retry"
         case "DOCUMENT_UNREADABLE":
             return (
                 f"{detail.get('path')} at revision {detail.get('revision')} fails its integrity "

@@ -264,6 +264,17 @@ def test_a_refused_archive_is_answered_with_its_code_and_writes_nothing(
     assert contents(org_handle(tenant)) == {}
 
 
+def test_a_document_that_is_not_utf8_is_named_in_the_refusal(client, tenant):
+    # One document of many: without its path the refusal left the person to find it.
+    archive = archive_of(layout({**INCOMING, "notes/latin1.md": b"caf\xe9\n"}))
+
+    response = post_import(client, ORG_SPACE, archive)
+
+    error = assert_error(response, 400, "INVALID_TEXT")
+    assert error["detail"] == {"path": "notes/latin1.md"}
+    assert contents(org_handle(tenant)) == {}
+
+
 @pytest.mark.parametrize("body", [archive_of(layout(INCOMING)), b""], ids=["full", "empty"])
 def test_an_import_of_another_type_is_415(client, tenant, body):
     url = "/api/v1/memory/import?" + urlencode(ORG_SPACE)
