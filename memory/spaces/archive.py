@@ -54,7 +54,12 @@ from memory.spaces.services import (
     space_write_permit,
 )
 from memory.spaces.store import DocumentMeta, PendingWrite, StoredDocument, body_checksum
-from workspaces.errors import DocumentTooLarge, InvalidDocumentPath, ValidationFailed
+from workspaces.errors import (
+    DocumentTooLarge,
+    DocumentUnreadable,
+    InvalidDocumentPath,
+    ValidationFailed,
+)
 from workspaces.paths import DOCUMENT_SUFFIX, canonical_document_path
 
 FORMAT = "iterion.memory.v1"
@@ -184,6 +189,7 @@ def archive_export(
             else:
                 # The scanner judges text; a body that is not UTF-8 is still scanned whole.
                 secret_refuse(document.body.decode("utf-8", "replace"), path=path)
+                _integrity_require(document)
                 exported.append((document.meta, bodies.tell()))
                 bodies.write(document.body)
             if progress is not None:
@@ -199,6 +205,16 @@ def archive_export(
         doc_bytes=sum(meta.size for meta in metas),
         unaddressable=unaddressable,
     )
+
+
+def _integrity_require(document: StoredDocument) -> None:
+    """The archive lists each document's recorded size and checksum: a body that is not the
+    one recorded (a file of the filesystem store edited on disk) would make an archive that
+    fails its own checks, so it is DOCUMENT_UNREADABLE, as a sealed body that fails its
+    authentication is."""
+    meta, body = document.meta, document.body
+    if len(body) != meta.size or body_checksum(body) != meta.checksum:
+        raise DocumentUnreadable(path=meta.path, revision=meta.revision)
 
 
 def space_export_file_name(handle: SpaceHandle) -> str:

@@ -39,7 +39,12 @@ from memory.spaces.services import SpaceWriter, WriterKind, space_document_write
 from memory.spaces.store import DocumentMeta, StoredDocument
 from memory.tests.secret_corpus import CREDENTIALS
 from memory.tests.spaces.conftest import store_write
-from workspaces.errors import DocumentTooLarge, InvalidText, ValidationFailed
+from workspaces.errors import (
+    DocumentTooLarge,
+    DocumentUnreadable,
+    InvalidText,
+    ValidationFailed,
+)
 from workspaces.models import AuditEvent, User
 
 # Every behaviour, on both stores.
@@ -282,6 +287,35 @@ def test_a_refused_export_closes_what_it_was_reading_at_once():
         archive_export(out=io.BytesIO(), space={"name": "x"}, documents=reading())
 
     assert closed == [True]
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [b"# A\nfirsT\n", b"# A\n", b"# A\nfirst\nand more\n"],
+    ids=["a byte altered", "cut", "longer"],
+)
+def test_an_export_refuses_a_body_that_is_not_what_its_metadata_says(stored):
+    # The filesystem store's bodies are files anyone with the disk can edit: an edited one
+    # was exported under a 200 with its sidecar's checksum (an archive that fails its own
+    # checks), cut to its recorded size, or padded with the next document's bytes.
+    recorded = b"# A\nfirst\n"
+    meta = DocumentMeta(
+        path="a.md",
+        size=len(recorded),
+        checksum="sha256:" + hashlib.sha256(recorded).hexdigest(),
+        revision=3,
+        updated_by="user:1",
+        updated_at=timezone.now(),
+    )
+    out = io.BytesIO()
+
+    with pytest.raises(DocumentUnreadable) as refused:
+        archive_export(
+            out=out, space={"name": "x"}, documents=[StoredDocument(meta=meta, body=stored)]
+        )
+
+    assert refused.value.detail == {"path": "a.md", "revision": 3}
+    assert out.getvalue() == b""
 
 
 # ---- round trip ----------------------------------------------------------------------------
