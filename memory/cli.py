@@ -50,7 +50,8 @@ class RemoteRefusal(Exception):
 
 
 class RemoteUnreachable(Exception):
-    """No answer from the server (refused connection, name not resolved, timeout, TLS)."""
+    """No answer from the server (refused connection, name not resolved, timeout, TLS, an
+    answer cut short), or a success answer that is not the API's (another server's page)."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ class RemoteSpaceClient:
         return dict(self.request("GET", "docs", query=query).json())
 
     def read(self, *, path: str) -> dict[str, Any]:
-        response = self.request("GET", "doc", query={"path": path})
+        response = self.request("GET", "doc", query={"path": path}, answer="text/markdown")
         return _document_data(path, response.content, int(response.headers["X-Revision"]))
 
     def write(self, *, path: str, body: bytes, base_version: int | None) -> dict[str, Any]:
@@ -193,18 +194,27 @@ class RemoteSpaceClient:
 
     def delete(self, *, path: str, base_version: int | None) -> None:
         self.request(
-            "DELETE", "doc", query={"path": path}, headers=_base_version_header(base_version)
+            "DELETE",
+            "doc",
+            query={"path": path},
+            headers=_base_version_header(base_version),
+            answer=None,
         )
 
     def export(self, *, out: BinaryIO, progress: Progress) -> dict[str, Any]:
-        response = self.request("GET", "export", stream=True)
+        response = self.request("GET", "export", stream=True, answer=MEDIA_TYPE)
         with response:
             total = int(response.headers.get("Content-Length") or 0)
             done = 0
-            for chunk in response.iter_content(CHUNK_BYTES):
-                out.write(chunk)
-                done += len(chunk)
-                progress(done, total)
+            try:
+                for chunk in response.iter_content(CHUNK_BYTES):
+                    out.write(chunk)
+                    done += len(chunk)
+                    progress(done, total)
+            except requests.RequestException as error:
+                raise RemoteUnreachable(
+                    f"the answer from {self.base_url} was cut short: {type(error).__name__}"
+                ) from None
         out.flush()
         return _manifest_summary(out)
 
@@ -228,9 +238,11 @@ class RemoteSpaceClient:
         headers: dict[str, str] | None = None,
         data: bytes | IO[bytes] | None = None,
         stream: bool = False,
+        answer: str | None = "application/json",
     ) -> requests.Response:
-        """One request to `route` under the base URL, with the space's query; a refusal
-        raises RemoteRefusal, no answer RemoteUnreachable."""
+        """One request to `route` under the base URL, with the space's query, whose success
+        is of the media type `answer` (None: no body); a refusal raises RemoteRefusal, no
+        answer, or a success of another type, RemoteUnreachable."""
         try:
             response = self.session.request(
                 method,
@@ -249,6 +261,13 @@ class RemoteSpaceClient:
             ) from None
         if response.status_code >= 300:
             raise _refusal(response)
+        received = response.headers.get("Content-Type", "")
+        if answer is not None and received.split(";")[0].strip().lower() != answer:
+            response.close()
+            raise RemoteUnreachable(
+                f"{self.base_url} answered {response.status_code} with {received or 'no type'}"
+                ", not the API's answer; check --remote"
+            )
         return response
 
 

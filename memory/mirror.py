@@ -268,6 +268,7 @@ class RemoteMirrorSpace:
             "doc",
             query={"path": path},
             headers={"X-Base-Version": str(expected_revision)},
+            answer=None,
         )
 
 

@@ -4,12 +4,15 @@ exit codes end to end in a subprocess."""
 
 from __future__ import annotations
 
+import http.server
 import io
 import json
 import os
 import pty
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -541,6 +544,56 @@ def test_an_unreachable_server_is_a_refusal():
 
     assert code == 1
     assert message.startswith("cannot reach the server: no answer from http://127.0.0.1:9/")
+
+
+@pytest.fixture
+def not_the_api() -> Iterator[str]:
+    """The base URL of a server that answers every request 200 with a page of its own (a
+    sign-in portal, or --remote naming the wrong host)."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b"<html>Sign in</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_DELETE = answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("subcommand", ["export", "import", "ls"])
+def test_an_answer_that_is_not_the_apis_is_a_refusal(not_the_api, subcommand, tmp_path):
+    # Once a traceback: a 200 page read as JSON, or as an archive whose manifest it wanted.
+    args = {
+        "export": ["--out", str(tmp_path / "x.tar.gz")],
+        "import": ["--in", _file(tmp_path, b"any archive")],
+        "ls": [],
+    }[subcommand]
+
+    code, message, _ = refused(
+        subcommand, "--remote", not_the_api, "--token", "t",
+        "--visibility", "org", "--name", "n", *args,
+    )  # fmt: skip
+
+    assert code == 1
+    assert message == (
+        f"cannot reach the server: {not_the_api}/api/v1/memory/ answered 200 with text/html, "
+        "not the API's answer; check --remote"
+    )
+    assert not (tmp_path / "x.tar.gz").exists()
 
 
 # Exit codes end to end
