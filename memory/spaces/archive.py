@@ -422,9 +422,20 @@ def _plan(
             plan.append(PlannedDocument(path=path, action=ImportAction.OVERWRITE, target=path))
         else:
             target = _free_name(path, taken)
+            _rename_target_require(path, target)
             taken.add(target)
             plan.append(PlannedDocument(path=path, action=ImportAction.RENAME, target=target))
     return plan
+
+
+def _rename_target_require(path: str, target: str) -> None:
+    """A renamed copy's name is judged here, not only by the write: its refusal names the
+    archive's document and the name it would have had (a name at the length limits has no
+    room for `.import`)."""
+    try:
+        canonical_document_path(target)
+    except InvalidDocumentPath as error:
+        raise InvalidDocumentPath(error.message, **error.detail, path=path, target=target) from None
 
 
 def _free_name(path: str, taken: set[str]) -> str:

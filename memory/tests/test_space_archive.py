@@ -42,6 +42,7 @@ from memory.tests.spaces.conftest import store_write
 from workspaces.errors import (
     DocumentTooLarge,
     DocumentUnreadable,
+    InvalidDocumentPath,
     InvalidText,
     ValidationFailed,
 )
@@ -728,6 +729,25 @@ def test_rename_steps_over_a_name_that_is_a_directory(tenant, held, archive):
         ("a.md", "a.import-2.md")
     ]
     assert contents(handle)["a.import-2.md"] == b"new\n"
+
+
+def test_a_renamed_copy_whose_name_would_be_too_long_is_refused_naming_it(tenant):
+    # A name at the segment limit has no room for `.import`: the refusal once gave only the
+    # reason, leaving the person to find which of the archive's documents it meant.
+    longest = "n" * 252 + ".md"
+    handle = space(tenant)
+    fill(tenant, handle, {longest: b"old\n"})
+
+    with pytest.raises(InvalidDocumentPath) as refused:
+        run_import(tenant, handle, archive_of(layout({longest: b"new\n"})), ImportStrategy.RENAME)
+
+    assert refused.value.detail == {
+        "reason": "segment_too_long",
+        "limitBytes": 255,
+        "path": longest,
+        "target": "n" * 252 + ".import.md",
+    }
+    assert contents(handle) == {longest: b"old\n"}
 
 
 @pytest.mark.parametrize("strategy", list(ImportStrategy))

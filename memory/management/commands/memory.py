@@ -103,6 +103,12 @@ def _hint(code: str, detail: dict[str, Any], subcommand: str) -> str | None:
         case "NOT_FOUND" if "field" not in detail:
             return "no such document in this space; check PATH and the space flags (`memory ls`)"
         case "INVALID_DOCUMENT_PATH":
+            if "target" in detail:
+                return (
+                    f"the renamed copy of {detail.get('path')} would be an invalid path "
+                    f"({detail.get('reason')}); shorten its name in the archive, or import "
+                    "with another --strategy"
+                )
             if "canonical" in detail:
                 return f"use the path's one spelling, {detail['canonical']!r}"
             return f"the path is not valid ({detail.get('reason')}); choose another"
