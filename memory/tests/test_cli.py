@@ -4,6 +4,7 @@ exit codes end to end in a subprocess."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import io
 import json
@@ -524,6 +525,56 @@ def test_remote_export_then_import_round_trip(remote, tmp_path):
         ("a.md", body_checksum(b"# A\n")),
         ("b/c.md", body_checksum(b"# C\n")),
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_archive_from_a_pipe_imports_remotely_as_locally(remote, tmp_path):
+    # A pipe's size is 0 to fstat: the upload once declared Content-Length 0, and the server
+    # refused an empty body (not_gzip) that the local import read whole.
+    tenant, flags = remote
+    memory("put", "a.md", *flags, "--file", _file(tmp_path, b"# A\n"), "--base-version", "0")
+    archive = tmp_path / "space.tar.gz"
+    memory_json("export", *flags, "--out", str(archive))
+    fifo = tmp_path / "archive.fifo"
+    os.mkfifo(fifo)
+    feeder = threading.Thread(target=lambda: fifo.write_bytes(archive.read_bytes()))
+    feeder.start()
+
+    try:
+        imported = memory_json("import", *flags[:4], "--visibility", "org", "--name", "copy",
+                               "--in", str(fifo))  # fmt: skip
+    finally:
+        feeder.join()
+
+    assert imported["imported"] == 1
+    assert [meta.path for meta in store_get().list(handle_of(tenant, "copy"))] == ["a.md"]
+
+
+@pytest.mark.django_db
+def test_an_endless_pipe_is_refused_at_the_bound(tenant, tmp_path, settings):
+    # `--in /dev/zero`, or a pipe that never ends: its copy stops past what any archive
+    # within the import's bound can be, instead of filling the disk.
+    settings.MEMORY_IMPORT_MAX_BYTES = 3 * 1024 * 1024
+    fifo = tmp_path / "endless.fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with contextlib.suppress(BrokenPipeError), fifo.open("wb") as pipe:
+            pipe.write(b"\x1f\x8b")  # gzip's magic number, then no end of bytes
+            for _ in range(64):  # 64 MiB, far past the bound
+                pipe.write(bytes(1024 * 1024))
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        code, message, _ = refused(
+            "import", *org_space(tenant), "--user", tenant.member.username, "--in", str(fifo)
+        )
+    finally:
+        feeder.join()
+
+    assert code == 1
+    assert message.startswith("ARCHIVE_INVALID: the archive is refused (too_large)")
 
 
 def test_remote_mode_refuses_the_local_only_flags_as_usage():

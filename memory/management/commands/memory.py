@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -32,6 +33,7 @@ from memory.cli import (
     RemoteUnreachable,
     SpaceClient,
 )
+from memory.errors import ArchiveInvalid
 from memory.mirror import (
     LocalMirrorSpace,
     MirrorSpace,
@@ -497,7 +499,7 @@ class Command(BaseCommand):
     def import_(self, client: SpaceClient, options: dict[str, Any]) -> None:
         source = Path(options["archive"])
         try:
-            archive = source.open("rb")
+            archive = _archive_open(source)
         except OSError as error:
             raise UsageError(f"cannot read {source}: {error.strerror}") from None
         with archive, self.progress("import") as progress:
@@ -741,6 +743,27 @@ def _input_read(name: str) -> bytes:
         return Path(name).read_bytes()
     except OSError as error:
         raise UsageError(f"cannot read {name}: {error.strerror}") from None
+
+
+def _archive_open(source: Path) -> BinaryIO:
+    """The archive at `source`, as a file whose size is known: a pipe's (`/dev/stdin`, a
+    FIFO) is 0 to fstat, so it is copied to a temporary file first, where an upload can
+    declare its length. The copy stops at twice the import's bound (gzip adds a few bytes
+    per 64 KiB to what it stores, so a larger archive inflates past the bound): a pipe that
+    never ends does not fill the disk."""
+    archive = source.open("rb")
+    if stat.S_ISREG(os.fstat(archive.fileno()).st_mode):
+        return archive
+    limit = settings.MEMORY_IMPORT_MAX_BYTES
+    copy = tempfile.TemporaryFile()  # noqa: SIM115 (the caller closes it)
+    with archive:
+        while chunk := archive.read(1024 * 1024):
+            copy.write(chunk)
+            if copy.tell() > 2 * limit:
+                copy.close()
+                raise ArchiveInvalid(reason="too_large", limitBytes=limit)
+    copy.seek(0)
+    return copy
 
 
 @contextmanager
