@@ -10,6 +10,7 @@ import io
 import json
 import os
 import pty
+import stat
 import subprocess
 import sys
 import threading
@@ -360,9 +361,24 @@ def test_an_export_to_a_directory_is_a_usage_error_and_leaves_no_file(tenant, tm
     code, message, _ = refused("export", *org_space(tenant), "--out", str(target))
 
     assert code == 2
-    assert message == f"cannot write {target}: Is a directory"
+    assert message == f"cannot write {target}: not a regular file"
     assert sorted(tmp_path.iterdir()) == before
     assert list(target.iterdir()) == []
+
+
+@pytest.mark.django_db
+def test_an_export_to_something_that_is_not_a_file_is_a_usage_error(tenant, tmp_path):
+    # The export is renamed over its target: over /dev/stdout, for root (who can write in
+    # /dev), that replaced the device's link with a file; here, a FIFO with one.
+    fifo = tmp_path / "archive.fifo"
+    os.mkfifo(fifo)
+
+    code, message, _ = refused("export", *org_space(tenant), "--out", str(fifo))
+
+    assert code == 2
+    assert message == f"cannot write {fifo}: not a regular file"
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert sorted(tmp_path.iterdir()) == [fifo]
 
 
 @pytest.mark.django_db

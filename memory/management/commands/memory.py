@@ -769,7 +769,11 @@ def _archive_open(source: Path) -> BinaryIO:
 @contextmanager
 def _replacing(target: Path) -> Iterator[Any]:
     """A file beside `target` that replaces it when the block ends, and vanishes if the
-    block raises: a refused export leaves no file, never a part of one."""
+    block raises: a refused export leaves no file, never a part of one. Only a file (or a
+    name not yet taken) is replaced: the rename would put a file in place of a device
+    (`/dev/stdout`, for root), a FIFO or a socket, and cannot replace a directory."""
+    if target.exists() and not target.is_file():
+        raise UsageError(f"cannot write {target}: not a regular file")
     try:
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     except OSError as error:
@@ -779,7 +783,7 @@ def _replacing(target: Path) -> Iterator[Any]:
             yield out
         try:
             os.replace(temporary, target)
-        except OSError as error:  # a directory, or a file that may not be replaced
+        except OSError as error:  # a file that may not be replaced
             raise UsageError(f"cannot write {target}: {error.strerror}") from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
