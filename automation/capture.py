@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -59,11 +59,15 @@ from workspaces.models import (
     Workspace,
 )
 from workspaces.services import key_session_resolve
-from workspaces.sql import datetime_param, key_session_unrevoked, pk_param, table
+from workspaces.sql import (
+    Cursor,
+    datetime_param,
+    driver_cursor,
+    key_session_unrevoked,
+    pk_param,
+    table,
+)
 from workspaces.violations import violation_code
-
-if TYPE_CHECKING:
-    from django.db.backends.utils import CursorWrapper
 
 
 @dataclass(frozen=True)
@@ -155,9 +159,9 @@ def capture_commit(
         _checkpoint("validated")
         now = timezone.now()
         try:
-            # One cursor for the fence's two statements: a Django cursor costs about as much
+            # One cursor for the fence's two statements: opening one costs about as much
             # Python as the execute it serves.
-            with transaction.atomic(), connection.cursor() as cursor:
+            with transaction.atomic(), driver_cursor() as cursor:
                 _fence_locks_take(cursor, admission)
                 _checkpoint("locked")
                 revision = memory_revision_write(
@@ -276,7 +280,7 @@ def capture_propose(
     # locked: the first mode change would insert it unseen by the lock below.
     memory_policy_row_ensure(workspace=workspace)
     with transaction.atomic():
-        with connection.cursor() as cursor:
+        with driver_cursor() as cursor:
             _fence_locks_take(cursor, admission)
         _proposal_authority_refuse(admission, key_session_id)
         return _proposal_kept(
@@ -360,7 +364,7 @@ def _capture_receipt(*, admission_id: uuid.UUID, is_replay: bool) -> CaptureRece
     )
 
 
-def _fence_locks_take(cursor: CursorWrapper, admission: Admission) -> None:
+def _fence_locks_take(cursor: Cursor, admission: Admission) -> None:
     """Take the fence's locks in the order the module docstring gives (PostgreSQL; SQLite
     is already serialised by its IMMEDIATE transaction). Call inside the capture's
     transaction."""
@@ -389,7 +393,7 @@ def _fence_locks_take(cursor: CursorWrapper, admission: Admission) -> None:
 
 
 def _fence_commit(
-    cursor: CursorWrapper,
+    cursor: Cursor,
     *,
     claim: FenceClaim,
     revision: FileVersion,

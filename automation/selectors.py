@@ -46,6 +46,7 @@ from workspaces.sql import (
     any_of,
     columns,
     datetime_param,
+    driver_cursor,
     fetch_one,
     field_value,
     instance,
@@ -218,7 +219,7 @@ def fence_failed_predicates(*, claim: FenceClaim, now: datetime) -> list[str]:
         pk_param(KeySession, claim.key_session_id),
         pk_param(Admission, claim.admission_id),
     ]
-    with connection.cursor() as cursor:
+    with driver_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
@@ -468,7 +469,7 @@ def recall_facts(*, admission: RecallSender, now: datetime) -> RecallFacts | Non
         "conversation_id": pk_param(Conversation, admission.conversation_id),
         "workspace_id": admission.workspace_id,
     }
-    with connection.cursor() as cursor:
+    with driver_cursor() as cursor:
         cursor.execute(_recall_facts_by_sender_sql(connection.vendor), params)
         row = cursor.fetchone()
     return None if row is None else _recall_facts_from(row, read_at=now)
@@ -537,7 +538,7 @@ def admission_with_recall_facts_by_credential_digest(
     """`admission_by_credential_digest`, with `recall_facts` of that admission at `now` read
     in the same statement: the recall route authenticates with it, so a recall before a
     model call makes one statement before its receipt, not two."""
-    with connection.cursor() as cursor:
+    with driver_cursor() as cursor:
         cursor.execute(
             _admission_with_recall_facts_sql(connection.vendor),
             {**_recall_facts_params(now), "digest": digest},

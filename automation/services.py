@@ -56,7 +56,7 @@ from workspaces.services import (
     key_session_revoke,
     workspace_key_ensure,
 )
-from workspaces.sql import datetime_param, pk_param, table, unsynchronized
+from workspaces.sql import datetime_param, driver_cursor, pk_param, table, unsynchronized
 from workspaces.violations import violation_code
 
 logger = logging.getLogger(__name__)
@@ -326,7 +326,7 @@ def _recall_receipt_write(*, admission: Admission, recall: Recall) -> None:
         datetime_param(timezone.now()),
         pk_param(Admission, admission.pk),
     ]
-    with connection.cursor() as cursor:
+    with driver_cursor() as cursor:
         cursor.execute(_recall_receipt_sql(connection.vendor), params)
 
 

@@ -7,7 +7,6 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import QuerySet
 
 from memory.edits import MemoryChange, parse_changes
@@ -24,7 +23,7 @@ from workspaces.selectors import (
     workspace_data_key,
 )
 from workspaces.services import document_encode
-from workspaces.sql import table
+from workspaces.sql import driver_cursor, table
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ def memory_current_get(*, workspace: Workspace, data_key: bytes | None = None) -
     """The saved memory; a never-written document reads as empty at version 0."""
     # SQL because it was measured: every capture reads memory first, and the ORM's read
     # (joining the file, compiled anew each time) cost more than the statement itself.
-    with connection.cursor() as cursor:
+    with driver_cursor() as cursor:
         cursor.execute(
             f"SELECT v.file_id, v.version, v.size_bytes, v.ciphertext FROM {table(FileVersion)} v "
             f"JOIN {table(File)} f ON f.id = v.file_id AND v.version = f.current_version "

@@ -29,7 +29,7 @@ from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from automation import runtime, services
+from automation import capture, runtime, services
 from automation.models import Admission, CommitFence, Message, Turn
 from automation.reaper import TURN_TIMED_OUT, turns_reap
 from automation.tokens import delivery_credential_cache_key
@@ -189,6 +189,30 @@ def test_a_capture_whose_backend_is_killed_at_the_fence_commits_nothing_and_can_
     assert version_after_the_kill == 1
     assert (retried.status_code, retried.json()["version"]) == (200, 2)
     assert CommitFence.objects.filter(admission=admission, ok=1).exists()
+    assert_invariants_hold_once_the_reaper_has_run()
+
+
+def test_a_capture_killed_with_its_locks_held_fails_as_djangos_error_on_the_drivers_cursor(
+    assistant, monkeypatch
+):
+    # No execute wrapper: the capture's statements go on the driver's own cursor
+    # (`workspaces.sql.driver_cursor`), whose errors must still be Django's.
+    admission = assistant.send()
+    killed: list[str] = []
+
+    def checkpoint(stage: str) -> None:
+        if stage == "locked" and not killed:
+            killed.append(stage)
+            kill_this_backend()
+
+    monkeypatch.setattr(capture, "_checkpoint", checkpoint)
+    added = [{"op": "add", "line": "- likes green tea"}]
+    with pytest.raises(OperationalError):
+        assistant.capture(admission, added)
+    retried = assistant.capture(admission, added)
+
+    assert killed == ["locked"]
+    assert retried.version == 2
     assert_invariants_hold_once_the_reaper_has_run()
 
 
