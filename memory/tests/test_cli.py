@@ -296,6 +296,75 @@ def test_export_then_import_into_another_space_gives_the_same_documents(tenant, 
     assert "a.import.md" in copy
 
 
+class _Stream(io.TextIOWrapper):
+    """A text stream over bytes, as sys.stdout or sys.stdin is, that can say it is a
+    terminal."""
+
+    def __init__(self, raw: Any, *, terminal: bool = False) -> None:
+        super().__init__(raw)
+        self.terminal = terminal
+
+    def isatty(self) -> bool:
+        return self.terminal
+
+
+@pytest.mark.django_db
+def test_export_to_stdout_then_import_from_stdin_gives_the_same_documents(
+    tenant, tmp_path, monkeypatch
+):
+    documents = {"a.md": b"# A\n", "notes/b.md": b"# B\n"}
+    for path, body in documents.items():
+        put(tenant, path, body, 0, tmp_path)
+    user = ["--user", tenant.member.username]
+    archive = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", _Stream(archive))
+    said = io.StringIO()
+    call_command(
+        "memory", "export", *org_space(tenant), *user, "--out", "-", stdout=said, stderr=said
+    )
+    sys.stdout.flush()
+    # A pipe, as a shell gives stdin: its size is unknown until it is read.
+    read_end, write_end = os.pipe()
+    os.write(write_end, archive.getvalue())
+    os.close(write_end)
+    monkeypatch.setattr(sys, "stdin", _Stream(os.fdopen(read_end, "rb")))
+
+    imported = memory_json("import", *org_space(tenant, "copy"), *user, "--in", "-")
+
+    assert archive.getvalue()[:2] == b"\x1f\x8b"
+    doc_bytes = sum(len(body) for body in documents.values())
+    summary = (
+        f"exported 2 document(s), {doc_bytes} bytes, to stdout ({len(archive.getvalue())} bytes)"
+    )
+    assert said.getvalue() == summary + "\n"
+    assert imported["imported"] == 2
+    copy = {meta.path: meta.checksum for meta in store_get().list(handle_of(tenant, "copy"))}
+    assert copy == {path: body_checksum(body) for path, body in documents.items()}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("args", "terminal", "why"),
+    [
+        (["export", "--out", "-", "--json"], False, "--json writes its report to stdout"),
+        (["export", "--out", "-"], True, "will not write an archive to a terminal"),
+        (["import", "--in", "-"], True, "will not read an archive from a terminal"),
+    ],
+    ids=["json", "stdout-terminal", "stdin-terminal"],
+)
+def test_stdio_archives_refuse_what_would_mix_or_hang(tenant, monkeypatch, args, terminal, why):
+    sent = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", _Stream(sent, terminal=terminal))
+    monkeypatch.setattr(sys, "stdin", _Stream(io.BytesIO(), terminal=terminal))
+
+    code, message, _ = refused(*args, *org_space(tenant), "--user", tenant.member.username)
+
+    assert code == 2
+    assert message.startswith(why)
+    assert sent.getvalue() == b""
+    assert store_get().list(handle_of(tenant)) == []
+
+
 @pytest.mark.django_db
 def test_a_refused_export_leaves_no_file(tenant, tmp_path):
     # Put past the write path, as a document stored before the scanner knew the rule.

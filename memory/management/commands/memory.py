@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -244,9 +245,13 @@ class Command(BaseCommand):
         rm.add_argument("path", metavar="PATH")
         rm.add_argument("--base-version", type=int, help="The revision you read.")
         export = add("export", [space], "Write the space to an iterion.memory.v1 archive.")
-        export.add_argument("--out", required=True, metavar="FILE")
+        export.add_argument(
+            "--out", required=True, metavar="FILE", help="Write the archive to FILE (-: stdout)."
+        )
         archive_import = add("import", [space], "Import an iterion.memory.v1 archive.")
-        archive_import.add_argument("--in", dest="archive", required=True, metavar="FILE")
+        archive_import.add_argument(
+            "--in", dest="archive", required=True, metavar="FILE", help="Read FILE (-: stdin)."
+        )
         archive_import.add_argument(
             "--strategy",
             choices=[strategy.value for strategy in ImportStrategy],
@@ -482,16 +487,26 @@ class Command(BaseCommand):
         self.stdout.write(f"deleted {options['path']}")
 
     def export(self, client: SpaceClient, options: dict[str, Any]) -> None:
+        to_stdout = options["out"] == "-"
+        if to_stdout and self.as_json:
+            raise UsageError("--json writes its report to stdout, which --out - gives the archive")
+        if to_stdout and sys.stdout.isatty():
+            raise UsageError(
+                "will not write an archive to a terminal: redirect it or use --out FILE"
+            )
         target = Path(options["out"])
-        with _replacing(target) as out, self.progress("export") as progress:
-            summary = client.export(out=out, progress=progress)
+        with _stdout_spool() if to_stdout else _replacing(target) as out:
+            with self.progress("export") as progress:
+                summary = client.export(out=out, progress=progress)
             archive_bytes = out.tell()
         report = {"file": str(target), "archiveBytes": archive_bytes, **summary}
         if self.as_json:
             return self.emit(report)
-        self.stdout.write(
+        # With the archive on stdout, what the export says goes to stderr.
+        say = self.stderr if to_stdout else self.stdout
+        say.write(
             f"exported {summary['docCount']} document(s), {summary['docBytes']} bytes, to "
-            f"{target} ({archive_bytes} bytes)"
+            f"{'stdout' if to_stdout else target} ({archive_bytes} bytes)"
         )
         for path in summary["unaddressable"]:
             self.stderr.write(f"not exported, its path is no longer valid: {path}")
@@ -746,12 +761,20 @@ def _input_read(name: str) -> bytes:
 
 
 def _archive_open(source: Path) -> BinaryIO:
-    """The archive at `source`, as a file whose size is known: a pipe's (`/dev/stdin`, a
-    FIFO) is 0 to fstat, so it is copied to a temporary file first, where an upload can
-    declare its length. The copy stops at twice the import's bound (gzip adds a few bytes
-    per 64 KiB to what it stores, so a larger archive inflates past the bound): a pipe that
-    never ends does not fill the disk."""
-    archive = source.open("rb")
+    """The archive at `source` (`-`: stdin), as a file whose size is known: a pipe's
+    (`/dev/stdin`, a FIFO) is 0 to fstat, so it is copied to a temporary file first, where an
+    upload can declare its length. The copy stops at twice the import's bound (gzip adds a
+    few bytes per 64 KiB to what it stores, so a larger archive inflates past the bound): a
+    pipe that never ends does not fill the disk."""
+    # `-` is stdin, opened anew so that closing the archive leaves sys.stdin open.
+    if str(source) == "-":
+        if sys.stdin.isatty():
+            raise UsageError(
+                "will not read an archive from a terminal: pipe one in or use --in FILE"
+            )
+        archive = open(sys.stdin.fileno(), "rb", closefd=False)  # noqa: SIM115 (as below)
+    else:
+        archive = source.open("rb")
     if stat.S_ISREG(os.fstat(archive.fileno()).st_mode):
         return archive
     limit = settings.MEMORY_IMPORT_MAX_BYTES
@@ -764,6 +787,17 @@ def _archive_open(source: Path) -> BinaryIO:
                 raise ArchiveInvalid(reason="too_large", limitBytes=limit)
     copy.seek(0)
     return copy
+
+
+@contextmanager
+def _stdout_spool() -> Iterator[Any]:
+    """A temporary file copied to stdout when the block ends, and dropped if it raises: a
+    refused export writes nothing to stdout, as it leaves no file behind (`_replacing`)."""
+    with tempfile.TemporaryFile() as spool:
+        yield spool
+        spool.seek(0)
+        shutil.copyfileobj(spool, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
 
 
 @contextmanager
