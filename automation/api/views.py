@@ -145,13 +145,22 @@ class ConversationListCreateApi(APIView):
         )
         return Response(self.OutputSerializer(conversation).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(summary="List your conversations")
+    class ListQuerySerializer(QuerySerializer):
+        workspaceId = serializers.IntegerField(
+            required=False,
+            min_value=1,
+            max_value=2**63 - 1,
+            help_text="Only the conversations in this workspace.",
+        )
+
+    @extend_schema(summary="List your conversations", parameters=[ListQuerySerializer])
     @refuses(ValidationFailed)
     @page_schema(OutputSerializer, name="Conversation")
     def get(self, request: Request) -> Response:
+        query = validated(self.ListQuerySerializer(data=request.query_params))
         credential = request_credential(request)
         conversations = selectors.conversation_list_for_user(
-            user=credential.user, team=credential.team
+            user=credential.user, team=credential.team, workspace_id=query.get("workspaceId")
         )
         return paginated(
             request,

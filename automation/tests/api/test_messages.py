@@ -7,7 +7,7 @@ from automation.models import Admission, Conversation, DeliveryCredential, Turn
 from automation.tokens import delivery_credential_cache_key
 from memory.services import memory_policy_set
 from workspaces.models import WorkspaceMembership
-from workspaces.services import key_session_open, workspace_ai_consent_set
+from workspaces.services import key_session_open, workspace_ai_consent_set, workspace_create
 from workspaces.tokens import bearer_secret_digest
 
 
@@ -199,6 +199,28 @@ def test_conversation_list_shows_only_the_callers(client, tenant, conversation_i
     listed = client.get("/api/v1/agents/assistant/conversations").json()["results"]
 
     assert [row["id"] for row in listed] == [conversation_id]
+
+
+def test_conversation_list_filters_by_workspace(client, tenant, conversation_id):
+    other = workspace_create(team=tenant.team, name="other", admin=tenant.member)
+    elsewhere = client.post(
+        "/api/v1/agents/assistant/conversations", {"workspaceId": other.pk}, format="json"
+    ).json()["id"]
+    url = "/api/v1/agents/assistant/conversations"
+
+    def listed(workspace_id):
+        response = client.get(url, {"workspaceId": workspace_id})
+        assert response.status_code == 200
+        return [row["id"] for row in response.json()["results"]]
+
+    assert listed(tenant.workspace.pk) == [conversation_id]
+    assert listed(other.pk) == [elsewhere]
+    assert listed(other.pk + 1000) == []
+    error = client.get(url, {"workspaceId": "abc"}).json()["error"]
+    assert (error["code"], list(error["detail"]["fields"])) == (
+        "VALIDATION_FAILED",
+        ["workspaceId"],
+    )
 
 
 def test_a_member_who_left_the_workspace_no_longer_sees_its_conversations(
