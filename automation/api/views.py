@@ -93,9 +93,13 @@ def _idempotency_key_from(request: Request) -> str:
     raw = (request.headers.get("Idempotency-Key") or "").strip()
     if not raw:
         raise IdempotencyKeyRequired()
-    if len(raw) > 200 or not raw.isprintable():
+    # A header sent twice reaches the app as its values joined by commas (as a repeated
+    # X-Base-Version does, refused for not being a number): a key with a comma may be two
+    # keys, and which one was meant is a guess.
+    if len(raw) > 200 or not raw.isprintable() or "," in raw:
         raise InvalidHeader(
-            "Idempotency-Key must be at most 200 printable characters.", header="Idempotency-Key"
+            "Idempotency-Key must be one key: at most 200 printable characters, no comma.",
+            header="Idempotency-Key",
         )
     return raw
 

@@ -112,6 +112,17 @@ def test_send_without_idempotency_key_is_428(client, conversation_id):
     assert not Admission.objects.exists()
 
 
+@pytest.mark.parametrize("key", ["k1,k2", "k1, k2"])
+def test_an_idempotency_key_sent_twice_is_refused(client, conversation_id, key):
+    # A header sent twice reaches the app joined by a comma: which key was meant is a guess.
+    response = send(client, conversation_id, key=key)
+
+    error = response.json()["error"]
+    assert (response.status_code, error["code"]) == (400, "INVALID_HEADER")
+    assert error["detail"]["header"] == "Idempotency-Key"
+    assert not Admission.objects.exists()
+
+
 def test_send_when_workspace_ai_is_off_is_refused(client, tenant, conversation_id):
     workspace_ai_consent_set(
         workspace=tenant.workspace, enabled=False, expected_revision=0, actor=tenant.admin
