@@ -57,11 +57,17 @@ from workspaces.sql import (
 )
 
 
-def conversation_list_for_user(*, user: User, team: Team) -> QuerySet[Conversation]:
-    """The caller's own conversations in the workspaces they are still a member of."""
-    return Conversation.objects.filter(
+def conversation_list_for_user(
+    *, user: User, team: Team, workspace_id: int | None = None
+) -> QuerySet[Conversation]:
+    """The caller's own conversations in the workspaces they are still a member of; only
+    those in `workspace_id` when it is given (none when the caller is not its member)."""
+    conversations = Conversation.objects.filter(
         owner=user, workspace__team=team, workspace__memberships__user=user
-    ).order_by("-created_at")
+    )
+    if workspace_id is not None:
+        conversations = conversations.filter(workspace_id=workspace_id)
+    return conversations.order_by("-created_at")
 
 
 def conversation_get_for_owner(

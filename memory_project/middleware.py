@@ -10,8 +10,10 @@ from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest, get_bytes_from_wsgi
 from django.http import HttpRequest, HttpResponse
+from rest_framework.views import APIView
 
 from memory_project.api.exceptions import edge_error_response, error_response, is_api_path
+from memory_project.api.schema import query_parameters
 from memory_project.api.throttles import SAFE_METHODS
 from workspaces.errors import DomainError, InvalidDocumentPath, ValidationFailed
 
@@ -127,7 +129,8 @@ PATH_PARAMETERS = frozenset({"path"})
 
 class QueryStringMiddleware:
     """Refuse an /api/ query string that does not read one way: a parameter that is not
-    UTF-8 once percent-decoded, or one sent twice.
+    UTF-8 once percent-decoded, or one sent twice; and, once the route is resolved, a
+    parameter its operation does not take.
 
     Django decodes the query string with errors="replace", so `?path=%FF%FE.md` would reach
     a view as U+FFFD U+FFFD: another text than the one sent, which every rule after it
@@ -137,6 +140,11 @@ class QueryStringMiddleware:
     judged here, once, for every route: an undecodable path parameter gets the path's own
     refusal (`invalid_encoding`), anything else VALIDATION_FAILED naming the parameter,
     with the reason `invalid_encoding` or `repeated`.
+
+    A parameter the operation does not take (`query_parameters`: what its schema documents)
+    is refused the same way, with the reason `unknown`, before the view runs: ignored, it
+    would answer another question than the one asked (`?workspaceId=` on a route that does
+    not filter by workspace answers every workspace; `?user=5` on a space the caller's own).
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -154,6 +162,29 @@ class QueryStringMiddleware:
                     error = ValidationFailed(reason=reason, fields={name: [PROBLEMS[reason]]})
                 return error_response(error.code, error.message, error.status, error.detail)
         return self.get_response(request)
+
+    def process_view(
+        self,
+        request: HttpRequest,
+        view_func: Callable[..., Any],
+        view_args: Any,
+        view_kwargs: Any,
+    ) -> HttpResponse | None:
+        view_class = getattr(view_func, "cls", None)
+        if not (is_api_path(request.path) and request.GET and isinstance(view_class, type)):
+            return None
+        # HEAD is answered by GET, as DRF answers it; a method the view has not is its 405.
+        method = "GET" if request.method == "HEAD" else str(request.method)
+        if not (issubclass(view_class, APIView) and hasattr(view_class, method.lower())):
+            return None
+        taken = query_parameters(view_func, method)
+        if taken is None or set(request.GET) <= taken:
+            return None
+        unknown = sorted(set(request.GET) - taken)
+        listed = ", ".join(f"`{name}`" for name in sorted(taken))
+        message = f"Unknown parameter; this operation takes {listed}."
+        error = ValidationFailed(reason="unknown", fields={name: [message] for name in unknown})
+        return error_response(error.code, error.message, error.status, error.detail)
 
 
 PROBLEMS = {

@@ -93,9 +93,13 @@ def _idempotency_key_from(request: Request) -> str:
     raw = (request.headers.get("Idempotency-Key") or "").strip()
     if not raw:
         raise IdempotencyKeyRequired()
-    if len(raw) > 200 or not raw.isprintable():
+    # A header sent twice reaches the app as its values joined by commas (as a repeated
+    # X-Base-Version does, refused for not being a number): a key with a comma may be two
+    # keys, and which one was meant is a guess.
+    if len(raw) > 200 or not raw.isprintable() or "," in raw:
         raise InvalidHeader(
-            "Idempotency-Key must be at most 200 printable characters.", header="Idempotency-Key"
+            "Idempotency-Key must be one key: at most 200 printable characters, no comma.",
+            header="Idempotency-Key",
         )
     return raw
 
@@ -145,13 +149,22 @@ class ConversationListCreateApi(APIView):
         )
         return Response(self.OutputSerializer(conversation).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(summary="List your conversations")
+    class ListQuerySerializer(QuerySerializer):
+        workspaceId = serializers.IntegerField(
+            required=False,
+            min_value=1,
+            max_value=2**63 - 1,
+            help_text="Only the conversations in this workspace.",
+        )
+
+    @extend_schema(summary="List your conversations", parameters=[ListQuerySerializer])
     @refuses(ValidationFailed)
     @page_schema(OutputSerializer, name="Conversation")
     def get(self, request: Request) -> Response:
+        query = validated(self.ListQuerySerializer(data=request.query_params))
         credential = request_credential(request)
         conversations = selectors.conversation_list_for_user(
-            user=credential.user, team=credential.team
+            user=credential.user, team=credential.team, workspace_id=query.get("workspaceId")
         )
         return paginated(
             request,

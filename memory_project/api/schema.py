@@ -8,12 +8,16 @@ view and method, so no component or operation ever collides.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
+from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.plumbing import force_instance, is_basic_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import exceptions as drf
+from rest_framework.settings import api_settings
 
 from memory_project.api.exceptions import code_and_status
 from workspaces.errors import CredentialKindRefused
@@ -66,6 +70,31 @@ def operation(
     described = extend_schema(summary=summary, **schema)
     declared = refuses(*refusals)
     return lambda target: declared(described(target))
+
+
+@functools.cache
+def query_parameters(callback: Callable[..., Any], method: str) -> frozenset[str] | None:
+    """The query parameters a route's operation takes: those its schema documents (an
+    `OpenApiParameter` in the query, or each writable field of a query serializer), and DRF's
+    format override, which content negotiation judges (406). Read from the operation's own
+    `extend_schema`, as the schema generator reads it, so what a route takes and what its
+    schema documents are one declaration and cannot drift apart. An operation that documents
+    none (OPTIONS among them) takes none; None for one the schema leaves out (the schema's
+    own pages, whose `?lang=` is drf-spectacular's)."""
+    generator = SchemaGenerator()  # holds the view's schema (a weak proxy) alive
+    schema = generator.create_view(callback, method).schema
+    schema.method = method
+    if schema.is_excluded():
+        return None
+    taken = {api_settings.URL_FORMAT_OVERRIDE}
+    for parameter in schema.get_override_parameters():
+        if isinstance(parameter, OpenApiParameter):
+            if parameter.location == OpenApiParameter.QUERY and not parameter.exclude:
+                taken.add(parameter.name)
+        elif is_basic_serializer(parameter):
+            fields = force_instance(parameter).fields
+            taken.update(name for name, field in fields.items() if not field.read_only)
+    return frozenset(taken)
 
 
 class QualifiedAutoSchema(AutoSchema):

@@ -84,9 +84,8 @@ class AssistantPanel extends FramePanel {
 
   // This workspace's conversations of mine, newest first (a list or a page of one).
   async loadConversations() {
-    const listed = await listAll(this.urls.conversations);
-    const rows = listed.ok ? listed.data : [];
-    this.conversations = rows.filter((c) => c.workspaceId === config.workspaceId);
+    const listed = await listAll(`${this.urls.conversations}?workspaceId=${config.workspaceId}`);
+    this.conversations = listed.ok ? listed.data : [];
   }
 
   renderPicker() {

@@ -7,7 +7,7 @@ from automation.models import Admission, Conversation, DeliveryCredential, Turn
 from automation.tokens import delivery_credential_cache_key
 from memory.services import memory_policy_set
 from workspaces.models import WorkspaceMembership
-from workspaces.services import key_session_open, workspace_ai_consent_set
+from workspaces.services import key_session_open, workspace_ai_consent_set, workspace_create
 from workspaces.tokens import bearer_secret_digest
 
 
@@ -112,6 +112,17 @@ def test_send_without_idempotency_key_is_428(client, conversation_id):
     assert not Admission.objects.exists()
 
 
+@pytest.mark.parametrize("key", ["k1,k2", "k1, k2"])
+def test_an_idempotency_key_sent_twice_is_refused(client, conversation_id, key):
+    # A header sent twice reaches the app joined by a comma: which key was meant is a guess.
+    response = send(client, conversation_id, key=key)
+
+    error = response.json()["error"]
+    assert (response.status_code, error["code"]) == (400, "INVALID_HEADER")
+    assert error["detail"]["header"] == "Idempotency-Key"
+    assert not Admission.objects.exists()
+
+
 def test_send_when_workspace_ai_is_off_is_refused(client, tenant, conversation_id):
     workspace_ai_consent_set(
         workspace=tenant.workspace, enabled=False, expected_revision=0, actor=tenant.admin
@@ -199,6 +210,28 @@ def test_conversation_list_shows_only_the_callers(client, tenant, conversation_i
     listed = client.get("/api/v1/agents/assistant/conversations").json()["results"]
 
     assert [row["id"] for row in listed] == [conversation_id]
+
+
+def test_conversation_list_filters_by_workspace(client, tenant, conversation_id):
+    other = workspace_create(team=tenant.team, name="other", admin=tenant.member)
+    elsewhere = client.post(
+        "/api/v1/agents/assistant/conversations", {"workspaceId": other.pk}, format="json"
+    ).json()["id"]
+    url = "/api/v1/agents/assistant/conversations"
+
+    def listed(workspace_id):
+        response = client.get(url, {"workspaceId": workspace_id})
+        assert response.status_code == 200
+        return [row["id"] for row in response.json()["results"]]
+
+    assert listed(tenant.workspace.pk) == [conversation_id]
+    assert listed(other.pk) == [elsewhere]
+    assert listed(other.pk + 1000) == []
+    error = client.get(url, {"workspaceId": "abc"}).json()["error"]
+    assert (error["code"], list(error["detail"]["fields"])) == (
+        "VALIDATION_FAILED",
+        ["workspaceId"],
+    )
 
 
 def test_a_member_who_left_the_workspace_no_longer_sees_its_conversations(
