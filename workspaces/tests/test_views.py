@@ -50,6 +50,31 @@ def test_workspace_pages_require_sign_in(client, tenant, name):
     assert not KeySession.objects.exists()
 
 
+@pytest.mark.parametrize("name", ["ai", "key-session-open"])
+def test_a_settings_form_sent_after_the_session_ended_returns_to_settings(client, tenant, name):
+    """Signing in returns to `next`; the form's own POST-only target would be fetched with a
+    GET there and refused with a blank 405, so `next` is Settings; nothing was changed."""
+    settings_url = reverse("workspaces:settings", kwargs={"workspace_id": tenant.workspace.pk})
+    ai_enabled = tenant.workspace.ai_enabled
+    response = client.post(
+        reverse(f"workspaces:{name}", kwargs={"workspace_id": tenant.workspace.pk}),
+        {"enabled": "0", "expected_revision": "0"},
+    )
+
+    assert response.status_code == 302
+    assert response["Location"] == f"{reverse('workspaces:sign-in')}?next={settings_url}"
+    sign_in_page = client.get(response["Location"])
+    assert b"You were signed out, so nothing was changed. Sign in, then do it again." in (
+        sign_in_page.content
+    )
+    signed = client.post(
+        response["Location"], {"username": tenant.member.username, "password": "pw-member-123"}
+    )
+    assert signed["Location"] == settings_url
+    tenant.workspace.refresh_from_db()
+    assert tenant.workspace.ai_enabled == ai_enabled
+
+
 def test_workspace_list_requires_sign_in(client, db):
     response = client.get(reverse("workspaces:list"))
 
