@@ -51,6 +51,7 @@ DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 TRUSTED_ORIGINS = env_origins("TRUSTED_ORIGINS", ["http://127.0.0.1:8000", "http://localhost:8000"])
 CSRF_TRUSTED_ORIGINS = TRUSTED_ORIGINS
+CSRF_FAILURE_VIEW = "memory_project.api.exceptions.csrf_failure_view"
 # The Origin gate on state-changing /api/ routes; REQUIRE_ORIGIN=0 switches it off
 # for a rollback without a code change.
 REQUIRE_ORIGIN = env_bool("REQUIRE_ORIGIN", True)

@@ -14,15 +14,17 @@ is done here, in the view functions, not with login/logout signals (house rule).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import wraps
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -184,7 +186,28 @@ def workspace_settings(request: HttpRequest, workspace_id: int) -> HttpResponse:
     return render(request, "workspaces/settings.html", context)
 
 
-@login_required
+def settings_form(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """`login_required` for the target of a Settings form, whose session may end while the
+    form is open. Signing in returns to `next` with a GET, which the POST-only target would
+    refuse with a blank 405: `next` is Settings instead, and the sign-in page says that
+    nothing was changed."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, workspace_id: int, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            messages.info(
+                request,
+                "You were signed out, so nothing was changed. Sign in, then do it again.",
+            )
+            return redirect_to_login(
+                reverse("workspaces:settings", kwargs={"workspace_id": workspace_id})
+            )
+        return view(request, workspace_id, **kwargs)
+
+    return wrapped
+
+
+@settings_form
 @require_POST
 def workspace_ai_set(request: HttpRequest, workspace_id: int) -> HttpResponse:
     page = workspace_page(request, workspace_id)
@@ -215,7 +238,7 @@ def workspace_ai_set(request: HttpRequest, workspace_id: int) -> HttpResponse:
     return redirect("workspaces:settings", workspace_id=workspace_id)
 
 
-@login_required
+@settings_form
 @require_POST
 def key_session_open(request: HttpRequest, workspace_id: int) -> HttpResponse:
     """Open a fresh key session for this browser (after the member revoked the last one)."""
@@ -230,7 +253,7 @@ def key_session_open(request: HttpRequest, workspace_id: int) -> HttpResponse:
     return redirect("workspaces:settings", workspace_id=workspace_id)
 
 
-@login_required
+@settings_form
 @require_POST
 def key_session_revoke(
     request: HttpRequest, workspace_id: int, session_id: uuid.UUID

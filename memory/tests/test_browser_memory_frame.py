@@ -114,6 +114,35 @@ def test_a_save_that_lost_to_another_tab_shows_the_conflict_and_keeps_the_draft(
     assert (held.version, held.content) == (3, "- likes green tea\n")
 
 
+def test_a_draft_outlives_a_session_that_ended_and_a_sign_in_in_another_tab(
+    browser_context, live_server, tenant
+):
+    """Signing in again rotates the CSRF cookie: the page that kept the draft must send the
+    new token, or its every retry is refused and only a reload (losing the draft) helps."""
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, frame_url(tenant))
+    editor = page.get_by_label("Memory document (Markdown)")
+    editor.fill("- do not lose me\n")
+    # The session ends (it expired, or was flushed elsewhere); the CSRF cookie stays.
+    browser_context.clear_cookies(name="sessionid")
+
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#memory-status")).to_contain_text("(AUTHENTICATION_REQUIRED)")
+    expect(page.locator("#memory-status")).to_contain_text("in another tab")
+
+    other = open_page(browser_context, "/accounts/login/")
+    other.get_by_label("Username").fill(tenant.member.username)
+    other.get_by_label("Password").fill("pw-member-123")
+    other.get_by_role("button", name="Sign in").click()
+    expect(other.get_by_role("heading", name="Your workspaces")).to_be_visible()
+    other.close()
+
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#memory-status")).to_have_text("Saved. The server holds version 1.")
+    held = memory_current_get(workspace=tenant.workspace)
+    assert (held.version, held.content) == (1, "- do not lose me\n")
+
+
 def test_clear_with_an_unsaved_draft_asks_first_on_a_narrow_screen(
     new_context, live_server, tenant
 ):

@@ -69,3 +69,42 @@ def test_a_note_is_created_edited_moved_deleted_and_restored(browser_context, li
     expect(page.get_by_role("link", name="archive/plan.md")).to_be_visible()
     expect(page.get_by_text(re.compile(r"\.zudotext"))).to_have_count(0)
     screenshot(page, "notes")
+
+
+def test_a_save_over_a_note_deleted_in_another_tab_says_so_and_keeps_the_draft(
+    browser_context, live_server, tenant
+):
+    """A save's conflict does not say the note was deleted (only a delete, restore or move
+    does): the page must not offer to compare with a text it cannot load, and Restore must
+    not overwrite the draft it kept."""
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, f"/workspaces/{tenant.workspace.pk}/notes/")
+    page.get_by_label("Path").fill("idées/plan.md")
+    page.get_by_label("Text").fill("first idea\n")
+    page.get_by_role("button", name="Create").click()
+    expect(page.get_by_role("heading", name="idées/plan.md")).to_be_visible()
+    page.wait_for_selector("html[data-frame-ready='1']", state="attached")
+    other = open_page(browser_context, page.url)
+    other.get_by_role("button", name="Delete").click()
+    expect(other.locator("#note-status")).to_contain_text("Deleted.")
+
+    page.bring_to_front()
+    script_errors: list[str] = []
+    page.on("pageerror", lambda error: script_errors.append(str(error)))
+    editor = page.get_by_label("Note text (Markdown)")
+    editor.fill("my draft ça\n")
+    page.get_by_role("button", name="Save", exact=True).click()
+
+    expect(page.locator("#note-status")).to_have_text(
+        "Not saved: It was deleted elsewhere first. Your draft is kept: Restore brings the "
+        "note back, then Save. (VERSION_CONFLICT)"
+    )
+    expect(page.locator("#note-conflict")).to_be_hidden()
+    expect(editor).to_have_value("my draft ça\n")
+    page.get_by_role("button", name="Restore").click()
+    expect(page.locator("#note-status")).to_have_text("Restored at version 1.")
+    expect(editor).to_have_value("my draft ça\n")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#note-status")).to_have_text("Saved. The server holds version 2.")
+    assert note_text(tenant, "idées/plan.md") == (2, "my draft ça\n")
+    assert script_errors == []

@@ -13,7 +13,12 @@ from playwright.sync_api import expect
 from memory.spaces.archive import space_export
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
-from memory.spaces.services import SpaceWriter, WriterKind, space_document_write
+from memory.spaces.services import (
+    SpaceWriter,
+    WriterKind,
+    space_document_delete,
+    space_document_write,
+)
 from memory.tests.test_space_archive import archive_of, layout
 from workspaces.tests.browser import open_page, requires_chromium, screenshot, sign_in
 
@@ -83,6 +88,43 @@ def test_a_space_document_is_created_edited_through_a_conflict_and_deleted(
     expect(page.locator("#space-editor")).to_be_hidden()
     assert store_get().list(handle) == []
     screenshot(page, "spaces-deleted")
+
+
+def test_a_save_over_a_document_deleted_elsewhere_says_so_and_keep_mine_recreates_it(
+    browser_context, live_server, tenant
+):
+    """A save's conflict over a deleted document says only `currentVersion` 0, and its text
+    reads as NOT_FOUND: the page says it was deleted, not that "version 0" was saved."""
+    handle = SpaceHandle(visibility=Visibility.ORG, name="notes", tenant_id=tenant.team.pk)
+    bot = SpaceWriter(kind=WriterKind.BOT, ident="9", tenant_id=tenant.team.pk, user=None)
+    space_document_write(
+        handle=handle, path="ops/deploys.md", body=b"Fridays no.\n", expected_revision=0, writer=bot
+    )
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    page.get_by_role("button", name="Open space").click()
+    page.get_by_role("button", name="ops/deploys.md").click()
+    editor = page.get_by_label("Document text (Markdown)")
+    expect(editor).to_have_value("Fridays no.\n")
+    editor.fill("Fridays never.\n")
+    space_document_delete(handle=handle, path="ops/deploys.md", expected_revision=1, writer=bot)
+
+    page.get_by_role("button", name="Save", exact=True).click()
+
+    expect(page.locator("#space-status")).to_have_text(
+        "Not saved: It was deleted elsewhere first. Your draft is kept: Keep mine creates it "
+        "again. (VERSION_CONFLICT)"
+    )
+    expect(page.locator("#space-conflict-summary")).to_have_text(
+        "It was deleted elsewhere after revision 1, which your draft is based on. Nothing of "
+        "yours was written."
+    )
+    expect(editor).to_have_value("Fridays never.\n")
+    page.get_by_role("button", name="Keep mine (save again on their revision)").click()
+    expect(page.locator("#space-status")).to_have_text("Saved. The server holds version 1.")
+    stored = store_get().read(handle, "ops/deploys.md")
+    assert stored is not None
+    assert (stored.meta.revision, stored.body) == (1, b"Fridays never.\n")
 
 
 def test_a_space_is_exported_and_an_archive_previewed_then_imported(

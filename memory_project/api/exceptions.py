@@ -10,6 +10,7 @@ from django.contrib.auth import SESSION_KEY
 from django.core.exceptions import DisallowedHost
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
+from django.shortcuts import render
 from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.authentication import SessionAuthentication
@@ -163,6 +164,14 @@ def bad_request_view(request: HttpRequest, exception: Exception) -> HttpResponse
     if is_api_path(request.path):
         return error_response("MALFORMED_REQUEST", "The request is malformed.", 400)
     return defaults.bad_request(request, exception)
+
+
+def csrf_failure_view(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """A page's form refused by the CSRF check: most often a tab opened before the person
+    signed in or out elsewhere, which rotates the token. Django's own page speaks only of
+    CSRF and DEBUG; this one says what happened and what to do. The API's routes are DRF's,
+    which answer PERMISSION_DENIED themselves."""
+    return render(request, "403_csrf.html", status=403)
 
 
 def not_found_view(request: HttpRequest, exception: Exception) -> HttpResponse:

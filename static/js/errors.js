@@ -59,7 +59,7 @@ const SENTENCES = {
     }). Nothing was imported; export a fresh archive and try again.`,
   SPACE_INVALID: (detail) =>
     `Check the space's ${detail.field || "fields"} (${detail.reason || "invalid"}): names have no “/”, “.” or “..”.`,
-  AUTHENTICATION_REQUIRED: "You are signed out. Sign in again, then retry.",
+  AUTHENTICATION_REQUIRED: "You are signed out. Sign in again in another tab (this one keeps what you typed), then retry here.",
   TOKEN_INVALID: "The access token is not valid. Create a new one in Settings.",
   TOKEN_EXPIRED: "The access token or session has expired. Sign in again, or create a new token.",
   TOKEN_REVOKED: "The access token was revoked. Create a new one in Settings.",

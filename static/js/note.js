@@ -38,6 +38,32 @@ class NoteEditor extends DocumentEditor {
     return api("GET", documentUrl(this.path));
   }
 
+  // A save's VERSION_CONFLICT does not say whether the note was deleted (a delete's, restore's
+  // or move's does), and a deleted note reads as NOT_FOUND: it is shown deleted, the draft
+  // still in the box, rather than compared with a text that cannot be loaded.
+  async showConflict(result) {
+    const current = await this.readCurrent();
+    if (current.code !== "NOT_FOUND") {
+      await super.showConflict(result);
+      return;
+    }
+    result.detail.deleted = true;
+    this.showDeleted(true);
+  }
+
+  async save(options) {
+    const result = await super.save(options);
+    if (result?.detail?.deleted) {
+      announce(
+        this.status,
+        "Not saved: It was deleted elsewhere first. Your draft is kept: Restore brings the " +
+          `note back, then Save. (${result.code})`,
+        "error",
+      );
+    }
+    return result;
+  }
+
   showDeleted(isDeleted) {
     this.isDeleted = isDeleted;
     this.textarea.readOnly = isDeleted;
@@ -69,7 +95,10 @@ class NoteEditor extends DocumentEditor {
       return;
     }
     const current = await this.readCurrent();
-    if (current.ok) this.adopt(current.data.version, current.data.content);
+    // A draft kept when a save met the deletion stays, now over the restored text.
+    if (current.ok) {
+      this.acknowledge(current.data.version, current.data.content, { replaceText: !this.isDirty });
+    }
     this.showDeleted(false);
     announce(this.status, `Restored at version ${result.data.version}.`, "success");
   }

@@ -15,7 +15,13 @@ export const byId = (id) => document.getElementById(id);
 const encoder = new TextEncoder();
 export const byteLength = (text) => encoder.encode(text).length;
 const MARKDOWN = "text/markdown; charset=utf-8";
-const csrfToken = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
+// Read at each write, not once at load: signing in again (in another tab, after the session
+// ended) rotates the token, and a page still holding a draft must send the new one.
+// "csrftoken" is Django's CSRF_COOKIE_NAME, which the settings leave as it is.
+function csrfToken() {
+  const cookie = document.cookie.split("; ").find((pair) => pair.startsWith("csrftoken="));
+  return cookie ? decodeURIComponent(cookie.slice("csrftoken=".length)) : "";
+}
 const configElement = byId("frame-config");
 export const config = configElement ? JSON.parse(configElement.textContent) : null;
 
@@ -29,7 +35,7 @@ export async function api(method, url, { body, markdown, archive, headers = {} }
     credentials: "same-origin",
     headers: { Accept: "application/json", ...headers },
   };
-  if (method !== "GET") init.headers["X-CSRFToken"] = csrfToken;
+  if (method !== "GET") init.headers["X-CSRFToken"] = csrfToken();
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);

@@ -100,6 +100,35 @@ class SpaceEditor extends DocumentEditor {
     return readDocument(this.path);
   }
 
+  // A document deleted elsewhere: its text reads as NOT_FOUND, and a save's VERSION_CONFLICT
+  // says only `currentVersion` 0, which read as "version 0 was saved". Keep mine saves on
+  // revision 0, creating it again.
+  isDeletedConflict() {
+    return this.conflict?.content === null && this.conflict.version === 0;
+  }
+
+  async showConflict(result) {
+    await super.showConflict(result);
+    if (!this.isDeletedConflict()) return;
+    this.part("conflict-theirs").textContent = "(Deleted.)";
+    this.part("conflict-summary").textContent =
+      `It was deleted elsewhere after revision ${this.baseVersion}, which your draft is based ` +
+      "on. Nothing of yours was written.";
+  }
+
+  async save(options) {
+    const result = await super.save(options);
+    if (result?.code === "VERSION_CONFLICT" && this.isDeletedConflict()) {
+      announce(
+        this.status,
+        "Not saved: It was deleted elsewhere first. Your draft is kept: Keep mine creates it " +
+          `again. (${result.code})`,
+        "error",
+      );
+    }
+    return result;
+  }
+
   afterAcknowledged() {
     spaceLoad();
   }

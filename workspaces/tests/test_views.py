@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.core.cache import cache
 from django.test import Client
@@ -46,6 +48,31 @@ def test_workspace_pages_require_sign_in(client, tenant, name):
     assert response.status_code == 302
     assert response["Location"] == f"{reverse('workspaces:sign-in')}?next={url}"
     assert not KeySession.objects.exists()
+
+
+@pytest.mark.parametrize("name", ["ai", "key-session-open"])
+def test_a_settings_form_sent_after_the_session_ended_returns_to_settings(client, tenant, name):
+    """Signing in returns to `next`; the form's own POST-only target would be fetched with a
+    GET there and refused with a blank 405, so `next` is Settings; nothing was changed."""
+    settings_url = reverse("workspaces:settings", kwargs={"workspace_id": tenant.workspace.pk})
+    ai_enabled = tenant.workspace.ai_enabled
+    response = client.post(
+        reverse(f"workspaces:{name}", kwargs={"workspace_id": tenant.workspace.pk}),
+        {"enabled": "0", "expected_revision": "0"},
+    )
+
+    assert response.status_code == 302
+    assert response["Location"] == f"{reverse('workspaces:sign-in')}?next={settings_url}"
+    sign_in_page = client.get(response["Location"])
+    assert b"You were signed out, so nothing was changed. Sign in, then do it again." in (
+        sign_in_page.content
+    )
+    signed = client.post(
+        response["Location"], {"username": tenant.member.username, "password": "pw-member-123"}
+    )
+    assert signed["Location"] == settings_url
+    tenant.workspace.refresh_from_db()
+    assert tenant.workspace.ai_enabled == ai_enabled
 
 
 def test_workspace_list_requires_sign_in(client, db):
@@ -183,6 +210,32 @@ def test_the_sign_in_page_says_you_have_been_signed_out_once(client, tenant):
     assert response.redirect_chain == [(reverse("workspaces:sign-in"), 302)]
     assert b"You have been signed out." in response.content
     assert b"You have been signed out." not in client.get(reverse("workspaces:sign-in")).content
+
+
+def form_token(page) -> str:
+    match = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page.content)
+    assert match is not None
+    return match.group(1).decode()
+
+
+def test_a_form_left_open_while_signing_in_elsewhere_says_what_happened(tenant):
+    """Signing in rotates the CSRF token, so the form of a tab opened before is refused: the
+    refusal is this site's page saying why and what next, not Django's CSRF jargon."""
+    client = Client(enforce_csrf_checks=True)
+    stale = form_token(client.get(reverse("workspaces:sign-in")))
+    credentials = {"username": tenant.member.username, "password": "pw-member-123"}
+    fresh = form_token(client.get(reverse("workspaces:sign-in")))
+    client.post(reverse("workspaces:sign-in"), credentials | {"csrfmiddlewaretoken": fresh})
+
+    response = client.post(reverse("workspaces:sign-out"), {"csrfmiddlewaretoken": stale})
+
+    assert response.status_code == 403
+    text = response.content.decode()
+    assert "This page was out of date, so nothing was done." in text
+    assert "CSRF" not in text
+    assert "DEBUG" not in text
+    assert f'href="{reverse("workspaces:list")}"' in text
+    assert client.session["_auth_user_id"] == str(tenant.member.pk)
 
 
 def test_sign_out_is_post_only(client, tenant):
