@@ -46,6 +46,8 @@ def test_a_space_document_is_created_edited_through_a_conflict_and_deleted(
     page.get_by_label("New document at path").fill("ops/deploys.md")
     page.get_by_role("button", name="Create").click()
     editor = page.get_by_label("Document text (Markdown)")
+    expect(editor).to_be_focused()
+    expect(page.get_by_label("New document at path")).to_have_value("")
     first = "---\ntitle: Deploys\ntags: [ops, ci]\n---\nShip on Tuesdays.\n"
     editor.fill(first)
     page.get_by_role("button", name="Save", exact=True).click()

@@ -300,6 +300,8 @@ async function documentOpen(path) {
 async function documentNew(path) {
   if (!(await leaveDocument("creating a document"))) return;
   editor.open(path, 0, "");
+  // The path now heads the editor; left in the form it would invite a second Create.
+  byId("space-create").reset();
   editor.textarea.focus();
   announce(editor.status, `New document ${path}: write its text, then Save to create it.`, "info", {
     focus: false,
