@@ -33,7 +33,8 @@ from django.db import (
     connection,
     transaction,
 )
-from django.db.models import Count, Sum
+from django.db.models import Count, QuerySet, Sum
+from django.db.models.functions import Substr
 from django.utils import timezone
 from psycopg import sql as psycopg_sql
 
@@ -122,7 +123,7 @@ class DatabaseStore:
     def list(self, handle: SpaceHandle, *, prefix: str = "") -> Sequence[DocumentMeta]:
         rows = SpaceDocument.objects.filter(space__handle_id=handle.id).defer("body_ciphertext")
         if prefix:
-            rows = rows.filter(path__startswith=prefix.rstrip("/") + "/")
+            rows = _below(rows, prefix.rstrip("/") + "/")
         with _store_errors():
             documents = list(rows)
             sealer = _sealer(handle) if documents else None
@@ -636,9 +637,18 @@ def _paths_near(space: MemorySpace, path: str) -> list[str]:
     ancestors = ["/".join(segments[:end]) for end in range(1, len(segments))]
     rows = SpaceDocument.objects.filter(space=space)
     return list(
-        (rows.filter(path__in=ancestors) | rows.filter(path__startswith=path + "/")).values_list(
-            "path", flat=True
-        )[:1]
+        (rows.filter(path__in=ancestors) | _below(rows, path + "/")).values_list("path", flat=True)[
+            :1
+        ]
+    )
+
+
+def _below(rows: QuerySet[SpaceDocument], directory: str) -> QuerySet[SpaceDocument]:
+    """The documents of `rows` under `directory` (ending in `/`), case-sensitively as the
+    filesystem store's tree: SQLite's LIKE, behind `startswith`, folds ASCII case, so the
+    exact comparison of the path's leading characters decides; the LIKE keeps the index."""
+    return rows.annotate(head=Substr("path", 1, len(directory))).filter(
+        path__startswith=directory, head=directory
     )
 
 

@@ -306,6 +306,22 @@ def test_a_document_cannot_be_both_a_file_and_a_directory(adapter, team, existin
     assert adapter.store.usage(handle).used_bytes == 5
 
 
+def test_paths_differing_only_in_case_are_apart_in_listing_and_as_a_file_tree(adapter, team):
+    # SQLite's LIKE folds ASCII case: a prefix match there must not.
+    handle = handle_of(team)
+    adapter.write(handle, "notes/a.md", b"lower", expected=0)
+    adapter.write(handle, "Notes.md/b.md", b"upper", expected=0)
+
+    adapter.write(handle, "NOTES/c.md", b"third", expected=0)
+    adapter.write(handle, "notes.md", b"file", expected=0)
+
+    assert [meta.path for meta in adapter.store.list(handle, prefix="notes")] == ["notes/a.md"]
+    assert [meta.path for meta in adapter.store.list(handle, prefix="NOTES")] == ["NOTES/c.md"]
+    assert [meta.path for meta in adapter.store.list(handle, prefix="Notes.md")] == [
+        "Notes.md/b.md"
+    ]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_write_that_cannot_take_the_space_lock_by_its_deadline_is_busy(adapter, team):
     if adapter.name == "database" and connection.vendor != "postgresql":
