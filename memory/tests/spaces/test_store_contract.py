@@ -404,6 +404,18 @@ def test_reconcile_reports_and_fixes_a_drifted_counter(adapter, make_team):
     assert {scope: drift.drift for scope, drift in again.items()} == dict.fromkeys(again, 0)
 
 
+def test_reconcile_reports_each_space_and_tenant_once_and_nothing_else(adapter, team):
+    first, second = handle_of(team), handle_of(team, name="other")
+    adapter.write(first, "a.md", b"x" * 10, expected=0)
+    adapter.write(second, "b.md", b"y" * 4, expected=0)
+
+    drifts = adapter.store.reconcile()
+
+    assert sorted(drift.scope for drift in drifts) == sorted(
+        [first.id, second.id, f"tenant:{team.pk}"]
+    )
+
+
 # ---- write_many: a batch, all or none ------------------------------------------------------
 
 
