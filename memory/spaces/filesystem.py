@@ -307,9 +307,14 @@ class FilesystemStore:
         with ExitStack() as locks:
             for space_dir in space_dirs:
                 locks.enter_context(_flock(space_dir / "space.lock", deadline))
-                # A space whose first write failed has no state yet: it records 0.
+                metas = list(space_dir.glob("meta/*.json"))
+                if not metas and not (space_dir / "space.json").exists():
+                    # A first write refused (or failed) before it recorded anything: as in
+                    # the database store, whose transaction it rolled back, no space yet.
+                    continue
+                # A first write cut between its metadata and its counter records 0.
                 state = _json_read(space_dir / "space.json", {"usedBytes": 0})
-                actual = sum(_meta_read(entry).size for entry in space_dir.glob("meta/*.json"))
+                actual = sum(_meta_read(entry).size for entry in metas)
                 total += actual
                 scope = state.get("id", space_dir.name)
                 drifts.append(CounterDrift(scope=scope, recorded=state["usedBytes"], actual=actual))

@@ -416,6 +416,17 @@ def test_reconcile_reports_each_space_and_tenant_once_and_nothing_else(adapter, 
     )
 
 
+def test_reconcile_does_not_report_a_space_whose_first_write_was_refused(adapter, team):
+    kept, refused = handle_of(team), handle_of(team, name="refused")
+    adapter.write(kept, "a.md", b"x", expected=0)
+    with pytest.raises(SpaceQuotaExceeded):
+        adapter.write(refused, "a.md", b"xx", expected=0, quotas=Quotas(1, 0))
+
+    drifts = adapter.store.reconcile()
+
+    assert sorted(drift.scope for drift in drifts) == sorted([kept.id, f"tenant:{team.pk}"])
+
+
 # ---- write_many: a batch, all or none ------------------------------------------------------
 
 
