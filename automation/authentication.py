@@ -16,11 +16,10 @@ from automation.selectors import (
     admission_by_credential_digest,
     admission_with_recall_facts_by_credential_digest,
 )
-from automation.tokens import DELIVERY_PREFIX
 from workspaces.errors import OrgPendingDeletion
 from workspaces.models import User
 from workspaces.selectors import org_require_active
-from workspaces.tokens import bearer_secret_digest
+from workspaces.tokens import DELIVERY_PREFIX, bearer_secret_digest
 
 
 @dataclass(frozen=True)

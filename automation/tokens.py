@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from workspaces.tokens import bearer_secret_generate
-
-DELIVERY_PREFIX = "dlv_"
+from workspaces.tokens import DELIVERY_PREFIX, bearer_secret_generate
 
 
 def delivery_credential_generate() -> tuple[str, str]:

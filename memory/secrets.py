@@ -36,6 +36,7 @@ from detect_secrets.plugins.private_key import PrivateKeyDetector
 from detect_secrets.plugins.pypi_token import PypiTokenDetector
 
 from memory.errors import SecretDetected
+from workspaces.tokens import DELIVERY_PREFIX, PAT_PREFIX
 
 # CSI (ESC [ ... final byte, or the 8-bit CSI) and OSC (ESC ] ... BEL or ST) sequences. They
 # never span a newline here, so stripping them keeps every line where it was: a token
@@ -278,6 +279,14 @@ _RULES: tuple[_Rule, ...] = (
         _jwt,
     ),
     _token("npm_token", ("npm_",), r"(?P<body>[A-Za-z0-9]{36})", _random_body),
+    # This service's own bearer secrets (`workspaces.tokens.bearer_secret_generate`: the
+    # prefix and 43 base64url characters), the ones a note is likeliest to be pasted with.
+    _token(
+        "workspace_memory_token",
+        (PAT_PREFIX, DELIVERY_PREFIX),
+        r"(?P<body>[A-Za-z0-9_\-]{43})",
+        _random_body,
+    ),
     _Rule(
         "pypi_token",
         ("pypi-",),

@@ -9,7 +9,7 @@ from urllib.parse import unquote_to_bytes
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest, get_bytes_from_wsgi
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from rest_framework.views import APIView
 
 from memory_project.api.exceptions import edge_error_response, error_response, is_api_path
@@ -152,7 +152,8 @@ class QueryStringMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if is_api_path(request.path):
-            problem = query_string_problem(get_bytes_from_wsgi(request.META, "QUERY_STRING", ""))
+            query = get_bytes_from_wsgi(request.META, "QUERY_STRING", "")
+            problem = query_string_problem(query)
             if problem is not None:
                 name, reason = problem
                 error: DomainError
@@ -161,6 +162,9 @@ class QueryStringMiddleware:
                 else:
                     error = ValidationFailed(reason=reason, fields={name: [PROBLEMS[reason]]})
                 return error_response(error.code, error.message, error.status, error.detail)
+            # Decoded as judged: Django would decode it with the charset the body's
+            # Content-Type names (`?path=%C3%A9.md` under `charset=latin-1` is `Ã©.md`).
+            request.GET = QueryDict(query, encoding="utf-8")
         return self.get_response(request)
 
     def process_view(

@@ -28,7 +28,7 @@ from workspaces.models import (
     WorkspaceKey,
     WorkspaceMembership,
 )
-from workspaces.sql import table, workspace_membership_of
+from workspaces.sql import starts_with, table, workspace_membership_of
 
 logger = logging.getLogger(__name__)
 
@@ -233,7 +233,7 @@ def file_list_query(
     """`file_list` unbounded, for a caller that pages through it."""
     files = File.objects.filter(workspace=workspace)
     if prefix:
-        files = files.filter(path__startswith=prefix)
+        files = files.filter(starts_with("path", prefix))
     if not include_deleted:
         files = files.filter(deleted_at__isnull=True)
     current_bytes = FileVersion.objects.filter(

@@ -16,7 +16,9 @@ from typing import Any, Protocol, TypeVar
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Substr
+from django.db.models.lookups import Exact
 
 from workspaces.models import (
     ApiToken,
@@ -32,6 +34,13 @@ from workspaces.models import (
 )
 
 M = TypeVar("M", bound=models.Model)
+
+
+def starts_with(field: str, prefix: str) -> Q:
+    """`field` begins with `prefix`, exactly, on both databases. SQLite's LIKE, behind
+    `startswith`, folds ASCII case, so there the equality of the leading characters decides;
+    the LIKE stays for PostgreSQL's index."""
+    return Q(**{f"{field}__startswith": prefix}) & Q(Exact(Substr(field, 1, len(prefix)), prefix))
 
 
 @functools.cache

@@ -11,6 +11,7 @@ import jwt
 from django.conf import settings
 
 PAT_PREFIX = "iap_"
+DELIVERY_PREFIX = "dlv_"  # a turn's delivery credential (automation.tokens)
 JWT_ALGORITHM = "HS256"
 
 

@@ -33,7 +33,7 @@ from django.db import (
     connection,
     transaction,
 )
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from psycopg import sql as psycopg_sql
 
@@ -60,7 +60,7 @@ from workspaces.crypto import (
     deployment_key_id,
 )
 from workspaces.errors import DocumentUnreadable, NotFound, VersionConflict
-from workspaces.sql import columns, fetch_one, instance, table, values_binary
+from workspaces.sql import columns, fetch_one, instance, starts_with, table, values_binary
 from workspaces.violations import violation_raises
 
 # The columns of a space row that are its handle's fields of the same name.
@@ -122,7 +122,7 @@ class DatabaseStore:
     def list(self, handle: SpaceHandle, *, prefix: str = "") -> Sequence[DocumentMeta]:
         rows = SpaceDocument.objects.filter(space__handle_id=handle.id).defer("body_ciphertext")
         if prefix:
-            rows = rows.filter(path__startswith=prefix.rstrip("/") + "/")
+            rows = rows.filter(starts_with("path", prefix.rstrip("/") + "/"))
         with _store_errors():
             documents = list(rows)
             sealer = _sealer(handle) if documents else None
@@ -636,7 +636,7 @@ def _paths_near(space: MemorySpace, path: str) -> list[str]:
     ancestors = ["/".join(segments[:end]) for end in range(1, len(segments))]
     rows = SpaceDocument.objects.filter(space=space)
     return list(
-        (rows.filter(path__in=ancestors) | rows.filter(path__startswith=path + "/")).values_list(
+        rows.filter(Q(path__in=ancestors) | starts_with("path", path + "/")).values_list(
             "path", flat=True
         )[:1]
     )

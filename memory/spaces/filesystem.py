@@ -4,6 +4,7 @@ Layout (every visibility has a home, `private` included):
 
     spaces/tenants/<team id>/usage.json        the tenant's counter
     spaces/tenants/<team id>/tenant.lock       the tenant's lock
+    spaces/tenants/<team id>/tmp/              where its counter is written before its rename
     spaces/tenants/<team id>/<space>/          one space (<space>: SHA-256 of the handle id)
     spaces/global/<space>/                     the global space: no tenant, no tenant counter
     <space>/tree/<path>                        the bodies, as the space's tree of files
@@ -66,6 +67,9 @@ _LOCK_POLL_MAX_SECONDS = 0.05
 _READ_CHUNK = 64 * 1024
 # Makes every temporary file name of this process unique, however fast they are made.
 _temporary_numbers = itertools.count()
+# Where a space (or a tenant's counter) stages a file before its rename: in a tenant's
+# directory it stands beside the spaces, and is none of them.
+_STAGING = "tmp"
 # Linux's syncfs(2), which the os module does not offer; None where the C library lacks it.
 _syncfs = getattr(ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True), "syncfs", None)
 
@@ -297,13 +301,20 @@ class FilesystemStore:
         owner_dir = self._tenant_dir(tenant_id)
         if not owner_dir.is_dir():
             return []
-        space_dirs = sorted(entry for entry in owner_dir.iterdir() if entry.is_dir())
+        space_dirs = sorted(
+            entry for entry in owner_dir.iterdir() if entry.is_dir() and entry.name != _STAGING
+        )
         with ExitStack() as locks:
             for space_dir in space_dirs:
                 locks.enter_context(_flock(space_dir / "space.lock", deadline))
-                # A space whose first write failed has no state yet: it records 0.
+                metas = list(space_dir.glob("meta/*.json"))
+                if not metas and not (space_dir / "space.json").exists():
+                    # A first write refused (or failed) before it recorded anything: as in
+                    # the database store, whose transaction it rolled back, no space yet.
+                    continue
+                # A first write cut between its metadata and its counter records 0.
                 state = _json_read(space_dir / "space.json", {"usedBytes": 0})
-                actual = sum(_meta_read(entry).size for entry in space_dir.glob("meta/*.json"))
+                actual = sum(_meta_read(entry).size for entry in metas)
                 total += actual
                 scope = state.get("id", space_dir.name)
                 drifts.append(CounterDrift(scope=scope, recorded=state["usedBytes"], actual=actual))
@@ -385,7 +396,7 @@ class FilesystemStore:
         space_dir = self._space_dir(handle)
         with ExitStack() as locks:
             while True:
-                (space_dir / "tmp").mkdir(parents=True, exist_ok=True)
+                (space_dir / _STAGING).mkdir(parents=True, exist_ok=True)
                 try:
                     locks.enter_context(_flock(space_dir / "space.lock", deadline))
                     break
@@ -483,7 +494,7 @@ def _stage(space_dir: Path, data: bytes) -> Path:
 
 
 def _temporary_name(space_dir: Path) -> Path:
-    return space_dir / "tmp" / f"{os.getpid()}-{time.monotonic_ns()}-{next(_temporary_numbers)}"
+    return space_dir / _STAGING / f"{os.getpid()}-{time.monotonic_ns()}-{next(_temporary_numbers)}"
 
 
 def _swap_in(space_dir: Path, files: Sequence[tuple[str, bytes]]) -> None:
@@ -496,7 +507,7 @@ def _swap_in(space_dir: Path, files: Sequence[tuple[str, bytes]]) -> None:
     notes) is staged whole and renamed in as one: a batch into a new space renames two
     directories, not two files per document. Paths are plain strings here: building a
     `Path` per file cost more than writing it."""
-    temporary_dir = space_dir / "tmp"
+    temporary_dir = space_dir / _STAGING
     temporary_dir.mkdir(parents=True, exist_ok=True)
     prefix = f"{temporary_dir}/{os.getpid()}-{time.monotonic_ns()}-"
     # The new directories, laid out below it as they will be below `space_dir`.

@@ -140,6 +140,12 @@ CREDENTIALS: list[Credential] = [
     # Wrapped in terminal colours, as pasted from a shell
     Credential("github_token", f"\x1b[1;32mtoken:\x1b[0m \x1b[33mghp_{fake(36)}\x1b[0m"),
     Credential("openai_api_key", f"\x1b]8;;https://x\x07sk-proj-{fake(74, BASE64URL)}\x1b]8;;\x07"),
+    # This service's own bearer secrets: a personal access token, a turn's delivery credential
+    Credential(
+        "workspace_memory_token", f"curl -H 'Authorization: Bearer iap_{fake(43, BASE64URL)}'"
+    ),
+    Credential("workspace_memory_token", f"MEMORY_REMOTE_TOKEN=iap_{fake(43, BASE64URL)}"),
+    Credential("workspace_memory_token", f"the runtime's credential is dlv_{fake(43, BASE64URL)}"),
 ]
 
 # A service-account key file as written to disk: the line is the "private_key" member's.
@@ -162,6 +168,8 @@ PROSE: list[str] = [
     # The prefixes, named in prose
     "prefixes to watch for: sk-, ghp_, glpat-",
     "ghp_ is the prefix of a classic GitHub token",
+    "send `Authorization: Bearer iap_...` with your personal access token",
+    "iap_your-personal-access-token-goes-here-now",
     "Stripe keys start with sk_live_ or rk_live_ and test keys with sk_test_",
     "AIza is how a Google API key begins",
     "eyJ is how base64 of a JSON object begins",

@@ -37,6 +37,7 @@ RULES = {
     "jwt",
     "npm_token",
     "pypi_token",
+    "workspace_memory_token",
 }
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m|\x1b\][^\x07]*\x07")

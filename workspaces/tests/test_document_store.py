@@ -200,6 +200,16 @@ def test_list_filters_by_a_literal_prefix_and_can_include_deleted(tenant):
     assert [(f.path, f.is_deleted) for f in files] == [("a/c.md", False), ("a/d.md", True)]
 
 
+def test_a_listing_prefix_matches_case_sensitively(tenant):
+    # SQLite's LIKE, behind `startswith`, folds ASCII case; the prefix is literal.
+    write(tenant, "notes/a.md", "a")
+    write(tenant, "Notes/b.md", "b")
+
+    files = file_list(workspace=tenant.workspace, prefix="notes/", include_deleted=False)
+
+    assert [f.path for f in files] == ["notes/a.md"]
+
+
 def test_read_of_a_deleted_or_missing_file_is_not_found(tenant):
     write(tenant, "a.md", "a")
     file_delete(workspace=tenant.workspace, path="a.md", base_version=1)

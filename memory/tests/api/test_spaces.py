@@ -175,6 +175,21 @@ def test_invalid_utf8_is_400_invalid_text_and_writes_nothing(api, tenant):
     assert store_get().list(org_handle(tenant)) == []
 
 
+def test_the_query_is_utf8_whatever_charset_the_body_declares(api, tenant):
+    # Django decodes a query string with the body's charset: été.md would be Ã©tÃ©.md, in
+    # the space cafÃ©.
+    space = {"visibility": "org", "name": "café"}
+    content_type = "text/markdown; charset=latin-1"
+
+    response = api.put(space, "été.md", b"summer", base=0, content_type=content_type)
+
+    assert response.status_code == 200, response.content
+    assert response.json()["path"] == "été.md"
+    stored = store_get().read(org_handle(tenant, name="café"), "été.md")
+    assert stored is not None
+    assert stored.body == b"summer"
+
+
 @pytest.mark.parametrize("content_type", ["application/json", "text/plain"])
 def test_a_body_that_is_not_markdown_is_415(api, tenant, content_type):
     response = api.put(ORG_SPACE, "a.md", b'{"content": "x"}', base=0, content_type=content_type)

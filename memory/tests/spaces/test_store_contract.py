@@ -306,6 +306,22 @@ def test_a_document_cannot_be_both_a_file_and_a_directory(adapter, team, existin
     assert adapter.store.usage(handle).used_bytes == 5
 
 
+def test_paths_differing_only_in_case_are_apart_in_listing_and_as_a_file_tree(adapter, team):
+    # SQLite's LIKE folds ASCII case: a prefix match there must not.
+    handle = handle_of(team)
+    adapter.write(handle, "notes/a.md", b"lower", expected=0)
+    adapter.write(handle, "Notes.md/b.md", b"upper", expected=0)
+
+    adapter.write(handle, "NOTES/c.md", b"third", expected=0)
+    adapter.write(handle, "notes.md", b"file", expected=0)
+
+    assert [meta.path for meta in adapter.store.list(handle, prefix="notes")] == ["notes/a.md"]
+    assert [meta.path for meta in adapter.store.list(handle, prefix="NOTES")] == ["NOTES/c.md"]
+    assert [meta.path for meta in adapter.store.list(handle, prefix="Notes.md")] == [
+        "Notes.md/b.md"
+    ]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_write_that_cannot_take_the_space_lock_by_its_deadline_is_busy(adapter, team):
     if adapter.name == "database" and connection.vendor != "postgresql":
@@ -386,6 +402,29 @@ def test_reconcile_reports_and_fixes_a_drifted_counter(adapter, make_team):
     assert found[f"tenant:{team.pk}"].drift == 0
     assert adapter.store.usage(drifted).used_bytes == 10
     assert {scope: drift.drift for scope, drift in again.items()} == dict.fromkeys(again, 0)
+
+
+def test_reconcile_reports_each_space_and_tenant_once_and_nothing_else(adapter, team):
+    first, second = handle_of(team), handle_of(team, name="other")
+    adapter.write(first, "a.md", b"x" * 10, expected=0)
+    adapter.write(second, "b.md", b"y" * 4, expected=0)
+
+    drifts = adapter.store.reconcile()
+
+    assert sorted(drift.scope for drift in drifts) == sorted(
+        [first.id, second.id, f"tenant:{team.pk}"]
+    )
+
+
+def test_reconcile_does_not_report_a_space_whose_first_write_was_refused(adapter, team):
+    kept, refused = handle_of(team), handle_of(team, name="refused")
+    adapter.write(kept, "a.md", b"x", expected=0)
+    with pytest.raises(SpaceQuotaExceeded):
+        adapter.write(refused, "a.md", b"xx", expected=0, quotas=Quotas(1, 0))
+
+    drifts = adapter.store.reconcile()
+
+    assert sorted(drift.scope for drift in drifts) == sorted([kept.id, f"tenant:{team.pk}"])
 
 
 # ---- write_many: a batch, all or none ------------------------------------------------------
