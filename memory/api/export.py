@@ -3,8 +3,6 @@ export is `views.MemoryExportApi`)."""
 
 from __future__ import annotations
 
-import re
-
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -41,6 +39,6 @@ class NotesExportApi(RawBodyApi):
 
 
 def attachment_name(kind: str, workspace_name: str, suffix: str) -> str:
-    """`<kind>-<workspace name>.<suffix>`, safe in a header and on any filesystem."""
-    word = re.sub(r"[^A-Za-z0-9._-]+", "_", workspace_name).strip("._")
+    """`<kind>-<workspace name>.<suffix>`, the name as `archive.file_name_word` keeps it."""
+    word = archive.file_name_word(workspace_name)
     return f"{kind}-{word}{suffix}" if word else f"{kind}{suffix}"

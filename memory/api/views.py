@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from django.http import HttpResponse
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -199,8 +200,8 @@ class MemoryExportApi(RawBodyApi):
         workspace = caller_membership(request, workspace_id).workspace
         memory = selectors.memory_current_get(workspace=workspace)
         response = HttpResponse(memory.content, content_type="text/markdown; charset=utf-8")
-        response["Content-Disposition"] = (
-            f'attachment; filename="{attachment_name("memory", workspace.name, ".md")}"'
+        response["Content-Disposition"] = content_disposition_header(
+            True, attachment_name("memory", workspace.name, ".md")
         )
         response["X-Version"] = str(memory.version)
         return response

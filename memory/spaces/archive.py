@@ -218,10 +218,18 @@ def _integrity_require(document: StoredDocument) -> None:
 
 
 def space_export_file_name(handle: SpaceHandle) -> str:
-    """A file name naming the space, safe in a header and on any filesystem."""
+    """A file name naming the space (`file_name_word` of each of its parts)."""
     parts = [handle.visibility.value, handle.project, handle.bot, handle.run, handle.name]
-    words = (re.sub(r"[^A-Za-z0-9._-]+", "_", part).strip("._") for part in parts if part)
+    words = (file_name_word(part) for part in parts if part)
     return "memory-" + "-".join(word for word in words if word) + ".tar.gz"
+
+
+def file_name_word(text: str) -> str:
+    """`text` as part of a downloaded file's name: letters and digits of any script, `.`,
+    `_` and `-`, each other run as one `_`, no leading or trailing `.` or `_`. Non-ASCII
+    names travel in the header's `filename*` (RFC 6266), so two spaces named in another
+    script do not download under one name."""
+    return re.sub(r"[^\w.-]+", "_", text).strip("._")
 
 
 def _addressable(path: str) -> bool:

@@ -248,7 +248,22 @@ def test_the_file_name_names_the_space_safely():
     handle = SpaceHandle(
         visibility=Visibility.BOT, name="my notes/../x", tenant_id=1, project="app", bot="hélper"
     )
-    assert space_export_file_name(handle) == "memory-bot-app-h_lper-my_notes_.._x.tar.gz"
+    assert space_export_file_name(handle) == "memory-bot-app-hélper-my_notes_.._x.tar.gz"
+
+
+def test_spaces_named_in_another_script_export_under_their_own_names():
+    names = ["ééé", "ààà", "日本", "a\u200bb"]
+    file_names = [
+        space_export_file_name(SpaceHandle(visibility=Visibility.ORG, name=name, tenant_id=1))
+        for name in names
+    ]
+    # A zero-width space is no letter: it becomes a separator, never part of the name.
+    assert file_names == [
+        "memory-org-ééé.tar.gz",
+        "memory-org-ààà.tar.gz",
+        "memory-org-日本.tar.gz",
+        "memory-org-a_b.tar.gz",
+    ]
 
 
 @pytest.mark.parametrize("credential", CREDENTIALS[:3])

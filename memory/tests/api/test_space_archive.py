@@ -70,6 +70,15 @@ def test_export_answers_the_archive_as_an_attachment_naming_the_space(client, te
     assert b"".join(response.streaming_content) == expected.getvalue()
 
 
+def test_a_space_named_in_another_script_downloads_under_its_own_name(client, tenant):
+    response = export(client, {"visibility": "org", "name": "café"}, HTTP_ACCEPT=GZIP)
+
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == (
+        "attachment; filename*=utf-8''memory-org-caf%C3%A9.tar.gz"
+    )
+
+
 def test_export_of_a_space_holding_a_credential_is_json_with_no_archive_bytes(client, tenant):
     put(client, "a.md", b"fine\n")
     store_write(
