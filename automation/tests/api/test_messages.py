@@ -7,7 +7,12 @@ from automation.models import Admission, Conversation, DeliveryCredential, Turn
 from automation.tokens import delivery_credential_cache_key
 from memory.services import memory_policy_set
 from workspaces.models import WorkspaceMembership
-from workspaces.services import key_session_open, workspace_ai_consent_set, workspace_create
+from workspaces.services import (
+    key_session_open,
+    key_session_revoke,
+    workspace_ai_consent_set,
+    workspace_create,
+)
 from workspaces.tokens import bearer_secret_digest
 
 
@@ -142,6 +147,18 @@ def test_naming_someone_elses_key_session_is_refused(client, tenant, conversatio
 
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "KEY_SESSION_UNAVAILABLE"
+    assert not Admission.objects.exists()
+
+
+def test_naming_your_revoked_key_session_is_refused_as_revoked(client, tenant, conversation_id):
+    session = key_session_open(workspace=tenant.workspace, user=tenant.member)
+    key_session_revoke(session=session, revoked_by=tenant.member)
+
+    response = send(client, conversation_id, HTTP_X_KEY_SESSION=str(session.pk))
+
+    assert response.status_code == 403
+    error = response.json()["error"]
+    assert (error["code"], error["detail"]) == ("KEY_SESSION_UNAVAILABLE", {"reason": "revoked"})
     assert not Admission.objects.exists()
 
 
