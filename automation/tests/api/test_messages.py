@@ -186,6 +186,10 @@ def test_mcp_style_turn_without_memory_state_records_none(client, conversation_i
         # Past a 64-bit column, and past int()'s digit limit: both were a 500.
         f"version={2**63}",
         f"version={'9' * 5000}",
+        # A field named twice: which value was meant is a guess.
+        "version=1; version=2",
+        "version=3; saving=0; saving=1",
+        "version=3; conflict=1; conflict=1",
     ],
 )
 def test_malformed_memory_state_is_400(client, conversation_id, state):
