@@ -27,6 +27,8 @@ from datetime import datetime, timedelta
 
 from django.apps import apps
 from django.conf import settings
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -174,6 +176,11 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
     unwrapped_keys_forget()
     deleted = {step.label: _purge_step(step, org_id) for step in PURGE_PLAN if step.destroys_keys}
     _require_no_keys_left(org_id)
+    # A key's admin history (if any) goes only now, so that no row but a key is deleted
+    # while a key of the org remains.
+    with transaction.atomic():
+        for label, pks in deleted.items():
+            _admin_history_delete(apps.get_model(label), pks)
     for step in PURGE_PLAN:
         if not step.destroys_keys:
             deleted[step.label] = _purge_step(step, org_id)
@@ -198,6 +205,7 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
         # By now nothing references the org, so the collector's look for related rows is
         # one empty read.
         Org.objects.filter(pk=org_id, status=Org.Status.PURGING).delete()
+        _admin_history_delete(Org, [org_id])
         receipt.save(force_insert=True)
     return True
 
@@ -292,6 +300,8 @@ def _purge_step(step: PurgeStep, org_id: int) -> list[object]:
                     break
                 _forget_cached_secrets(step.model, batch)
                 _rows_delete(step.model, batch)
+                if not step.destroys_keys:
+                    _admin_history_delete(step.model, batch)
                 Org.objects.filter(pk=org_id).update(purge_claimed_at=timezone.now())
             deleted.extend(batch)
             last = batch[-1]
@@ -308,6 +318,16 @@ def _rows_delete(model: type[models.Model], pks: list[object]) -> None:
             f"WHERE {connection.ops.quote_name(str(model._meta.pk.column))} IN ({placeholders})",
             [pk_param(model, pk) for pk in pks],
         )
+
+
+def _admin_history_delete(model: type[models.Model], pks: list[object]) -> None:
+    # The admin's history of a row names it (`object_repr`: an org's, a team's, a
+    # workspace's name) and says what changed. It refers to the row by content type and
+    # text id, not a foreign key, so nothing deletes it with the row.
+    LogEntry.objects.filter(
+        content_type=ContentType.objects.get_for_model(model),
+        object_id__in=[str(pk) for pk in pks],
+    ).delete()
 
 
 def _forget_cached_secrets(model: type[models.Model], pks: list[object]) -> None:

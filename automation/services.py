@@ -56,7 +56,14 @@ from workspaces.services import (
     key_session_revoke,
     workspace_key_ensure,
 )
-from workspaces.sql import datetime_param, driver_cursor, pk_param, table, unsynchronized
+from workspaces.sql import (
+    datetime_param,
+    driver_cursor,
+    key_session_revoked,
+    pk_param,
+    table,
+    unsynchronized,
+)
 from workspaces.violations import violation_code
 
 logger = logging.getLogger(__name__)
@@ -111,13 +118,16 @@ def message_admit(
     workspace = Workspace.objects.get(pk=conversation.workspace_id)
     if not workspace.ai_enabled:
         raise WorkspaceAiDisabled()
-    key_session = None
     if key_session_id is not None:
-        key_session = KeySession.objects.filter(
-            pk=key_session_id, user=sender, workspace=workspace, revoked_at__isnull=True
-        ).first()
-        if key_session is None:
+        # Refused with the reasons key-session resolution gives, so the sender's own
+        # revoked session (stamped, or with a durable revocation row) is `revoked`.
+        revoked = key_session_revoked(
+            session_id=key_session_id, workspace_id=workspace.pk, user_id=sender.pk
+        )
+        if revoked is None:
             raise KeySessionUnavailable(reason="unknown")
+        if revoked:
+            raise KeySessionUnavailable(reason="revoked")
     raw_credential, credential_digest = delivery_credential_generate()
     now = timezone.now()
     expires_at = now + timedelta(seconds=settings.ADMISSION_TTL_SECONDS)
@@ -142,7 +152,7 @@ def message_admit(
                 policy_revision=policy.policy_revision,
                 clear_generation=policy.clear_generation,
                 ai_consent_revision=workspace.ai_consent_revision,
-                key_session=key_session,
+                key_session_id=key_session_id,
                 acknowledged_version=memory_state.acknowledged_version if memory_state else None,
                 save_in_flight=memory_state.save_in_flight if memory_state else None,
                 has_unresolved_conflict=(

@@ -257,7 +257,11 @@ def memory_proposal_apply(
             change_kind=FileVersion.ChangeKind.SAVE,
             data_key=data_key,
         )
-        _proposal_resolve(proposal=proposal, status=Proposal.Status.APPLIED, actor=author)
+        if not _proposal_resolve(proposal=proposal, status=Proposal.Status.APPLIED, actor=author):
+            # A dismiss committed after the check above (it takes no policy lock): refusing
+            # here rolls the revision back, so a dismissed proposal never changes memory.
+            proposal.refresh_from_db(fields=["status"])
+            raise ProposalRetired(status=proposal.status)
     return revision
 
 

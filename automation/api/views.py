@@ -110,10 +110,13 @@ def _memory_state_from(request: Request) -> services.MemoryState | None:
     if raw is None:
         return None
     message = "X-Memory-State must look like `version=12; saving=0; conflict=0`."
-    fields = dict(part.strip().partition("=")[::2] for part in raw.split(";") if part.strip())
+    pairs = [part.strip().partition("=")[::2] for part in raw.split(";") if part.strip()]
+    fields = dict(pairs)
     saving, conflict = fields.get("saving", "0"), fields.get("conflict", "0")
     if (
         set(fields) - {"version", "saving", "conflict"}
+        # A field named twice: which value was meant is a guess.
+        or len(fields) < len(pairs)
         or saving not in {"0", "1"}
         or conflict not in {"0", "1"}
     ):

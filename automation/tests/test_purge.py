@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.apps import apps
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.core.cache import cache
 from django.utils import timezone
 
@@ -21,7 +22,7 @@ from memory.spaces.quotas import quotas_for
 from memory.spaces.store import MemoryStore
 from memory.tests.spaces.conftest import store_write
 from workspaces.errors import OrgStateConflict
-from workspaces.models import AuditEvent, KeySession, Org
+from workspaces.models import AuditEvent, KeySession, Org, User
 from workspaces.services import (
     api_token_create,
     bot_token_issue,
@@ -114,6 +115,27 @@ def test_purge_removes_every_row_of_the_org_and_nothing_of_another(make_assistan
     assert Org.objects.filter(pk=bystander.org.pk, status="active").exists()
     event = AuditEvent.objects.get(org_id=org_id, action="org_purged")
     assert event.detail["deletedRows"]["workspaces.FileVersion"] >= 3
+
+
+def test_purge_removes_the_admin_history_of_the_orgs_rows_only(make_tenant):
+    # The admin's history names each object it records (`object_repr`: an org's, a team's,
+    # a workspace's name) and what changed; it must not outlive the rows it is about.
+    doomed, bystander = make_tenant(), make_tenant()
+    staff = User.objects.create(username="staff", is_staff=True)
+    history: dict[int, set[int]] = {}
+    for tenant in (doomed, bystander):
+        before = set(LogEntry.objects.values_list("pk", flat=True))
+        for row in (tenant.org, tenant.team, tenant.workspace):
+            LogEntry.objects.log_actions(
+                user_id=staff.pk, queryset=[row], action_flag=CHANGE, change_message="renamed"
+            )
+        history[tenant.org.pk] = set(LogEntry.objects.values_list("pk", flat=True)) - before
+    make_due(doomed.org)
+
+    org_purge_due()
+
+    assert set(LogEntry.objects.values_list("pk", flat=True)) == history[bystander.org.pk]
+    assert len(history[doomed.org.pk]) == 3
 
 
 def test_purge_removes_the_filesystem_spaces_of_the_orgs_teams_only(

@@ -11,9 +11,11 @@ from rest_framework.test import APIClient
 import workspaces.services
 from conftest import postgres_only, run_concurrently, wait_until_a_backend_waits_on_a_lock
 from memory import provenance, services
+from memory.errors import ProposalRetired
 from memory.models import MEMORY_PATH, LineProvenance
 from memory.provenance import memory_blame
 from memory.selectors import memory_current_get, memory_policy_get
+from memory.tests.conftest import proposal_create
 from workspaces.errors import VersionConflict
 from workspaces.models import FileVersion, TeamStorageUsage
 from workspaces.services import api_token_create
@@ -240,3 +242,47 @@ def test_two_blames_filling_the_origin_cache_at_once_keep_one_row_per_revision(t
     assert [line.origin.version for line in held.lines] == [1, 5]
     assert held.lines == free.lines
     assert LineProvenance.objects.filter(revision__file__workspace=tenant.workspace).count() == 5
+
+
+def test_a_dismiss_between_an_applys_check_and_its_write_leaves_memory_unchanged(
+    tenant, memory_revision, monkeypatch
+):
+    proposal = proposal_create(tenant, "- likes green tea", "read_only")
+    checked, release = threading.Event(), threading.Event()
+    real_current_get = services.memory_current_get
+
+    def check_then_hold(**kwargs):
+        # The apply has found the proposal open; hold it there while the dismiss commits.
+        if not checked.is_set():
+            checked.set()
+            release.wait(timeout=30)
+        return real_current_get(**kwargs)
+
+    monkeypatch.setattr(services, "memory_current_get", check_then_hold)
+
+    def apply():
+        return services.memory_proposal_apply(
+            workspace=tenant.workspace,
+            author=tenant.member,
+            proposal_id=proposal.pk,
+            base_version=1,
+        )
+
+    def dismiss():
+        checked.wait(timeout=30)
+        try:
+            return services.memory_proposal_dismiss(
+                workspace=tenant.workspace, author=tenant.admin, proposal_id=proposal.pk
+            )
+        finally:
+            release.set()
+
+    results = run_concurrently(apply, dismiss)
+
+    assert isinstance(results[0], ProposalRetired)
+    assert results[0].detail == {"status": "dismissed"}
+    assert results[1] is None
+    proposal.refresh_from_db()
+    assert (proposal.status, proposal.resolved_by) == ("dismissed", tenant.admin)
+    assert memory_current_get(workspace=tenant.workspace).content == "- likes tea\n"
+    assert stored_versions(tenant) == [1]

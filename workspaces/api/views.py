@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -306,19 +307,29 @@ class KeySessionListCreateApi(APIView):
     class ListedSerializer(OutputSerializer):
         live = serializers.BooleanField()
 
+    class CreatedSerializer(OutputSerializer):
+        # Only when the session is opened: each use restarts the idle timeout, so a listed
+        # session's moment would be a guess (`live` says whether its key is still held).
+        expiresAt = serializers.SerializerMethodField(
+            help_text="When the key idles out if the session is not used; each use restarts it."
+        )
+
+        def get_expiresAt(self, session: KeySession) -> datetime:
+            return session.created_at + timedelta(seconds=settings.KEY_SESSION_IDLE_SECONDS)
+
     @operation(
         "Open a key session on the workspace",
         *MEMBER_REFUSALS,
         KeySessionStoreUnavailable,
         *NO_BODY_REFUSALS,
         request=None,
-        responses={201: OutputSerializer},
+        responses={201: CreatedSerializer},
     )
     def post(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
         no_body_require(request)
         session = services.key_session_open(workspace=membership.workspace, user=membership.user)
-        return Response(self.OutputSerializer(session).data, status=status.HTTP_201_CREATED)
+        return Response(self.CreatedSerializer(session).data, status=status.HTTP_201_CREATED)
 
     @operation("List your key sessions on the workspace", *MEMBER_REFUSALS, ValidationFailed)
     @page_schema(ListedSerializer, name="KeySession")

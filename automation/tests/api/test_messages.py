@@ -7,7 +7,12 @@ from automation.models import Admission, Conversation, DeliveryCredential, Turn
 from automation.tokens import delivery_credential_cache_key
 from memory.services import memory_policy_set
 from workspaces.models import WorkspaceMembership
-from workspaces.services import key_session_open, workspace_ai_consent_set, workspace_create
+from workspaces.services import (
+    key_session_open,
+    key_session_revoke,
+    workspace_ai_consent_set,
+    workspace_create,
+)
 from workspaces.tokens import bearer_secret_digest
 
 
@@ -145,6 +150,18 @@ def test_naming_someone_elses_key_session_is_refused(client, tenant, conversatio
     assert not Admission.objects.exists()
 
 
+def test_naming_your_revoked_key_session_is_refused_as_revoked(client, tenant, conversation_id):
+    session = key_session_open(workspace=tenant.workspace, user=tenant.member)
+    key_session_revoke(session=session, revoked_by=tenant.member)
+
+    response = send(client, conversation_id, HTTP_X_KEY_SESSION=str(session.pk))
+
+    assert response.status_code == 403
+    error = response.json()["error"]
+    assert (error["code"], error["detail"]) == ("KEY_SESSION_UNAVAILABLE", {"reason": "revoked"})
+    assert not Admission.objects.exists()
+
+
 def test_no_key_session_admits_without_one(client, conversation_id):
     response = send(client, conversation_id)
 
@@ -169,6 +186,10 @@ def test_mcp_style_turn_without_memory_state_records_none(client, conversation_i
         # Past a 64-bit column, and past int()'s digit limit: both were a 500.
         f"version={2**63}",
         f"version={'9' * 5000}",
+        # A field named twice: which value was meant is a guess.
+        "version=1; version=2",
+        "version=3; saving=0; saving=1",
+        "version=3; conflict=1; conflict=1",
     ],
 )
 def test_malformed_memory_state_is_400(client, conversation_id, state):

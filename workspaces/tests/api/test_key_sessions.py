@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import Any, cast
 
 import pytest
 from django.core.cache import cache
+from django.utils.dateparse import parse_datetime
 
 from workspaces.errors import KeySessionUnavailable
 from workspaces.models import KeySession, KeySessionRevocation
@@ -29,6 +31,18 @@ def test_member_opens_a_key_session_holding_the_key_only_in_the_cache(tenant):
     assert key_session_resolve(
         session_id=session.pk, workspace=tenant.workspace, user=tenant.member
     ) == workspace_key_ensure(workspace=tenant.workspace)
+
+
+def test_opened_key_session_answers_when_its_key_idles_out_unused(tenant, settings):
+    settings.KEY_SESSION_IDLE_SECONDS = 600
+
+    response = tenant.client_for(tenant.member).post(sessions_url(tenant))
+
+    body = response.json()
+    session = KeySession.objects.get(pk=body["id"])
+    expires_at = session.created_at + timedelta(seconds=600)
+    assert parse_datetime(body["expiresAt"]) == expires_at
+    assert body["idleTimeoutSeconds"] == 600
 
 
 def test_listing_shows_the_callers_sessions_and_whether_they_are_live(tenant):
