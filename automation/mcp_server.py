@@ -78,6 +78,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from automation import bot_memory
 from automation.api import serializers as shapes
+from automation.api.bot_memory import (
+    BotMemoryListApi,
+    BotMemoryReadApi,
+    BotMemoryWriteApi,
+    RunInput,
+)
 from automation.bot_context import bot_context, bot_pre_compact_message
 from automation.bot_memory import (
     BotMemoryAccess,
@@ -599,16 +605,27 @@ def _bot_access(credential: Credential, run: str) -> BotMemoryAccess:
     return bot_memory_access(bot=credential.bot, run=run)
 
 
+def _bot_arguments(shape: type[RunInput], **arguments: str) -> dict[str, Any]:
+    """`arguments` as the tool's REST route judges its body (NUL in `content` included),
+    before the bot's access, in that route's order; the run is the header's, not the model's."""
+    valid = dict(validated(shape(data=arguments)))
+    del valid["run"]
+    return valid
+
+
 def _bot_read(credential: Credential, run: str, path: str) -> str:
-    return bot_memory.memory_read(access=_bot_access(credential, run), path=path)
+    arguments = _bot_arguments(BotMemoryReadApi.InputSerializer, path=path)
+    return bot_memory.memory_read(access=_bot_access(credential, run), **arguments)
 
 
 def _bot_list(credential: Credential, run: str, path: str) -> str:
-    return bot_memory.memory_list(access=_bot_access(credential, run), path=path)
+    arguments = _bot_arguments(BotMemoryListApi.InputSerializer, path=path)
+    return bot_memory.memory_list(access=_bot_access(credential, run), **arguments)
 
 
 def _bot_write(credential: Credential, run: str, path: str, content: str) -> str:
-    return bot_memory.memory_write(access=_bot_access(credential, run), path=path, content=content)
+    arguments = _bot_arguments(BotMemoryWriteApi.InputSerializer, path=path, content=content)
+    return bot_memory.memory_write(access=_bot_access(credential, run), **arguments)
 
 
 _BOT_WORK: frozenset[Callable[..., str]] = frozenset({_bot_read, _bot_list, _bot_write})

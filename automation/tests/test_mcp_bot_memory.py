@@ -12,6 +12,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
+from rest_framework.test import APIClient
 
 from automation.tests.test_mcp_server import (
     TOOLS,
@@ -133,6 +134,22 @@ def test_refusals_are_tool_errors_with_the_api_codes(mcp_url, tenant):  # noqa: 
     assert "memory_read" in "".join(getattr(block, "text", "") for block in stale.content)
     assert refusal_code(traversal) == "INVALID_DOCUMENT_PATH"
     assert refusal_code(denied) == "BOT_MEMORY_TOOL_DENIED"
+
+
+def test_tool_arguments_are_judged_as_the_rest_route_judges_them(mcp_url, tenant):  # noqa: F811
+    bot, token = bot_token(tenant, "alpha")
+    rest = APIClient()
+    rest.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    arguments: dict[str, Any] = {"path": "a.md", "content": "before\x00after\n"}
+
+    over_rest = rest.post("/api/v1/bots/me/memory/write", arguments, format="json")
+    over_mcp = call_tool(mcp_url, token, "memory_write", **arguments)
+
+    assert over_rest.status_code == 400
+    assert refusal_code(over_mcp) == "VALIDATION_FAILED"
+    assert over_mcp.structured_content is not None
+    assert over_mcp.structured_content["error"]["detail"] == over_rest.json()["error"]["detail"]
+    assert store_get().read(space_of(tenant, bot.slug), "a.md") is None
 
 
 def test_a_bot_is_never_a_person_and_a_person_never_a_bot(mcp_url, tenant):  # noqa: F811
