@@ -164,10 +164,12 @@ def _spec_diagnostics(memory: Mapping[str, Any]) -> list[Diagnostic]:
         if field not in memory:
             continue
         value = memory[field]
-        if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
-            typed[field] = value
-        else:
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             found.append(_error("C050", field, f"`{field}` must be {_TYPE_NAMES[kind]}."))
+        elif field == "user" and not 1 <= memory["user"] <= _USER_ID_MAX:
+            found.append(_error("C050", field, "`user` must be a person's id (from 1)."))
+        else:
+            typed[field] = value
     if "visibility" in typed and typed["visibility"] not in _VISIBILITIES:
         known = ", ".join(Visibility)
         found.append(
@@ -222,6 +224,9 @@ def _auto_memory_diagnostics(*, runtime: str, value: object) -> list[Diagnostic]
 
 
 _VISIBILITIES = frozenset(each.value for each in Visibility)
+# The largest id a person can have (a BigAutoField): a spec's `user` past it was saved, and
+# then every tool call of the bot failed looking that person up.
+_USER_ID_MAX = 2**63 - 1
 _TYPE_NAMES = {bool: "true or false", str: "text", int: "an integer", list: "a list of globs"}
 
 

@@ -74,6 +74,16 @@ DIAGNOSTICS = [
     pytest.param(
         "claw", {**CLEAN, "user": True}, None, [("C050", "error", "user")], id="C050 bool no int"
     ),
+    *(
+        pytest.param(
+            "claw",
+            {"visibility": "user", "user": user},
+            None,
+            [("C050", "error", "user")],
+            id=f"C050 user {user} is no one's id",
+        )
+        for user in (0, -1, 2**63)
+    ),
     pytest.param(
         "claw",
         {**CLEAN, "autoload": ["../secrets/*.md"]},
