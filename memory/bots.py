@@ -151,6 +151,10 @@ def memory_spec_space(
     user_id = memory.get("user")
     if visibility in USER_BOUND and user_id is None:
         raise SpaceInvalid(reason="missing_qualifier", field="user")
+    # As a `project` on an `org` space: a `user` that names nobody's space would be ignored,
+    # and the bot would write where its owner did not mean it to.
+    if visibility not in USER_BOUND and user_id is not None:
+        raise SpaceInvalid(reason="unexpected_qualifier", field="user")
     return space_handle_parse(query, tenant_id=team_id, user_id=user_id or 0)
 
 

@@ -105,6 +105,20 @@ DIAGNOSTICS = [
         [("C050", "error", "project")],
         id="C050 qualifier the visibility does not take",
     ),
+    *(
+        pytest.param(
+            "claw",
+            {**spec, "user": 1},
+            None,
+            [("C050", "error", "user")],
+            id=f"C050 user on a {spec.get('visibility', 'legacy scope')} space",
+        )
+        for spec in (
+            {"visibility": "org"},
+            {"visibility": "bot", "project": "app"},
+            {"scope": "notes", "project": "app"},
+        )
+    ),
     pytest.param(
         "claw", {"visibility": "team"}, None, [("C170", "error", "visibility")], id="C170"
     ),
