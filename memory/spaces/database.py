@@ -33,7 +33,9 @@ from django.db import (
     connection,
     transaction,
 )
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import Substr
+from django.db.models.lookups import Exact
 from django.utils import timezone
 from psycopg import sql as psycopg_sql
 
@@ -122,7 +124,7 @@ class DatabaseStore:
     def list(self, handle: SpaceHandle, *, prefix: str = "") -> Sequence[DocumentMeta]:
         rows = SpaceDocument.objects.filter(space__handle_id=handle.id).defer("body_ciphertext")
         if prefix:
-            rows = rows.filter(path__startswith=prefix.rstrip("/") + "/")
+            rows = rows.filter(_below(prefix.rstrip("/")))
         with _store_errors():
             documents = list(rows)
             sealer = _sealer(handle) if documents else None
@@ -635,11 +637,17 @@ def _paths_near(space: MemorySpace, path: str) -> list[str]:
     segments = path.split("/")
     ancestors = ["/".join(segments[:end]) for end in range(1, len(segments))]
     rows = SpaceDocument.objects.filter(space=space)
-    return list(
-        (rows.filter(path__in=ancestors) | rows.filter(path__startswith=path + "/")).values_list(
-            "path", flat=True
-        )[:1]
-    )
+    near = rows.filter(Q(path__in=ancestors) | _below(path))
+    return list(near.values_list("path", flat=True)[:1])
+
+
+def _below(directory: str) -> Q:
+    """The documents below `directory`, in its exact spelling. `startswith` alone is LIKE on
+    SQLite, which ignores case: `Notes/a.md` was listed under `notes`, and `q.md` refused
+    beside `Q.md/z.md`. The exact head keeps the paths the other store and PostgreSQL keep;
+    `startswith` keeps PostgreSQL's prefix scan."""
+    head = directory + "/"
+    return Q(path__startswith=head) & Q(Exact(Substr("path", 1, len(head)), head))
 
 
 def _document_create(

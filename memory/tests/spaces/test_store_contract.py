@@ -306,6 +306,19 @@ def test_a_document_cannot_be_both_a_file_and_a_directory(adapter, team, existin
     assert adapter.store.usage(handle).used_bytes == 5
 
 
+def test_paths_differing_only_in_case_are_other_documents_and_directories(adapter, team):
+    handle = handle_of(team)
+    adapter.write(handle, "Notes/a.md", b"upper", expected=0)
+    adapter.write(handle, "Q.md/z.md", b"upper", expected=0)
+
+    adapter.write(handle, "q.md", b"lower", expected=0)
+    adapter.write(handle, "notes/b.md", b"lower", expected=0)
+
+    assert [meta.path for meta in adapter.store.list(handle, prefix="notes")] == ["notes/b.md"]
+    assert [meta.path for meta in adapter.store.list(handle, prefix="Notes")] == ["Notes/a.md"]
+    assert adapter.store.read(handle, "q.md").body == b"lower"
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_write_that_cannot_take_the_space_lock_by_its_deadline_is_busy(adapter, team):
     if adapter.name == "database" and connection.vendor != "postgresql":
