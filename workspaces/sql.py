@@ -16,7 +16,9 @@ from typing import Any, Protocol, TypeVar
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Substr
+from django.db.models.lookups import Exact
 
 from workspaces.models import (
     ApiToken,
@@ -91,6 +93,15 @@ def unsynchronized() -> tuple[str, str]:
         "WITH unsynchronized AS (SELECT set_config('synchronous_commit', 'off', true))",
         "unsynchronized",
     )
+
+
+def path_below(directory: str) -> Q:
+    """The rows whose `path` lies below `directory`, in its exact spelling. `startswith`
+    alone is LIKE on SQLite, which ignores case: `Notes/a.md` was below `notes` there, and
+    nowhere else. The exact head keeps SQLite to what PostgreSQL and the filesystem keep;
+    `startswith` keeps PostgreSQL's prefix scan."""
+    head = directory + "/"
+    return Q(path__startswith=head) & Q(Exact(Substr("path", 1, len(head)), head))
 
 
 def any_of(expression: str, values: Collection[int]) -> tuple[str, list[Any]]:

@@ -34,8 +34,6 @@ from django.db import (
     transaction,
 )
 from django.db.models import Count, Q, Sum
-from django.db.models.functions import Substr
-from django.db.models.lookups import Exact
 from django.utils import timezone
 from psycopg import sql as psycopg_sql
 
@@ -62,7 +60,7 @@ from workspaces.crypto import (
     deployment_key_id,
 )
 from workspaces.errors import DocumentUnreadable, NotFound, VersionConflict
-from workspaces.sql import columns, fetch_one, instance, table, values_binary
+from workspaces.sql import columns, fetch_one, instance, path_below, table, values_binary
 from workspaces.violations import violation_raises
 
 # The columns of a space row that are its handle's fields of the same name.
@@ -124,7 +122,7 @@ class DatabaseStore:
     def list(self, handle: SpaceHandle, *, prefix: str = "") -> Sequence[DocumentMeta]:
         rows = SpaceDocument.objects.filter(space__handle_id=handle.id).defer("body_ciphertext")
         if prefix:
-            rows = rows.filter(_below(prefix.rstrip("/")))
+            rows = rows.filter(path_below(prefix.rstrip("/")))
         with _store_errors():
             documents = list(rows)
             sealer = _sealer(handle) if documents else None
@@ -637,17 +635,8 @@ def _paths_near(space: MemorySpace, path: str) -> list[str]:
     segments = path.split("/")
     ancestors = ["/".join(segments[:end]) for end in range(1, len(segments))]
     rows = SpaceDocument.objects.filter(space=space)
-    near = rows.filter(Q(path__in=ancestors) | _below(path))
+    near = rows.filter(Q(path__in=ancestors) | path_below(path))
     return list(near.values_list("path", flat=True)[:1])
-
-
-def _below(directory: str) -> Q:
-    """The documents below `directory`, in its exact spelling. `startswith` alone is LIKE on
-    SQLite, which ignores case: `Notes/a.md` was listed under `notes`, and `q.md` refused
-    beside `Q.md/z.md`. The exact head keeps the paths the other store and PostgreSQL keep;
-    `startswith` keeps PostgreSQL's prefix scan."""
-    head = directory + "/"
-    return Q(path__startswith=head) & Q(Exact(Substr("path", 1, len(head)), head))
 
 
 def _document_create(
