@@ -79,6 +79,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from automation import bot_memory
 from automation.api import serializers as shapes
 from automation.api.bot_memory import (
+    BotMemoryContextApi,
     BotMemoryListApi,
     BotMemoryReadApi,
     BotMemoryWriteApi,
@@ -688,9 +689,9 @@ async def memory_context(
     ] = "start",
 ) -> list[UserMessage]:
     """Your memory space as context: its index block, then its autoload block."""
-    if purpose not in ("start", "pre_compact"):
-        raise MCPError(INVALID_PARAMS, "purpose is `start` or `pre_compact`.")
     try:
+        # As the REST route judges `?purpose=`: VALIDATION_FAILED with its `detail.fields`.
+        validated(BotMemoryContextApi.ContextQuery(data={"purpose": purpose}))
         credential = _caller(ctx, bot=True)
         blocks = await _in_db_thread(_bot_context)(credential, _run(ctx), purpose)
     except DomainError as error:

@@ -171,6 +171,24 @@ def test_a_bot_is_never_a_person_and_a_person_never_a_bot(mcp_url, tenant):  # n
     assert unknown_prompt.group_contains(MCPError, match="Unknown prompt", depth=None)
 
 
+def test_the_context_prompt_judges_purpose_as_the_rest_route_does(mcp_url, tenant):  # noqa: F811
+    bot, token = bot_token(tenant, "alpha")
+    rest = APIClient()
+    rest.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    over_rest = rest.get(f"/api/v1/bots/{bot.slug}/memory/context", {"purpose": "later"})
+    with pytest.raises(ExceptionGroup) as over_mcp:
+        context_messages(mcp_url, token, purpose="later")
+
+    refused: BaseException | None = over_mcp.value.split(MCPError)[0]
+    while isinstance(refused, ExceptionGroup):  # the SDK nests its task groups
+        refused = refused.exceptions[0]
+    assert isinstance(refused, MCPError)
+    assert over_rest.status_code == 400
+    assert refused.data["error"]["code"] == "VALIDATION_FAILED"
+    assert refused.data["error"]["detail"] == over_rest.json()["error"]["detail"]
+
+
 def test_the_context_prompt_gives_the_index_then_the_autoload_block(mcp_url, tenant):  # noqa: F811
     _, token = bot_token(tenant, "alpha")
 
