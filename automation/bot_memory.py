@@ -47,6 +47,7 @@ from memory.spaces.store import DocumentMeta
 from workspaces.errors import NotFound, VersionConflict
 from workspaces.models import Bot, TeamMembership
 from workspaces.paths import document_path_require_canonical
+from workspaces.sql import starts_with
 
 EMPTY_LISTING = "(empty)"
 
@@ -216,5 +217,5 @@ def _seen_forget(
     if paths is not None:
         seen = seen.filter(path__in=paths)
     elif prefix:
-        seen = seen.filter(path__startswith=f"{prefix}/")
+        seen = seen.filter(starts_with("path", prefix + "/"))
     seen.delete()

@@ -78,6 +78,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from automation import bot_memory
 from automation.api import serializers as shapes
+from automation.api.bot_memory import (
+    BotMemoryContextApi,
+    BotMemoryListApi,
+    BotMemoryReadApi,
+    BotMemoryWriteApi,
+    RunInput,
+)
 from automation.bot_context import bot_context, bot_pre_compact_message
 from automation.bot_memory import (
     BotMemoryAccess,
@@ -599,16 +606,27 @@ def _bot_access(credential: Credential, run: str) -> BotMemoryAccess:
     return bot_memory_access(bot=credential.bot, run=run)
 
 
+def _bot_arguments(shape: type[RunInput], **arguments: str) -> dict[str, Any]:
+    """`arguments` as the tool's REST route judges its body (NUL in `content` included),
+    before the bot's access, in that route's order; the run is the header's, not the model's."""
+    valid = dict(validated(shape(data=arguments)))
+    del valid["run"]
+    return valid
+
+
 def _bot_read(credential: Credential, run: str, path: str) -> str:
-    return bot_memory.memory_read(access=_bot_access(credential, run), path=path)
+    arguments = _bot_arguments(BotMemoryReadApi.InputSerializer, path=path)
+    return bot_memory.memory_read(access=_bot_access(credential, run), **arguments)
 
 
 def _bot_list(credential: Credential, run: str, path: str) -> str:
-    return bot_memory.memory_list(access=_bot_access(credential, run), path=path)
+    arguments = _bot_arguments(BotMemoryListApi.InputSerializer, path=path)
+    return bot_memory.memory_list(access=_bot_access(credential, run), **arguments)
 
 
 def _bot_write(credential: Credential, run: str, path: str, content: str) -> str:
-    return bot_memory.memory_write(access=_bot_access(credential, run), path=path, content=content)
+    arguments = _bot_arguments(BotMemoryWriteApi.InputSerializer, path=path, content=content)
+    return bot_memory.memory_write(access=_bot_access(credential, run), **arguments)
 
 
 _BOT_WORK: frozenset[Callable[..., str]] = frozenset({_bot_read, _bot_list, _bot_write})
@@ -671,9 +689,9 @@ async def memory_context(
     ] = "start",
 ) -> list[UserMessage]:
     """Your memory space as context: its index block, then its autoload block."""
-    if purpose not in ("start", "pre_compact"):
-        raise MCPError(INVALID_PARAMS, "purpose is `start` or `pre_compact`.")
     try:
+        # As the REST route judges `?purpose=`: VALIDATION_FAILED with its `detail.fields`.
+        validated(BotMemoryContextApi.ContextQuery(data={"purpose": purpose}))
         credential = _caller(ctx, bot=True)
         blocks = await _in_db_thread(_bot_context)(credential, _run(ctx), purpose)
     except DomainError as error:

@@ -151,6 +151,10 @@ def memory_spec_space(
     user_id = memory.get("user")
     if visibility in USER_BOUND and user_id is None:
         raise SpaceInvalid(reason="missing_qualifier", field="user")
+    # As a `project` on an `org` space: a `user` that names nobody's space would be ignored,
+    # and the bot would write where its owner did not mean it to.
+    if visibility not in USER_BOUND and user_id is not None:
+        raise SpaceInvalid(reason="unexpected_qualifier", field="user")
     return space_handle_parse(query, tenant_id=team_id, user_id=user_id or 0)
 
 
@@ -164,10 +168,12 @@ def _spec_diagnostics(memory: Mapping[str, Any]) -> list[Diagnostic]:
         if field not in memory:
             continue
         value = memory[field]
-        if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
-            typed[field] = value
-        else:
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             found.append(_error("C050", field, f"`{field}` must be {_TYPE_NAMES[kind]}."))
+        elif field == "user" and not 1 <= memory["user"] <= _USER_ID_MAX:
+            found.append(_error("C050", field, "`user` must be a person's id (from 1)."))
+        else:
+            typed[field] = value
     if "visibility" in typed and typed["visibility"] not in _VISIBILITIES:
         known = ", ".join(Visibility)
         found.append(
@@ -222,6 +228,9 @@ def _auto_memory_diagnostics(*, runtime: str, value: object) -> list[Diagnostic]
 
 
 _VISIBILITIES = frozenset(each.value for each in Visibility)
+# The largest id a person can have (a BigAutoField): a spec's `user` past it was saved, and
+# then every tool call of the bot failed looking that person up.
+_USER_ID_MAX = 2**63 - 1
 _TYPE_NAMES = {bool: "true or false", str: "text", int: "an integer", list: "a list of globs"}
 
 

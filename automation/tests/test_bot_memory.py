@@ -196,6 +196,15 @@ def test_a_listing_forgets_what_is_no_longer_there(tenant):
     assert "revision 1" in memory_write(access=access, path="notes/a.md", content="again\n")
 
 
+def test_a_listing_forgets_only_its_own_directory_in_its_own_case(tenant):
+    access = bot_memory_access(bot=make_bot(tenant))
+    memory_write(access=access, path="Notes/a.md", content="a\n")
+
+    assert memory_list(access=access, path="notes") == EMPTY_LISTING
+
+    assert "revision 2" in memory_write(access=access, path="Notes/a.md", content="b\n")
+
+
 def test_every_write_meets_the_memory_space_refusals(tenant, settings):
     access = bot_memory_access(bot=make_bot(tenant))
     settings.MEMORY_MAX_DOCUMENT_BYTES = 64

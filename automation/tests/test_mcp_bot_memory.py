@@ -12,6 +12,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
+from rest_framework.test import APIClient
 
 from automation.tests.test_mcp_server import (
     TOOLS,
@@ -135,6 +136,22 @@ def test_refusals_are_tool_errors_with_the_api_codes(mcp_url, tenant):  # noqa: 
     assert refusal_code(denied) == "BOT_MEMORY_TOOL_DENIED"
 
 
+def test_tool_arguments_are_judged_as_the_rest_route_judges_them(mcp_url, tenant):  # noqa: F811
+    bot, token = bot_token(tenant, "alpha")
+    rest = APIClient()
+    rest.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    arguments: dict[str, Any] = {"path": "a.md", "content": "before\x00after\n"}
+
+    over_rest = rest.post("/api/v1/bots/me/memory/write", arguments, format="json")
+    over_mcp = call_tool(mcp_url, token, "memory_write", **arguments)
+
+    assert over_rest.status_code == 400
+    assert refusal_code(over_mcp) == "VALIDATION_FAILED"
+    assert over_mcp.structured_content is not None
+    assert over_mcp.structured_content["error"]["detail"] == over_rest.json()["error"]["detail"]
+    assert store_get().read(space_of(tenant, bot.slug), "a.md") is None
+
+
 def test_a_bot_is_never_a_person_and_a_person_never_a_bot(mcp_url, tenant):  # noqa: F811
     _, token = bot_token(tenant, "alpha")
 
@@ -152,6 +169,24 @@ def test_a_bot_is_never_a_person_and_a_person_never_a_bot(mcp_url, tenant):  # n
     with pytest.raises(ExceptionGroup) as unknown_prompt:
         context_messages(mcp_url, token_for(tenant, tenant.member))
     assert unknown_prompt.group_contains(MCPError, match="Unknown prompt", depth=None)
+
+
+def test_the_context_prompt_judges_purpose_as_the_rest_route_does(mcp_url, tenant):  # noqa: F811
+    bot, token = bot_token(tenant, "alpha")
+    rest = APIClient()
+    rest.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    over_rest = rest.get(f"/api/v1/bots/{bot.slug}/memory/context", {"purpose": "later"})
+    with pytest.raises(ExceptionGroup) as over_mcp:
+        context_messages(mcp_url, token, purpose="later")
+
+    refused: BaseException | None = over_mcp.value.split(MCPError)[0]
+    while isinstance(refused, ExceptionGroup):  # the SDK nests its task groups
+        refused = refused.exceptions[0]
+    assert isinstance(refused, MCPError)
+    assert over_rest.status_code == 400
+    assert refused.data["error"]["code"] == "VALIDATION_FAILED"
+    assert refused.data["error"]["detail"] == over_rest.json()["error"]["detail"]
 
 
 def test_the_context_prompt_gives_the_index_then_the_autoload_block(mcp_url, tenant):  # noqa: F811

@@ -74,6 +74,16 @@ DIAGNOSTICS = [
     pytest.param(
         "claw", {**CLEAN, "user": True}, None, [("C050", "error", "user")], id="C050 bool no int"
     ),
+    *(
+        pytest.param(
+            "claw",
+            {"visibility": "user", "user": user},
+            None,
+            [("C050", "error", "user")],
+            id=f"C050 user {user} is no one's id",
+        )
+        for user in (0, -1, 2**63)
+    ),
     pytest.param(
         "claw",
         {**CLEAN, "autoload": ["../secrets/*.md"]},
@@ -94,6 +104,20 @@ DIAGNOSTICS = [
         None,
         [("C050", "error", "project")],
         id="C050 qualifier the visibility does not take",
+    ),
+    *(
+        pytest.param(
+            "claw",
+            {**spec, "user": 1},
+            None,
+            [("C050", "error", "user")],
+            id=f"C050 user on a {spec.get('visibility', 'legacy scope')} space",
+        )
+        for spec in (
+            {"visibility": "org"},
+            {"visibility": "bot", "project": "app"},
+            {"scope": "notes", "project": "app"},
+        )
     ),
     pytest.param(
         "claw", {"visibility": "team"}, None, [("C170", "error", "visibility")], id="C170"

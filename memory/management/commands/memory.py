@@ -69,6 +69,10 @@ SPACE_FLAGS = ("visibility", "name", *QUALIFIERS)
 # The refusals whose fix is in the command line itself: usage, not a refusal.
 USAGE_CODES = frozenset({"SPACE_INVALID", "VALIDATION_FAILED", "AUTO_MEMORY_VALUE_INVALID"})
 _TOKEN_HINT = "check --token or MEMORY_REMOTE_TOKEN (a personal access token of the person acting)"
+# The mirror acts as a bot: a person's token is the very mistake its refusal should name.
+_BOT_TOKEN_HINT = (
+    "check --token or MEMORY_REMOTE_TOKEN (the bot's token, from POST /api/v1/bots/{id}/tokens)"
+)
 
 
 class Refused(CommandError):
@@ -178,7 +182,7 @@ def _hint(code: str, detail: dict[str, Any], subcommand: str) -> str | None:
             | "TOKEN_REVOKED"
             | "TOKEN_SCOPE_REFUSED"
         ):
-            return _TOKEN_HINT
+            return _BOT_TOKEN_HINT if subcommand == "mirror" else _TOKEN_HINT
     return None
 
 

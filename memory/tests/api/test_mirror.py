@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from conftest import Tenant, assert_error
 from memory.mirror import LocalMirrorSpace
 from memory.tests.secret_corpus import CREDENTIALS
-from workspaces.models import Bot
+from workspaces.models import ApiToken, Bot
 from workspaces.services import api_token_create, bot_token_issue
 
 SPACE = "/api/v1/mirror/space?project=repo"
@@ -191,3 +191,20 @@ def test_a_bad_token_remotely_is_refused_with_exit_1(remote):
 
     assert refused.value.returncode == 1
     assert "TOKEN_INVALID" in str(refused.value)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_persons_token_remotely_is_told_to_send_the_bots(remote):
+    bot, flags = remote
+    owner = ApiToken.objects.get(bot=bot).user  # who issued the bot's token
+    _, person_token = api_token_create(user=owner, team=bot.team, name="cli")
+    flags = [flags[0], flags[1], "--token", person_token, *flags[4:]]
+
+    with pytest.raises(CommandError) as refused:
+        mirror_json("hydrate", *flags)
+
+    assert refused.value.returncode == 1
+    message = str(refused.value)
+    assert message.startswith("TOKEN_SCOPE_REFUSED: ")
+    assert "bot's token" in message
+    assert "person acting" not in message
