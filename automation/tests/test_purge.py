@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.apps import apps
+from django.contrib import admin
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.core.cache import cache
 from django.utils import timezone
@@ -136,6 +137,19 @@ def test_purge_removes_the_admin_history_of_the_orgs_rows_only(make_tenant):
 
     assert set(LogEntry.objects.values_list("pk", flat=True)) == history[bystander.org.pk]
     assert len(history[doomed.org.pk]) == 3
+
+
+def test_no_key_has_admin_history_for_the_purge_to_miss(rf, admin_user):
+    # The purge deletes the admin's history of every row but the keys': their admins are
+    # view-only, so no LogEntry can name a key.
+    request = rf.get("/admin/")
+    request.user = admin_user
+    for step in PURGE_PLAN:
+        if step.destroys_keys:
+            model_admin = admin.site._registry[step.model]
+            assert not model_admin.has_add_permission(request)
+            assert not model_admin.has_change_permission(request)
+            assert not model_admin.has_delete_permission(request)
 
 
 def test_purge_removes_the_filesystem_spaces_of_the_orgs_teams_only(
