@@ -119,6 +119,39 @@ def env_base_url(name: str, environ: Mapping[str, str] = os.environ) -> str:
     return value.rstrip("/")
 
 
+# The brokers Celery reaches with what requirements.txt installs.
+_BROKER_SCHEMES = {"amqp", "amqps", "pyamqp", "redis", "rediss"}
+
+
+def broker_url_problem(value: str) -> str | None:
+    """Why `value` is not a Celery broker URL, or None. Celery itself finds out only when a
+    task is first sent; the value is not echoed, as it may carry a password."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (a malformed port raises only when read)
+    except ValueError:
+        return "not a URL"
+    if parts.scheme not in _BROKER_SCHEMES:
+        return f"its scheme must be one of {sorted(_BROKER_SCHEMES)}"
+    if not parts.hostname:
+        return "it names no host"
+    return None
+
+
+def env_directory(name: str, default: Path, environ: Mapping[str, str] = os.environ) -> Path:
+    """Read a directory the service writes to, creating it, and refuse one it cannot write."""
+    path = Path(env_str(name, str(default), environ)).resolve()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ImproperlyConfigured(
+            f"{name} ({path}) cannot be made a directory: {error.strerror}"
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ImproperlyConfigured(f"{name} ({path}) is not writable by this process")
+    return path
+
+
 def env_choice(
     name: str, default: str, choices: set[str], environ: Mapping[str, str] = os.environ
 ) -> str:

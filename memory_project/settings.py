@@ -14,9 +14,11 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from memory_project.env import (
+    broker_url_problem,
     env_base_url,
     env_bool,
     env_choice,
+    env_directory,
     env_ed25519_key,
     env_int,
     env_list,
@@ -28,7 +30,7 @@ from memory_project.env import (
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "var"))).resolve()
+DATA_DIR = env_directory("DATA_DIR", BASE_DIR / "var")
 
 SECRET_KEY = env_secret("SECRET_KEY", DATA_DIR / "secret_key")
 # The deployment key wraps every workspace's data key (workspaces/crypto.py). It is
@@ -49,6 +51,9 @@ CRYPTOGRAPHY_KEY = DEPLOYMENT_KEY
 
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+if not ALLOWED_HOSTS and not DEBUG:
+    # Django would answer every request 400 (DisallowedHost), long after start-up said nothing.
+    raise ImproperlyConfigured("ALLOWED_HOSTS names no host; list the served host names")
 TRUSTED_ORIGINS = env_origins("TRUSTED_ORIGINS", ["http://127.0.0.1:8000", "http://localhost:8000"])
 CSRF_TRUSTED_ORIGINS = TRUSTED_ORIGINS
 CSRF_FAILURE_VIEW = "memory_project.api.exceptions.csrf_failure_view"
@@ -147,6 +152,9 @@ def _database(url: str) -> dict[str, object]:
             config["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 2}
     else:
         raise ImproperlyConfigured("DATABASE_URL must name a postgres:// or sqlite:// database")
+    if not config.get("NAME"):
+        # Otherwise the first query fails, not start-up.
+        raise ImproperlyConfigured("DATABASE_URL names no database (its path is empty)")
     return config
 
 
@@ -363,7 +371,9 @@ SPECTACULAR_SETTINGS = {
 
 # Without a broker, tasks run in the calling process: the embedded default needs no
 # worker, and the same code paths run as in production.
-_broker_url = env_str("CELERY_BROKER_URL", "")
+_broker_url = env_str("CELERY_BROKER_URL", "").strip()
+if _broker_url and (problem := broker_url_problem(_broker_url)):
+    raise ImproperlyConfigured(f"CELERY_BROKER_URL is not a broker URL: {problem}")
 CELERY_TASK_ALWAYS_EAGER = not _broker_url
 # The in-memory transport with its host named, as kombu otherwise warns on first use.
 CELERY_BROKER_URL = _broker_url or "memory://localhost/"

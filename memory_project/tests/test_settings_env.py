@@ -243,3 +243,42 @@ def test_more_than_one_worker_without_redis_stops_start_up(monkeypatch):
 
     with pytest.raises(ImproperlyConfigured, match="WEB_CONCURRENCY above 1 needs REDIS_URL"):
         gunicorn_conf._workers()
+
+
+def test_a_database_url_naming_no_database_stops_start_up():
+    with pytest.raises(ImproperlyConfigured, match="DATABASE_URL names no database"):
+        _database("postgres://postgres@127.0.0.1:5432")
+
+
+@pytest.mark.parametrize(
+    "raw", ["garbage", "http://broker", "amqp://", "redis://:secret@host:port/1"]
+)
+def test_a_malformed_broker_url_stops_start_up_without_echoing_it(monkeypatch, raw):
+    with pytest.raises(ImproperlyConfigured, match="CELERY_BROKER_URL") as refusal:
+        start_up(monkeypatch, CELERY_BROKER_URL=raw)
+
+    assert "secret" not in str(refusal.value)
+
+
+@pytest.mark.parametrize(
+    "raw", ["amqp://guest@127.0.0.1:5672//", "redis://127.0.0.1:6379/1", "rediss://h:6380/0"]
+)
+def test_a_broker_url_celery_can_reach_is_accepted(monkeypatch, raw):
+    assert start_up(monkeypatch, CELERY_BROKER_URL=raw)["CELERY_BROKER_URL"] == raw
+
+
+def test_no_allowed_host_stops_start_up_unless_debugging(monkeypatch):
+    with pytest.raises(ImproperlyConfigured, match="ALLOWED_HOSTS"):
+        start_up(monkeypatch, ALLOWED_HOSTS=" , ", DEBUG="0")
+
+    assert start_up(monkeypatch, ALLOWED_HOSTS=",", DEBUG="1")["ALLOWED_HOSTS"] == []
+
+
+def test_a_data_dir_that_cannot_be_a_directory_stops_start_up(monkeypatch, tmp_path):
+    occupied = tmp_path / "a-file"
+    occupied.write_text("")
+
+    with pytest.raises(ImproperlyConfigured, match="DATA_DIR"):
+        start_up(monkeypatch, DATA_DIR=str(occupied / "data"))
+    with pytest.raises(ImproperlyConfigured, match="DATA_DIR"):
+        start_up(monkeypatch, DATA_DIR=str(occupied))
