@@ -3,6 +3,8 @@ from __future__ import annotations
 import base64
 import os
 import runpy
+import subprocess
+import sys
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -282,3 +284,48 @@ def test_a_data_dir_that_cannot_be_a_directory_stops_start_up(monkeypatch, tmp_p
         start_up(monkeypatch, DATA_DIR=str(occupied / "data"))
     with pytest.raises(ImproperlyConfigured, match="DATA_DIR"):
         start_up(monkeypatch, DATA_DIR=str(occupied))
+
+
+def run_quietly(*command: str, **environ: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command,
+        env={**os.environ, **environ},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=settings_module.BASE_DIR,
+    )
+
+
+def test_manage_py_refuses_a_malformed_setting_with_its_message_alone():
+    refused = run_quietly(sys.executable, "manage.py", "check", DEBUG="maybe")
+
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Configuration error: DEBUG must be one of")
+    assert "Traceback" not in refused.stderr
+
+
+def test_gunicorn_refuses_a_malformed_setting_with_its_message_alone():
+    # Refused in the master by the on_starting hook, before it binds or starts a worker.
+    refused = run_quietly(
+        *(sys.executable, "-m", "gunicorn", "-c", "python:memory_project.gunicorn_conf"),
+        *("memory_project.wsgi", "--bind", "127.0.0.1:0"),
+        CELERY_BROKER_URL="rabbit",
+    )
+
+    assert refused.returncode == 1
+    assert "Configuration error: CELERY_BROKER_URL is not a broker URL" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert "Booting worker" not in refused.stderr
+
+
+def test_gunicorn_refuses_its_own_malformed_setting_with_its_message_alone(monkeypatch):
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    refused = run_quietly(
+        *(sys.executable, "-m", "gunicorn", "-c", "python:memory_project.gunicorn_conf"),
+        *("memory_project.wsgi", "--bind", "127.0.0.1:0", "--check-config"),
+        WEB_CONCURRENCY="2",
+    )
+
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Configuration error: WEB_CONCURRENCY above 1")
