@@ -61,6 +61,11 @@ except ImproperlyConfigured as error:
 worker_class = "gthread"
 # Within each process, threads overlap the waits on PostgreSQL and Redis.
 threads = 8
+# No control socket (gunicorn 25.1+, for `gunicornc`): its default path is one per user
+# account ($XDG_RUNTIME_DIR or ~/.gunicorn/gunicorn.ctl), so every server the account runs
+# would take it over from the one before, and a command sent to one would reach another.
+# A graceful reload is `kill -HUP` to the master's pid.
+control_socket_disable = True
 accesslog = "-"
 # The request's path, never its query string: a search's terms and document paths travel
 # there. No Referer either, which carries another page's query string.

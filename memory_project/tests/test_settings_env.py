@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.serialization import (
     PrivateFormat,
 )
 from django.core.exceptions import ImproperlyConfigured
+from gunicorn.config import Config
 
 from memory_project import gunicorn_conf
 from memory_project import settings as settings_module
@@ -329,3 +330,13 @@ def test_gunicorn_refuses_its_own_malformed_setting_with_its_message_alone(monke
 
     assert refused.returncode == 1
     assert refused.stderr.startswith("Configuration error: WEB_CONCURRENCY above 1")
+
+
+def test_gunicorn_opens_no_control_socket_another_server_could_take_over():
+    # gunicorn's default path is one per user account, shared by every server it runs.
+    config = Config()
+    for name, value in vars(gunicorn_conf).items():
+        if name in config.settings:
+            config.set(name, value)
+
+    assert config.control_socket_disable is True
