@@ -340,3 +340,16 @@ def test_gunicorn_opens_no_control_socket_another_server_could_take_over():
             config.set(name, value)
 
     assert config.control_socket_disable is True
+
+
+@pytest.mark.parametrize("command", ["worker", "beat"])
+def test_celery_refuses_a_malformed_setting_with_its_message_alone(command):
+    refused = run_quietly(
+        *(sys.executable, "-m", "celery", "-A", "memory_project", command),
+        CELERY_BROKER_URL="redis://127.0.0.1:6379/1",
+        DEBUG="maybe",
+    )
+
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Configuration error: DEBUG must be one of")
+    assert "Traceback" not in refused.stderr
