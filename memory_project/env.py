@@ -119,22 +119,25 @@ def env_base_url(name: str, environ: Mapping[str, str] = os.environ) -> str:
     return value.rstrip("/")
 
 
-# The brokers Celery reaches with what requirements.txt installs.
-_BROKER_SCHEMES = {"amqp", "amqps", "pyamqp", "redis", "rediss"}
+# The brokers Celery reaches with what requirements.txt installs, and the Redis cache's URLs.
+BROKER_SCHEMES = {"amqp", "amqps", "pyamqp", "redis", "rediss"}
+REDIS_SCHEMES = {"redis", "rediss", "unix"}
 
 
-def broker_url_problem(value: str) -> str | None:
-    """Why `value` is not a Celery broker URL, or None. Celery itself finds out only when a
-    task is first sent; the value is not echoed, as it may carry a password."""
+def service_url_problem(value: str, schemes: set[str]) -> str | None:
+    """Why `value` is not the URL of a broker or cache with one of `schemes`, or None. The
+    clients find out only at their first use, in a request or a task. The value is not
+    echoed, as it may carry a password."""
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018 (a malformed port raises only when read)
     except ValueError:
-        return "not a URL"
-    if parts.scheme not in _BROKER_SCHEMES:
-        return f"its scheme must be one of {sorted(_BROKER_SCHEMES)}"
-    if not parts.hostname:
-        return "it names no host"
+        return "not a URL (is its port a number?)"
+    if parts.scheme not in schemes:
+        return f"its scheme must be one of {sorted(schemes)}"
+    # A host left out is the client's localhost; a socket path cannot be.
+    if parts.scheme == "unix" and not parts.path:
+        return "it names no socket path"
     return None
 
 

@@ -14,7 +14,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from memory_project.env import (
-    broker_url_problem,
+    BROKER_SCHEMES,
+    REDIS_SCHEMES,
     env_base_url,
     env_bool,
     env_choice,
@@ -27,6 +28,7 @@ from memory_project.env import (
     env_secret,
     env_signing_key,
     env_str,
+    service_url_problem,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -164,8 +166,8 @@ AUTH_USER_MODEL = "workspaces.User"
 
 REDIS_URL = env_str("REDIS_URL", "")
 if REDIS_URL:
-    if not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
-        raise ImproperlyConfigured("REDIS_URL must start with redis://, rediss:// or unix://")
+    if problem := service_url_problem(REDIS_URL, REDIS_SCHEMES):
+        raise ImproperlyConfigured(f"REDIS_URL is not a Redis URL: {problem}")
     CACHES = {
         "default": {
             # Django's, with one client per connection pool (memory_project/cache.py).
@@ -372,7 +374,7 @@ SPECTACULAR_SETTINGS = {
 # Without a broker, tasks run in the calling process: the embedded default needs no
 # worker, and the same code paths run as in production.
 _broker_url = env_str("CELERY_BROKER_URL", "").strip()
-if _broker_url and (problem := broker_url_problem(_broker_url)):
+if _broker_url and (problem := service_url_problem(_broker_url, BROKER_SCHEMES)):
     raise ImproperlyConfigured(f"CELERY_BROKER_URL is not a broker URL: {problem}")
 CELERY_TASK_ALWAYS_EAGER = not _broker_url
 # The in-memory transport with its host named, as kombu otherwise warns on first use.

@@ -254,7 +254,7 @@ def test_a_database_url_naming_no_database_stops_start_up():
 
 
 @pytest.mark.parametrize(
-    "raw", ["garbage", "http://broker", "amqp://", "redis://:secret@host:port/1"]
+    "raw", ["garbage", "http://broker", "amqp//host", "redis://:secret@host:port/1"]
 )
 def test_a_malformed_broker_url_stops_start_up_without_echoing_it(monkeypatch, raw):
     with pytest.raises(ImproperlyConfigured, match="CELERY_BROKER_URL") as refusal:
@@ -353,3 +353,20 @@ def test_celery_refuses_a_malformed_setting_with_its_message_alone(command):
     assert refused.returncode == 1
     assert refused.stderr.startswith("Configuration error: DEBUG must be one of")
     assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "raw", ["http://cache", "redis://:secret@127.0.0.1:port/0", "unix://", "redis//cache"]
+)
+def test_a_malformed_redis_url_stops_start_up_without_echoing_it(monkeypatch, raw):
+    with pytest.raises(ImproperlyConfigured, match="REDIS_URL") as refusal:
+        start_up(monkeypatch, REDIS_URL=raw)
+
+    assert "secret" not in str(refusal.value)
+
+
+@pytest.mark.parametrize(
+    "raw", ["redis://127.0.0.1:6379/0", "rediss://:pw@cache:6380/1", "unix:///run/redis.sock"]
+)
+def test_a_redis_url_the_cache_can_reach_is_accepted(monkeypatch, raw):
+    assert start_up(monkeypatch, REDIS_URL=raw)["REDIS_URL"] == raw
