@@ -309,7 +309,8 @@ SEARCH_CONCURRENCY_PER_USER = env_int("SEARCH_CONCURRENCY_PER_USER", 2, minimum=
 # The model behind the assistant: `scripted` (deterministic, offline, the default) or any
 # OpenAI-compatible chat-completions endpoint.
 MODEL_PROVIDER = env_choice("MODEL_PROVIDER", "scripted", {"scripted", "openai"})
-OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
+# Checked like MEMORY_REMOTE_URL: a malformed one would fail only the first turn.
+OPENAI_BASE_URL = env_base_url("OPENAI_BASE_URL")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
 OPENAI_MODEL = env_str("OPENAI_MODEL", "")
 if MODEL_PROVIDER == "openai" and not (OPENAI_BASE_URL and OPENAI_MODEL):

@@ -370,3 +370,11 @@ def test_a_malformed_redis_url_stops_start_up_without_echoing_it(monkeypatch, ra
 )
 def test_a_redis_url_the_cache_can_reach_is_accepted(monkeypatch, raw):
     assert start_up(monkeypatch, REDIS_URL=raw)["REDIS_URL"] == raw
+
+
+@pytest.mark.parametrize("raw", ["localhost:11434/v1", "ftp://models", "https://k:secret@api/v1"])
+def test_a_malformed_model_endpoint_stops_start_up_without_echoing_it(monkeypatch, raw):
+    with pytest.raises(ImproperlyConfigured, match="OPENAI_BASE_URL") as refusal:
+        start_up(monkeypatch, MODEL_PROVIDER="openai", OPENAI_BASE_URL=raw, OPENAI_MODEL="m")
+
+    assert "secret" not in str(refusal.value)
