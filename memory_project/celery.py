@@ -3,6 +3,7 @@ import sys
 from typing import Any
 
 from celery import Celery
+from celery.signals import beat_init, worker_init
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
@@ -22,3 +23,16 @@ def _settings_or_refuse(**_: Any) -> None:
         settings.INSTALLED_APPS  # noqa: B018 (evaluates the settings module)
     except ImproperlyConfigured as error:
         sys.exit(f"Configuration error: {error}")
+
+
+@worker_init.connect
+@beat_init.connect
+def _broker_or_refuse(**_: Any) -> None:
+    # Without a broker the web process runs every task itself (CELERY_TASK_ALWAYS_EAGER),
+    # and a worker or beat would talk to an in-memory transport no other process shares:
+    # running, receiving nothing, its beat's nightly purge lost.
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        sys.exit(
+            "Configuration error: CELERY_BROKER_URL is not set, so the web process runs "
+            "every task itself; set it to run a worker or beat"
+        )

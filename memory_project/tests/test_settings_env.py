@@ -378,3 +378,15 @@ def test_a_malformed_model_endpoint_stops_start_up_without_echoing_it(monkeypatc
         start_up(monkeypatch, MODEL_PROVIDER="openai", OPENAI_BASE_URL=raw, OPENAI_MODEL="m")
 
     assert "secret" not in str(refusal.value)
+
+
+def test_a_worker_without_a_broker_refuses_to_start(monkeypatch):
+    # Its in-memory transport is shared with no other process: it would run and receive
+    # nothing, while the web process runs every task itself. (Beat refuses likewise, once
+    # it has read its schedule from the database.)
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
+
+    refused = run_quietly(sys.executable, "-m", "celery", "-A", "memory_project", "worker")
+
+    assert refused.returncode == 1
+    assert "Configuration error: CELERY_BROKER_URL is not set" in refused.stderr
