@@ -194,7 +194,15 @@ def env_secret(name: str, fallback_file: Path, environ: Mapping[str, str] = os.e
         return _long_enough(name, value)
     if not fallback_file.exists():
         _create_secret_file(fallback_file)
-    return fallback_file.read_text().strip()
+    value = fallback_file.read_text().strip()
+    if len(value) < _SECRET_MIN_LENGTH:
+        # A file cut short (a full disk, a bad copy) would otherwise sign with whatever it
+        # holds, even nothing. It is not replaced: data sealed under it would be lost.
+        raise ImproperlyConfigured(
+            f"{fallback_file}, which holds {name} when the variable is unset, has fewer than "
+            f"{_SECRET_MIN_LENGTH} characters; restore it from a backup or set {name}"
+        )
+    return value
 
 
 def env_ed25519_key(name: str, fallback_file: Path, environ: Mapping[str, str] = os.environ) -> str:

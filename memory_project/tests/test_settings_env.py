@@ -390,3 +390,13 @@ def test_a_worker_without_a_broker_refuses_to_start(monkeypatch):
 
     assert refused.returncode == 1
     assert "Configuration error: CELERY_BROKER_URL is not set" in refused.stderr
+
+
+@pytest.mark.parametrize("held", ["", "short"])
+def test_a_generated_secret_cut_short_stops_start_up(tmp_path, held):
+    (tmp_path / "secret_key").write_text(held)
+
+    with pytest.raises(ImproperlyConfigured, match="SECRET_KEY"):
+        env_secret("SECRET_KEY", tmp_path / "secret_key", environ={})
+
+    assert (tmp_path / "secret_key").read_text() == held
