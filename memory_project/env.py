@@ -119,6 +119,42 @@ def env_base_url(name: str, environ: Mapping[str, str] = os.environ) -> str:
     return value.rstrip("/")
 
 
+# The brokers Celery reaches with what requirements.txt installs, and the Redis cache's URLs.
+BROKER_SCHEMES = {"amqp", "amqps", "pyamqp", "redis", "rediss"}
+REDIS_SCHEMES = {"redis", "rediss", "unix"}
+
+
+def service_url_problem(value: str, schemes: set[str]) -> str | None:
+    """Why `value` is not the URL of a broker or cache with one of `schemes`, or None. The
+    clients find out only at their first use, in a request or a task. The value is not
+    echoed, as it may carry a password."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (a malformed port raises only when read)
+    except ValueError:
+        return "not a URL (is its port a number?)"
+    if parts.scheme not in schemes:
+        return f"its scheme must be one of {sorted(schemes)}"
+    # A host left out is the client's localhost; a socket path cannot be.
+    if parts.scheme == "unix" and not parts.path:
+        return "it names no socket path"
+    return None
+
+
+def env_directory(name: str, default: Path, environ: Mapping[str, str] = os.environ) -> Path:
+    """Read a directory the service writes to, creating it, and refuse one it cannot write."""
+    path = Path(env_str(name, str(default), environ)).resolve()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ImproperlyConfigured(
+            f"{name} ({path}) cannot be made a directory: {error.strerror}"
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ImproperlyConfigured(f"{name} ({path}) is not writable by this process")
+    return path
+
+
 def env_choice(
     name: str, default: str, choices: set[str], environ: Mapping[str, str] = os.environ
 ) -> str:
@@ -158,7 +194,15 @@ def env_secret(name: str, fallback_file: Path, environ: Mapping[str, str] = os.e
         return _long_enough(name, value)
     if not fallback_file.exists():
         _create_secret_file(fallback_file)
-    return fallback_file.read_text().strip()
+    value = fallback_file.read_text().strip()
+    if len(value) < _SECRET_MIN_LENGTH:
+        # A file cut short (a full disk, a bad copy) would otherwise sign with whatever it
+        # holds, even nothing. It is not replaced: data sealed under it would be lost.
+        raise ImproperlyConfigured(
+            f"{fallback_file}, which holds {name} when the variable is unset, has fewer than "
+            f"{_SECRET_MIN_LENGTH} characters; restore it from a backup or set {name}"
+        )
+    return value
 
 
 def env_ed25519_key(name: str, fallback_file: Path, environ: Mapping[str, str] = os.environ) -> str:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import runpy
+import sys
+from typing import NoReturn
 
 from django.core.exceptions import ImproperlyConfigured
 from gunicorn import util
@@ -34,10 +37,35 @@ def _workers() -> int:
     return 1
 
 
-workers = _workers()
+def _refuse(error: ImproperlyConfigured) -> NoReturn:
+    # The message names the variable; gunicorn would print it under a traceback, or (from
+    # a worker) after one per worker and "Worker failed to boot".
+    sys.exit(f"Configuration error: {error}")
+
+
+def on_starting(server: object) -> None:
+    """Evaluate the settings once in the master before any worker starts, so a malformed
+    setting stops gunicorn with its message alone. The module is run, not imported: the
+    master keeps no settings, and a graceful reload (HUP) starts workers that read them
+    afresh."""
+    try:
+        runpy.run_module(os.environ.get("DJANGO_SETTINGS_MODULE", "memory_project.settings"))
+    except ImproperlyConfigured as error:
+        _refuse(error)
+
+
+try:
+    workers = _workers()
+except ImproperlyConfigured as error:
+    _refuse(error)
 worker_class = "gthread"
 # Within each process, threads overlap the waits on PostgreSQL and Redis.
 threads = 8
+# No control socket (gunicorn 25.1+, for `gunicornc`): its default path is one per user
+# account ($XDG_RUNTIME_DIR or ~/.gunicorn/gunicorn.ctl), so every server the account runs
+# would take it over from the one before, and a command sent to one would reach another.
+# A graceful reload is `kill -HUP` to the master's pid.
+control_socket_disable = True
 accesslog = "-"
 # The request's path, never its query string: a search's terms and document paths travel
 # there. No Referer either, which carries another page's query string.

@@ -14,9 +14,12 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from memory_project.env import (
+    BROKER_SCHEMES,
+    REDIS_SCHEMES,
     env_base_url,
     env_bool,
     env_choice,
+    env_directory,
     env_ed25519_key,
     env_int,
     env_list,
@@ -25,10 +28,11 @@ from memory_project.env import (
     env_secret,
     env_signing_key,
     env_str,
+    service_url_problem,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "var"))).resolve()
+DATA_DIR = env_directory("DATA_DIR", BASE_DIR / "var")
 
 SECRET_KEY = env_secret("SECRET_KEY", DATA_DIR / "secret_key")
 # The deployment key wraps every workspace's data key (workspaces/crypto.py). It is
@@ -49,6 +53,9 @@ CRYPTOGRAPHY_KEY = DEPLOYMENT_KEY
 
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+if not ALLOWED_HOSTS and not DEBUG:
+    # Django would answer every request 400 (DisallowedHost), long after start-up said nothing.
+    raise ImproperlyConfigured("ALLOWED_HOSTS names no host; list the served host names")
 TRUSTED_ORIGINS = env_origins("TRUSTED_ORIGINS", ["http://127.0.0.1:8000", "http://localhost:8000"])
 CSRF_TRUSTED_ORIGINS = TRUSTED_ORIGINS
 CSRF_FAILURE_VIEW = "memory_project.api.exceptions.csrf_failure_view"
@@ -147,6 +154,9 @@ def _database(url: str) -> dict[str, object]:
             config["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 2}
     else:
         raise ImproperlyConfigured("DATABASE_URL must name a postgres:// or sqlite:// database")
+    if not config.get("NAME"):
+        # Otherwise the first query fails, not start-up.
+        raise ImproperlyConfigured("DATABASE_URL names no database (its path is empty)")
     return config
 
 
@@ -156,8 +166,8 @@ AUTH_USER_MODEL = "workspaces.User"
 
 REDIS_URL = env_str("REDIS_URL", "")
 if REDIS_URL:
-    if not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
-        raise ImproperlyConfigured("REDIS_URL must start with redis://, rediss:// or unix://")
+    if problem := service_url_problem(REDIS_URL, REDIS_SCHEMES):
+        raise ImproperlyConfigured(f"REDIS_URL is not a Redis URL: {problem}")
     CACHES = {
         "default": {
             # Django's, with one client per connection pool (memory_project/cache.py).
@@ -299,7 +309,8 @@ SEARCH_CONCURRENCY_PER_USER = env_int("SEARCH_CONCURRENCY_PER_USER", 2, minimum=
 # The model behind the assistant: `scripted` (deterministic, offline, the default) or any
 # OpenAI-compatible chat-completions endpoint.
 MODEL_PROVIDER = env_choice("MODEL_PROVIDER", "scripted", {"scripted", "openai"})
-OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
+# Checked like MEMORY_REMOTE_URL: a malformed one would fail only the first turn.
+OPENAI_BASE_URL = env_base_url("OPENAI_BASE_URL")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
 OPENAI_MODEL = env_str("OPENAI_MODEL", "")
 if MODEL_PROVIDER == "openai" and not (OPENAI_BASE_URL and OPENAI_MODEL):
@@ -363,7 +374,9 @@ SPECTACULAR_SETTINGS = {
 
 # Without a broker, tasks run in the calling process: the embedded default needs no
 # worker, and the same code paths run as in production.
-_broker_url = env_str("CELERY_BROKER_URL", "")
+_broker_url = env_str("CELERY_BROKER_URL", "").strip()
+if _broker_url and (problem := service_url_problem(_broker_url, BROKER_SCHEMES)):
+    raise ImproperlyConfigured(f"CELERY_BROKER_URL is not a broker URL: {problem}")
 CELERY_TASK_ALWAYS_EAGER = not _broker_url
 # The in-memory transport with its host named, as kombu otherwise warns on first use.
 CELERY_BROKER_URL = _broker_url or "memory://localhost/"

@@ -3,6 +3,8 @@ from __future__ import annotations
 import base64
 import os
 import runpy
+import subprocess
+import sys
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -13,6 +15,7 @@ from cryptography.hazmat.primitives.serialization import (
     PrivateFormat,
 )
 from django.core.exceptions import ImproperlyConfigured
+from gunicorn.config import Config
 
 from memory_project import gunicorn_conf
 from memory_project import settings as settings_module
@@ -243,3 +246,157 @@ def test_more_than_one_worker_without_redis_stops_start_up(monkeypatch):
 
     with pytest.raises(ImproperlyConfigured, match="WEB_CONCURRENCY above 1 needs REDIS_URL"):
         gunicorn_conf._workers()
+
+
+def test_a_database_url_naming_no_database_stops_start_up():
+    with pytest.raises(ImproperlyConfigured, match="DATABASE_URL names no database"):
+        _database("postgres://postgres@127.0.0.1:5432")
+
+
+@pytest.mark.parametrize(
+    "raw", ["garbage", "http://broker", "amqp//host", "redis://:secret@host:port/1"]
+)
+def test_a_malformed_broker_url_stops_start_up_without_echoing_it(monkeypatch, raw):
+    with pytest.raises(ImproperlyConfigured, match="CELERY_BROKER_URL") as refusal:
+        start_up(monkeypatch, CELERY_BROKER_URL=raw)
+
+    assert "secret" not in str(refusal.value)
+
+
+@pytest.mark.parametrize(
+    "raw", ["amqp://guest@127.0.0.1:5672//", "redis://127.0.0.1:6379/1", "rediss://h:6380/0"]
+)
+def test_a_broker_url_celery_can_reach_is_accepted(monkeypatch, raw):
+    assert start_up(monkeypatch, CELERY_BROKER_URL=raw)["CELERY_BROKER_URL"] == raw
+
+
+def test_no_allowed_host_stops_start_up_unless_debugging(monkeypatch):
+    with pytest.raises(ImproperlyConfigured, match="ALLOWED_HOSTS"):
+        start_up(monkeypatch, ALLOWED_HOSTS=" , ", DEBUG="0")
+
+    assert start_up(monkeypatch, ALLOWED_HOSTS=",", DEBUG="1")["ALLOWED_HOSTS"] == []
+
+
+def test_a_data_dir_that_cannot_be_a_directory_stops_start_up(monkeypatch, tmp_path):
+    occupied = tmp_path / "a-file"
+    occupied.write_text("")
+
+    with pytest.raises(ImproperlyConfigured, match="DATA_DIR"):
+        start_up(monkeypatch, DATA_DIR=str(occupied / "data"))
+    with pytest.raises(ImproperlyConfigured, match="DATA_DIR"):
+        start_up(monkeypatch, DATA_DIR=str(occupied))
+
+
+def run_quietly(*command: str, **environ: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command,
+        env={**os.environ, **environ},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=settings_module.BASE_DIR,
+    )
+
+
+def test_manage_py_refuses_a_malformed_setting_with_its_message_alone():
+    refused = run_quietly(sys.executable, "manage.py", "check", DEBUG="maybe")
+
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Configuration error: DEBUG must be one of")
+    assert "Traceback" not in refused.stderr
+
+
+def test_gunicorn_refuses_a_malformed_setting_with_its_message_alone():
+    # Refused in the master by the on_starting hook, before it binds or starts a worker.
+    refused = run_quietly(
+        *(sys.executable, "-m", "gunicorn", "-c", "python:memory_project.gunicorn_conf"),
+        *("memory_project.wsgi", "--bind", "127.0.0.1:0"),
+        CELERY_BROKER_URL="rabbit",
+    )
+
+    assert refused.returncode == 1
+    assert "Configuration error: CELERY_BROKER_URL is not a broker URL" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert "Booting worker" not in refused.stderr
+
+
+def test_gunicorn_refuses_its_own_malformed_setting_with_its_message_alone(monkeypatch):
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    refused = run_quietly(
+        *(sys.executable, "-m", "gunicorn", "-c", "python:memory_project.gunicorn_conf"),
+        *("memory_project.wsgi", "--bind", "127.0.0.1:0", "--check-config"),
+        WEB_CONCURRENCY="2",
+    )
+
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Configuration error: WEB_CONCURRENCY above 1")
+
+
+def test_gunicorn_opens_no_control_socket_another_server_could_take_over():
+    # gunicorn's default path is one per user account, shared by every server it runs.
+    config = Config()
+    for name, value in vars(gunicorn_conf).items():
+        if name in config.settings:
+            config.set(name, value)
+
+    assert config.control_socket_disable is True
+
+
+@pytest.mark.parametrize("command", ["worker", "beat"])
+def test_celery_refuses_a_malformed_setting_with_its_message_alone(command):
+    refused = run_quietly(
+        *(sys.executable, "-m", "celery", "-A", "memory_project", command),
+        CELERY_BROKER_URL="redis://127.0.0.1:6379/1",
+        DEBUG="maybe",
+    )
+
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Configuration error: DEBUG must be one of")
+    assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "raw", ["http://cache", "redis://:secret@127.0.0.1:port/0", "unix://", "redis//cache"]
+)
+def test_a_malformed_redis_url_stops_start_up_without_echoing_it(monkeypatch, raw):
+    with pytest.raises(ImproperlyConfigured, match="REDIS_URL") as refusal:
+        start_up(monkeypatch, REDIS_URL=raw)
+
+    assert "secret" not in str(refusal.value)
+
+
+@pytest.mark.parametrize(
+    "raw", ["redis://127.0.0.1:6379/0", "rediss://:pw@cache:6380/1", "unix:///run/redis.sock"]
+)
+def test_a_redis_url_the_cache_can_reach_is_accepted(monkeypatch, raw):
+    assert start_up(monkeypatch, REDIS_URL=raw)["REDIS_URL"] == raw
+
+
+@pytest.mark.parametrize("raw", ["localhost:11434/v1", "ftp://models", "https://k:secret@api/v1"])
+def test_a_malformed_model_endpoint_stops_start_up_without_echoing_it(monkeypatch, raw):
+    with pytest.raises(ImproperlyConfigured, match="OPENAI_BASE_URL") as refusal:
+        start_up(monkeypatch, MODEL_PROVIDER="openai", OPENAI_BASE_URL=raw, OPENAI_MODEL="m")
+
+    assert "secret" not in str(refusal.value)
+
+
+def test_a_worker_without_a_broker_refuses_to_start(monkeypatch):
+    # Its in-memory transport is shared with no other process: it would run and receive
+    # nothing, while the web process runs every task itself. (Beat refuses likewise, once
+    # it has read its schedule from the database.)
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
+
+    refused = run_quietly(sys.executable, "-m", "celery", "-A", "memory_project", "worker")
+
+    assert refused.returncode == 1
+    assert "Configuration error: CELERY_BROKER_URL is not set" in refused.stderr
+
+
+@pytest.mark.parametrize("held", ["", "short"])
+def test_a_generated_secret_cut_short_stops_start_up(tmp_path, held):
+    (tmp_path / "secret_key").write_text(held)
+
+    with pytest.raises(ImproperlyConfigured, match="SECRET_KEY"):
+        env_secret("SECRET_KEY", tmp_path / "secret_key", environ={})
+
+    assert (tmp_path / "secret_key").read_text() == held
