@@ -54,11 +54,13 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import anyio
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db import close_old_connections, connections, transaction
 from django.http import HttpRequest
 from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -68,8 +70,10 @@ from mcp.types import (
     ToolAnnotations,
 )
 from pydantic import BaseModel, Field
+from rest_framework import serializers
 from rest_framework.exceptions import AuthenticationFailed, Throttled, ValidationError
 from rest_framework.request import Request
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -98,6 +102,7 @@ from automation.selectors import TurnProgress, conversation_get_for_owner, turn_
 from automation.services import conversation_create, message_admit_from_mcp, turn_key_session_end
 from memory import documents
 from memory.api.document_common import DocumentListQuerySerializer, validated
+from memory_project.api.serializers import StrictSerializer
 from workspaces.authentication import Credential, McpBearerAuthentication
 from workspaces.errors import CredentialKindRefused, DomainError, NotFound
 from workspaces.models import Workspace, WorkspaceMembership
@@ -703,6 +708,89 @@ async def memory_context(
     return [UserMessage(content=block) for block in blocks]
 
 
+# --- Arguments, judged as a REST body is ------------------------------------------------------
+
+
+class _ToolArguments(StrictSerializer):
+    """A tool's arguments, judged from the input schema the tool advertises, as a REST body
+    is judged (VALIDATION_FAILED, naming each argument): an argument the tool does not take,
+    one of another JSON type, a missing one, or one out of the schema's bounds. The values
+    themselves are then the tool's to judge, through its REST route's serializers."""
+
+    sent_in = "tool"
+
+
+class _ToolText(serializers.CharField):
+    """A text argument judged only by type and length: which characters a path or a
+    content may hold is the tool's REST serializer's or the document service's to say."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(trim_whitespace=False, **kwargs)
+        self.validators = [
+            each
+            for each in self.validators
+            if not isinstance(
+                each, ProhibitNullCharactersValidator | ProhibitSurrogateCharactersValidator
+            )
+        ]
+
+
+def _argument_field(schema: dict[str, Any], *, required: bool) -> serializers.Field:
+    """The DRF field that judges one argument as its JSON schema advertises it."""
+    branches = schema.get("anyOf", [schema])
+    allows_null = {"type": "null"} in branches
+    (kind,) = [branch for branch in branches if branch != {"type": "null"}]
+    common: dict[str, Any] = {"required": required, "allow_null": allows_null}
+    if kind["type"] == "integer":
+        return serializers.IntegerField(
+            min_value=kind.get("minimum"), max_value=kind.get("maximum"), **common
+        )
+    if kind.get("format") == "uuid":
+        return serializers.UUIDField(**common)
+    if kind["type"] == "string":
+        return _ToolText(
+            allow_blank=not kind.get("minLength"),
+            min_length=kind.get("minLength"),
+            max_length=kind.get("maxLength"),
+            **common,
+        )
+    raise LookupError(f"no argument field for the JSON schema {kind}")
+
+
+def _arguments_shape(tool: Tool) -> type[_ToolArguments]:
+    schema = tool.parameters
+    required = set(schema.get("required", []))
+    fields = {
+        name: _argument_field(property_schema, required=name in required)
+        for name, property_schema in schema["properties"].items()
+    }
+    return type(f"{tool.name}Arguments", (_ToolArguments,), fields)
+
+
+class ToolArgumentsMiddleware:
+    """Every tool's arguments judged before the SDK sees them, one way for all tools
+    (`_ToolArguments`): the SDK would ignore an argument it does not know, take `"5"` for a
+    number, and answer a wrong one in its own words rather than the API's error body."""
+
+    def __init__(self, tools: list[Tool]) -> None:
+        self.shapes = {tool.name: _arguments_shape(tool) for tool in tools}
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+        params = ctx.params or {}
+        name = params.get("name")
+        shape = (
+            self.shapes.get(name) if ctx.method == "tools/call" and isinstance(name, str) else None
+        )
+        if shape is not None:
+            arguments = params.get("arguments") or {}
+            checked = shape(data=arguments)
+            if not checked.is_valid():
+                detail = _json_safe({"fields": checked.errors})
+                body = _error_body("VALIDATION_FAILED", "The arguments are not valid.", detail)
+                return _result(body, is_error=True)
+        return await call_next(ctx)
+
+
 BOT_TOOLS = frozenset(tool.value for tool in BotMemoryTool)
 BOT_PROMPTS = frozenset({"memory_context"})
 
@@ -786,6 +874,12 @@ def build_mcp_server() -> MCPServer:
         ask_zudo_agent,
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
     )
+    tools = server._tool_manager.list_tools()
+    for tool in tools:
+        # Advertised as judged: an argument the schema does not name is refused.
+        tool.parameters["additionalProperties"] = False
+    # After CredentialToolsMiddleware: a tool the caller is not shown stays unknown to it.
+    server.middleware.append(ToolArgumentsMiddleware(tools))
     return server
 
 
