@@ -61,6 +61,7 @@ from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -767,6 +768,15 @@ def _arguments_shape(tool: Tool) -> type[_ToolArguments]:
     return type(f"{tool.name}Arguments", (_ToolArguments,), fields)
 
 
+class _ArgumentsAsSent(FuncMetadata):
+    """The SDK's argument handling, without its guess that a string sent for an argument
+    that is not plain `str` is JSON: the text `["a"]` for an optional prefix became a list,
+    refused in the SDK's words. The arguments were judged as sent (`_ToolArguments`)."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+
 class ToolArgumentsMiddleware:
     """Every tool's arguments judged before the SDK sees them, one way for all tools
     (`_ToolArguments`): the SDK would ignore an argument it does not know, take `"5"` for a
@@ -878,6 +888,7 @@ def build_mcp_server() -> MCPServer:
     for tool in tools:
         # Advertised as judged: an argument the schema does not name is refused.
         tool.parameters["additionalProperties"] = False
+        tool.fn_metadata = _ArgumentsAsSent(**dict(tool.fn_metadata))
     # After CredentialToolsMiddleware: a tool the caller is not shown stays unknown to it.
     server.middleware.append(ToolArgumentsMiddleware(tools))
     return server

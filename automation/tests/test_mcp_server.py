@@ -611,3 +611,21 @@ def test_ask_zudo_agent_judges_its_text_as_the_messages_route_does(mcp_url, tena
         fields = result.structured_content["error"]["detail"]["fields"]
         assert fields == answer.json()["error"]["detail"]["fields"], number
     assert not Turn.objects.exists()
+
+
+def test_a_text_argument_that_reads_as_json_is_taken_as_the_text_sent(mcp_url, tenant):
+    """The SDK parses a string as JSON for an argument that is not plain `str` (an optional
+    one): a prefix or a cursor `["a"]` became a list, refused in the SDK's words."""
+    token = token_for(tenant, tenant.member)
+    workspace_id = tenant.workspace.pk
+    for path in ['["a"].md', "[1].md"]:
+        call(mcp_url, token, "create_note", workspace_id=workspace_id, path=path, content="x")
+
+    listed = call(mcp_url, token, "list_documents", workspace_id=workspace_id, prefix='["a"]')
+    searched = call(
+        mcp_url, token, "search_documents", workspace_id=workspace_id, query="x", cursor='["a"]'
+    )
+
+    assert ok(listed)["documents"] == [{"path": '["a"].md', "version": 1}]
+    # The cursor is the last path of the page before: the search resumes after it.
+    assert [hit["path"] for hit in ok(searched)["results"]] == ['["a"].md', "[1].md"]
