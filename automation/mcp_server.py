@@ -59,7 +59,7 @@ from django.db import close_old_connections, connections, transaction
 from django.http import HttpRequest
 from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.server.mcpserver.prompts.base import Prompt, UserMessage
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
@@ -104,6 +104,7 @@ from automation.services import conversation_create, message_admit_from_mcp, tur
 from memory import documents
 from memory.api.document_common import DocumentListQuerySerializer, validated
 from memory_project.api.serializers import StrictSerializer
+from memory_project.middleware import unknown_parameters_refusal
 from workspaces.authentication import Credential, McpBearerAuthentication
 from workspaces.errors import CredentialKindRefused, DomainError, NotFound
 from workspaces.models import Workspace, WorkspaceMembership
@@ -777,27 +778,36 @@ class _ArgumentsAsSent(FuncMetadata):
         return data
 
 
-class ToolArgumentsMiddleware:
+class ArgumentsMiddleware:
     """Every tool's arguments judged before the SDK sees them, one way for all tools
     (`_ToolArguments`): the SDK would ignore an argument it does not know, take `"5"` for a
-    number, and answer a wrong one in its own words rather than the API's error body."""
+    number, and answer a wrong one in its own words rather than the API's error body. A
+    prompt's arguments stand for its REST route's query parameters, and one it does not
+    take is refused as that route refuses an unknown parameter."""
 
-    def __init__(self, tools: list[Tool]) -> None:
+    def __init__(self, tools: list[Tool], prompts: list[Prompt]) -> None:
         self.shapes = {tool.name: _arguments_shape(tool) for tool in tools}
+        self.prompt_parameters = {
+            prompt.name: {argument.name for argument in prompt.arguments or []}
+            for prompt in prompts
+        }
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         params = ctx.params or {}
         name = params.get("name")
-        shape = (
-            self.shapes.get(name) if ctx.method == "tools/call" and isinstance(name, str) else None
-        )
-        if shape is not None:
-            arguments = params.get("arguments") or {}
-            checked = shape(data=arguments)
-            if not checked.is_valid():
-                detail = _json_safe({"fields": checked.errors})
-                body = _error_body("VALIDATION_FAILED", "The arguments are not valid.", detail)
-                return _result(body, is_error=True)
+        arguments = params.get("arguments") or {}
+        if not isinstance(name, str):
+            return await call_next(ctx)
+        shape = self.shapes.get(name) if ctx.method == "tools/call" else None
+        if shape is not None and not (checked := shape(data=arguments)).is_valid():
+            detail = _json_safe({"fields": checked.errors})
+            body = _error_body("VALIDATION_FAILED", "The arguments are not valid.", detail)
+            return _result(body, is_error=True)
+        taken = self.prompt_parameters.get(name) if ctx.method == "prompts/get" else None
+        if taken is not None and not set(arguments) <= taken:
+            error = unknown_parameters_refusal(set(arguments), taken)
+            body = _error_body(error.code, error.message, error.detail)
+            raise MCPError(INVALID_PARAMS, error.message, body)
         return await call_next(ctx)
 
 
@@ -890,7 +900,7 @@ def build_mcp_server() -> MCPServer:
         tool.parameters["additionalProperties"] = False
         tool.fn_metadata = _ArgumentsAsSent(**dict(tool.fn_metadata))
     # After CredentialToolsMiddleware: a tool the caller is not shown stays unknown to it.
-    server.middleware.append(ToolArgumentsMiddleware(tools))
+    server.middleware.append(ArgumentsMiddleware(tools, server._prompt_manager.list_prompts()))
     return server
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -184,11 +184,17 @@ class QueryStringMiddleware:
         taken = query_parameters(view_func, method)
         if taken is None or set(request.GET) <= taken:
             return None
-        unknown = sorted(set(request.GET) - taken)
-        listed = ", ".join(f"`{name}`" for name in sorted(taken))
-        message = f"Unknown parameter; this operation takes {listed}."
-        error = ValidationFailed(reason="unknown", fields={name: [message] for name in unknown})
+        error = unknown_parameters_refusal(set(request.GET), taken)
         return error_response(error.code, error.message, error.status, error.detail)
+
+
+def unknown_parameters_refusal(sent: Set[str], taken: Set[str]) -> ValidationFailed:
+    """The refusal of the parameters in `sent` that an operation taking `taken` does not."""
+    listed = ", ".join(f"`{name}`" for name in sorted(taken))
+    message = f"Unknown parameter; this operation takes {listed}."
+    return ValidationFailed(
+        reason="unknown", fields={name: [message] for name in sorted(sent - taken)}
+    )
 
 
 PROBLEMS = {
