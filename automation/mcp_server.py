@@ -104,7 +104,11 @@ from automation.services import conversation_create, message_admit_from_mcp, tur
 from memory import documents
 from memory.api.document_common import DocumentListQuerySerializer, validated
 from memory_project.api.serializers import StrictSerializer
-from memory_project.middleware import unknown_parameters_refusal
+from memory_project.middleware import (
+    MAX_CONTENT_LENGTH_DIGITS,
+    body_length_refusal,
+    unknown_parameters_refusal,
+)
 from workspaces.authentication import Credential, McpBearerAuthentication
 from workspaces.errors import CredentialKindRefused, DomainError, NotFound
 from workspaces.models import Workspace, WorkspaceMembership
@@ -203,9 +207,18 @@ class BearerCredentialMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        authorization = Headers(scope=scope).get("authorization", "")
+        request_headers = Headers(scope=scope)
         client = scope.get("client") or ("", 0)
         try:
+            # As the API refuses it, before the credential is looked up; a body sent
+            # without a length is bounded by the SDK as it arrives (in its own words).
+            length = request_headers.get("content-length", "")
+            is_length = length.isascii() and length.isdigit()
+            if is_length and len(length) <= MAX_CONTENT_LENGTH_DIGITS:
+                too_large = body_length_refusal(int(length))
+                if too_large is not None:
+                    raise BearerRefused(*too_large)
+            authorization = request_headers.get("authorization", "")
             credential = await _in_db_thread(bearer_credential)(authorization, client[0])
         except BearerRefused as refusal:
             headers = dict(refusal.headers)

@@ -73,15 +73,20 @@ class RequestSizeLimitMiddleware:
             or len(raw_length) > MAX_CONTENT_LENGTH_DIGITS
         ):
             return ("MALFORMED_REQUEST", "Content-Length is not a number.", 400, {})
-        length, limit = int(raw_length), settings.REQUEST_MAX_BODY_BYTES
-        if length > limit:
-            return (
-                "REQUEST_TOO_LARGE",
-                "The request body is larger than this server accepts.",
-                413,
-                {"limitBytes": limit, "receivedBytes": length},
-            )
-        return None
+        return body_length_refusal(int(raw_length))
+
+
+def body_length_refusal(length: int) -> tuple[str, str, int, dict[str, Any]] | None:
+    """REQUEST_TOO_LARGE for a body whose Content-Length is over REQUEST_MAX_BODY_BYTES."""
+    limit = settings.REQUEST_MAX_BODY_BYTES
+    if length > limit:
+        return (
+            "REQUEST_TOO_LARGE",
+            "The request body is larger than this server accepts.",
+            413,
+            {"limitBytes": limit, "receivedBytes": length},
+        )
+    return None
 
 
 def _is_header(key: str) -> bool:

@@ -629,3 +629,18 @@ def test_a_text_argument_that_reads_as_json_is_taken_as_the_text_sent(mcp_url, t
     assert ok(listed)["documents"] == [{"path": '["a"].md', "version": 1}]
     # The cursor is the last path of the page before: the search resumes after it.
     assert [hit["path"] for hit in ok(searched)["results"]] == ['["a"].md', "[1].md"]
+
+
+def test_a_body_over_the_limit_is_refused_in_the_api_shape(mcp_url, tenant, settings):
+    """The SDK's own bound answered a plain-text 413."""
+    settings.REQUEST_MAX_BODY_BYTES = 1000
+    call_body = create_note_call(tenant.workspace.pk)
+    call_body["params"]["arguments"]["content"] = "x" * 2000
+
+    response = raw_post(mcp_url, call_body, f"Bearer {token_for(tenant, tenant.member)}")
+
+    assert response.status_code == 413
+    error = response.json()["error"]
+    assert error["code"] == "REQUEST_TOO_LARGE"
+    assert error["detail"]["limitBytes"] == 1000
+    assert not File.objects.exists()
