@@ -54,11 +54,14 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import anyio
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db import close_old_connections, connections, transaction
 from django.http import HttpRequest
 from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.server.mcpserver.prompts.base import Prompt, UserMessage
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -68,8 +71,10 @@ from mcp.types import (
     ToolAnnotations,
 )
 from pydantic import BaseModel, Field
+from rest_framework import serializers
 from rest_framework.exceptions import AuthenticationFailed, Throttled, ValidationError
 from rest_framework.request import Request
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -98,6 +103,12 @@ from automation.selectors import TurnProgress, conversation_get_for_owner, turn_
 from automation.services import conversation_create, message_admit_from_mcp, turn_key_session_end
 from memory import documents
 from memory.api.document_common import DocumentListQuerySerializer, validated
+from memory_project.api.serializers import StrictSerializer
+from memory_project.middleware import (
+    MAX_CONTENT_LENGTH_DIGITS,
+    body_length_refusal,
+    unknown_parameters_refusal,
+)
 from workspaces.authentication import Credential, McpBearerAuthentication
 from workspaces.errors import CredentialKindRefused, DomainError, NotFound
 from workspaces.models import Workspace, WorkspaceMembership
@@ -196,9 +207,18 @@ class BearerCredentialMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        authorization = Headers(scope=scope).get("authorization", "")
+        request_headers = Headers(scope=scope)
         client = scope.get("client") or ("", 0)
         try:
+            # As the API refuses it, before the credential is looked up; a body sent
+            # without a length is bounded by the SDK as it arrives (in its own words).
+            length = request_headers.get("content-length", "")
+            is_length = length.isascii() and length.isdigit()
+            if is_length and len(length) <= MAX_CONTENT_LENGTH_DIGITS:
+                too_large = body_length_refusal(int(length))
+                if too_large is not None:
+                    raise BearerRefused(*too_large)
+            authorization = request_headers.get("authorization", "")
             credential = await _in_db_thread(bearer_credential)(authorization, client[0])
         except BearerRefused as refusal:
             headers = dict(refusal.headers)
@@ -703,6 +723,107 @@ async def memory_context(
     return [UserMessage(content=block) for block in blocks]
 
 
+# --- Arguments, judged as a REST body is ------------------------------------------------------
+
+
+class _ToolArguments(StrictSerializer):
+    """A tool's arguments, judged from the input schema the tool advertises, as a REST body
+    is judged (VALIDATION_FAILED, naming each argument): an argument the tool does not take,
+    one of another JSON type, a missing one, or one out of the schema's bounds. The values
+    themselves are then the tool's to judge, through its REST route's serializers."""
+
+    sent_in = "tool"
+
+
+class _ToolText(serializers.CharField):
+    """A text argument judged only by type and length: which characters a path or a
+    content may hold is the tool's REST serializer's or the document service's to say."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(trim_whitespace=False, **kwargs)
+        self.validators = [
+            each
+            for each in self.validators
+            if not isinstance(
+                each, ProhibitNullCharactersValidator | ProhibitSurrogateCharactersValidator
+            )
+        ]
+
+
+def _argument_field(schema: dict[str, Any], *, required: bool) -> serializers.Field:
+    """The DRF field that judges one argument as its JSON schema advertises it."""
+    branches = schema.get("anyOf", [schema])
+    allows_null = {"type": "null"} in branches
+    (kind,) = [branch for branch in branches if branch != {"type": "null"}]
+    common: dict[str, Any] = {"required": required, "allow_null": allows_null}
+    if kind["type"] == "integer":
+        return serializers.IntegerField(
+            min_value=kind.get("minimum"), max_value=kind.get("maximum"), **common
+        )
+    if kind.get("format") == "uuid":
+        return serializers.UUIDField(**common)
+    if kind["type"] == "string":
+        return _ToolText(
+            allow_blank=not kind.get("minLength"),
+            min_length=kind.get("minLength"),
+            max_length=kind.get("maxLength"),
+            **common,
+        )
+    raise LookupError(f"no argument field for the JSON schema {kind}")
+
+
+def _arguments_shape(tool: Tool) -> type[_ToolArguments]:
+    schema = tool.parameters
+    required = set(schema.get("required", []))
+    fields = {
+        name: _argument_field(property_schema, required=name in required)
+        for name, property_schema in schema["properties"].items()
+    }
+    return type(f"{tool.name}Arguments", (_ToolArguments,), fields)
+
+
+class _ArgumentsAsSent(FuncMetadata):
+    """The SDK's argument handling, without its guess that a string sent for an argument
+    that is not plain `str` is JSON: the text `["a"]` for an optional prefix became a list,
+    refused in the SDK's words. The arguments were judged as sent (`_ToolArguments`)."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+
+class ArgumentsMiddleware:
+    """Every tool's arguments judged before the SDK sees them, one way for all tools
+    (`_ToolArguments`): the SDK would ignore an argument it does not know, take `"5"` for a
+    number, and answer a wrong one in its own words rather than the API's error body. A
+    prompt's arguments stand for its REST route's query parameters, and one it does not
+    take is refused as that route refuses an unknown parameter."""
+
+    def __init__(self, tools: list[Tool], prompts: list[Prompt]) -> None:
+        self.shapes = {tool.name: _arguments_shape(tool) for tool in tools}
+        self.prompt_parameters = {
+            prompt.name: {argument.name for argument in prompt.arguments or []}
+            for prompt in prompts
+        }
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+        params = ctx.params or {}
+        name = params.get("name")
+        arguments = params.get("arguments") or {}
+        if not isinstance(name, str):
+            return await call_next(ctx)
+        shape = self.shapes.get(name) if ctx.method == "tools/call" else None
+        if shape is not None and not (checked := shape(data=arguments)).is_valid():
+            detail = _json_safe({"fields": checked.errors})
+            body = _error_body("VALIDATION_FAILED", "The arguments are not valid.", detail)
+            return _result(body, is_error=True)
+        taken = self.prompt_parameters.get(name) if ctx.method == "prompts/get" else None
+        if taken is not None and not set(arguments) <= taken:
+            error = unknown_parameters_refusal(set(arguments), taken)
+            body = _error_body(error.code, error.message, error.detail)
+            raise MCPError(INVALID_PARAMS, error.message, body)
+        return await call_next(ctx)
+
+
 BOT_TOOLS = frozenset(tool.value for tool in BotMemoryTool)
 BOT_PROMPTS = frozenset({"memory_context"})
 
@@ -786,6 +907,13 @@ def build_mcp_server() -> MCPServer:
         ask_zudo_agent,
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
     )
+    tools = server._tool_manager.list_tools()
+    for tool in tools:
+        # Advertised as judged: an argument the schema does not name is refused.
+        tool.parameters["additionalProperties"] = False
+        tool.fn_metadata = _ArgumentsAsSent(**dict(tool.fn_metadata))
+    # After CredentialToolsMiddleware: a tool the caller is not shown stays unknown to it.
+    server.middleware.append(ArgumentsMiddleware(tools, server._prompt_manager.list_prompts()))
     return server
 
 

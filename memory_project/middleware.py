@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -73,15 +73,20 @@ class RequestSizeLimitMiddleware:
             or len(raw_length) > MAX_CONTENT_LENGTH_DIGITS
         ):
             return ("MALFORMED_REQUEST", "Content-Length is not a number.", 400, {})
-        length, limit = int(raw_length), settings.REQUEST_MAX_BODY_BYTES
-        if length > limit:
-            return (
-                "REQUEST_TOO_LARGE",
-                "The request body is larger than this server accepts.",
-                413,
-                {"limitBytes": limit, "receivedBytes": length},
-            )
-        return None
+        return body_length_refusal(int(raw_length))
+
+
+def body_length_refusal(length: int) -> tuple[str, str, int, dict[str, Any]] | None:
+    """REQUEST_TOO_LARGE for a body whose Content-Length is over REQUEST_MAX_BODY_BYTES."""
+    limit = settings.REQUEST_MAX_BODY_BYTES
+    if length > limit:
+        return (
+            "REQUEST_TOO_LARGE",
+            "The request body is larger than this server accepts.",
+            413,
+            {"limitBytes": limit, "receivedBytes": length},
+        )
+    return None
 
 
 def _is_header(key: str) -> bool:
@@ -184,11 +189,17 @@ class QueryStringMiddleware:
         taken = query_parameters(view_func, method)
         if taken is None or set(request.GET) <= taken:
             return None
-        unknown = sorted(set(request.GET) - taken)
-        listed = ", ".join(f"`{name}`" for name in sorted(taken))
-        message = f"Unknown parameter; this operation takes {listed}."
-        error = ValidationFailed(reason="unknown", fields={name: [message] for name in unknown})
+        error = unknown_parameters_refusal(set(request.GET), taken)
         return error_response(error.code, error.message, error.status, error.detail)
+
+
+def unknown_parameters_refusal(sent: Set[str], taken: Set[str]) -> ValidationFailed:
+    """The refusal of the parameters in `sent` that an operation taking `taken` does not."""
+    listed = ", ".join(f"`{name}`" for name in sorted(taken))
+    message = f"Unknown parameter; this operation takes {listed}."
+    return ValidationFailed(
+        reason="unknown", fields={name: [message] for name in sorted(sent - taken)}
+    )
 
 
 PROBLEMS = {

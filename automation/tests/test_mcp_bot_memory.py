@@ -6,6 +6,7 @@ of a person's tools."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -176,17 +177,24 @@ def test_the_context_prompt_judges_purpose_as_the_rest_route_does(mcp_url, tenan
     rest = APIClient()
     rest.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
 
-    over_rest = rest.get(f"/api/v1/bots/{bot.slug}/memory/context", {"purpose": "later"})
-    with pytest.raises(ExceptionGroup) as over_mcp:
-        context_messages(mcp_url, token, purpose="later")
+    # An unknown purpose, and an argument the prompt does not take (the SDK failed to
+    # render the prompt, in its own words); the route also takes `?run=` (the prompt reads
+    # a header) and `?format=`, so each names what it takes.
+    rest_takes, mcp_takes = "`format`, `purpose`, `run`.", "`purpose`."
+    for arguments in [{"purpose": "later"}, {"purpose": "start", "purpse": "start"}]:
+        over_rest = rest.get(f"/api/v1/bots/{bot.slug}/memory/context", arguments)
+        with pytest.raises(ExceptionGroup) as over_mcp:
+            context_messages(mcp_url, token, **arguments)
 
-    refused: BaseException | None = over_mcp.value.split(MCPError)[0]
-    while isinstance(refused, ExceptionGroup):  # the SDK nests its task groups
-        refused = refused.exceptions[0]
-    assert isinstance(refused, MCPError)
-    assert over_rest.status_code == 400
-    assert refused.data["error"]["code"] == "VALIDATION_FAILED"
-    assert refused.data["error"]["detail"] == over_rest.json()["error"]["detail"]
+        refused: BaseException | None = over_mcp.value.split(MCPError)[0]
+        while isinstance(refused, ExceptionGroup):  # the SDK nests its task groups
+            refused = refused.exceptions[0]
+        assert isinstance(refused, MCPError), arguments
+        assert over_rest.status_code == 400
+        assert refused.data["error"]["code"] == "VALIDATION_FAILED", arguments
+        over_mcp_text = json.dumps(refused.data["error"]["detail"])
+        over_rest_text = json.dumps(over_rest.json()["error"]["detail"])
+        assert over_mcp_text == over_rest_text.replace(rest_takes, mcp_takes), arguments
 
 
 def test_the_context_prompt_gives_the_index_then_the_autoload_block(mcp_url, tenant):  # noqa: F811

@@ -26,8 +26,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 
-from automation.mcp_server import mcp_asgi_app
+from automation.mcp_server import BOT_TOOLS, build_mcp_server, mcp_asgi_app
 from automation.models import Admission, CommitFence, Conversation, Turn
+from automation.services import conversation_create
 from memory.models import MEMORY_PATH
 from memory.selectors import memory_current_get
 from memory.services import memory_policy_set, memory_save
@@ -35,6 +36,7 @@ from workspaces.models import File, FileVersion, KeySession, KeySessionRevocatio
 from workspaces.services import (
     api_token_create,
     api_token_revoke,
+    bot_token_issue,
     org_deletion_request,
     workspace_create,
 )
@@ -523,3 +525,122 @@ def test_update_note_writes_on_its_base_version_and_a_stale_one_is_a_conflict(mc
     assert (read["version"], read["content"]) == (2, "two\n")
     revision = FileVersion.objects.get(file__path="projects/plan.md", version=2)
     assert (revision.author_kind, revision.author_id) == ("human", tenant.member.pk)
+
+
+def wrong_type_of(schema: dict[str, Any]) -> tuple[Any, str]:
+    """A value of another JSON type than the argument's, and the API's word for it."""
+    if schema.get("type") == "integer":
+        return "5", "Must be a whole number, not a string."  # the SDK would parse it to 5
+    return 5, "Must be a string, not a number."
+
+
+def test_every_tool_refuses_unknown_and_mistyped_arguments_as_the_api_refuses_a_body(
+    mcp_url, tenant
+):
+    """A walk over every registered tool, each called with the credential it is shown to."""
+    bot = tenant.bot_create("walker", memory={"visibility": "bot", "project": "app"})
+    _, bot_token = bot_token_issue(bot=bot, actor=tenant.admin, name="runtime")
+    person_token = token_for(tenant, tenant.member)
+    listed: dict[str, dict[str, Any]] = {}
+    for token in (person_token, bot_token):
+        request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        answer = raw_post(mcp_url, request, f"Bearer {token}")
+        listed |= {tool["name"]: tool["inputSchema"] for tool in answer.json()["result"]["tools"]}
+    server_tools = build_mcp_server()._tool_manager.list_tools()
+    assert set(listed) == {tool.name for tool in server_tools}
+
+    def refused_fields(token: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
+        result = raw_post(mcp_url, body, f"Bearer {token}").json()["result"]
+        assert result["isError"], (name, arguments)
+        error = result["structuredContent"]["error"]
+        assert error["code"] == "VALIDATION_FAILED", (name, arguments)
+        assert error["code"] in result["content"][0]["text"]
+        fields: dict[str, Any] = error["detail"]["fields"]
+        return fields
+
+    for name, schema in listed.items():
+        token = bot_token if name in BOT_TOOLS else person_token
+        # Advertised as judged: only the arguments the schema names.
+        assert schema["additionalProperties"] is False, name
+        properties = schema["properties"]
+        valid = {
+            argument: 0 if each.get("type") == "integer" else "notes/a.md"
+            for argument, each in properties.items()
+            if argument in schema.get("required", [])
+        }
+        takes = ", ".join(f"`{argument}`" for argument in sorted(properties)) or "no fields"
+        assert refused_fields(token, name, {**valid, "workspaceId": 1}) == {
+            "workspaceId": [f"Unknown field; this tool takes {takes}."]
+        }, name
+        for argument, each in properties.items():
+            value, problem = wrong_type_of(each.get("anyOf", [each])[0])
+            assert refused_fields(token, name, {**valid, argument: value}) == {
+                argument: [problem]
+            }, (name, argument)
+        for argument in schema.get("required", []):
+            missing = {key: value for key, value in valid.items() if key != argument}
+            assert refused_fields(token, name, missing) == {
+                argument: ["This field is required."]
+            }, (name, argument)
+    assert not File.objects.exists()
+    assert not Conversation.objects.exists()
+
+
+def test_ask_zudo_agent_judges_its_text_as_the_messages_route_does(mcp_url, tenant):
+    token = token_for(tenant, tenant.member)
+    rest = tenant.client_for(tenant.member)
+    conversation = conversation_create(workspace=tenant.workspace, owner=tenant.member)
+
+    for number, text in enumerate(["", 7, None, "x" * 20_001]):
+        result = call(mcp_url, token, "ask_zudo_agent", workspace_id=tenant.workspace.pk, text=text)
+        answer = rest.post(
+            f"/api/v1/agents/assistant/{conversation.pk}/messages",
+            {"text": text},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY=f"turn-{number}",
+        )
+
+        assert refusal_code(result) == "VALIDATION_FAILED", number
+        assert answer.json()["error"]["code"] == "VALIDATION_FAILED", number
+        fields = result.structured_content["error"]["detail"]["fields"]
+        assert fields == answer.json()["error"]["detail"]["fields"], number
+    assert not Turn.objects.exists()
+
+
+def test_a_text_argument_that_reads_as_json_is_taken_as_the_text_sent(mcp_url, tenant):
+    """The SDK parses a string as JSON for an argument that is not plain `str` (an optional
+    one): a prefix or a cursor `["a"]` became a list, refused in the SDK's words."""
+    token = token_for(tenant, tenant.member)
+    workspace_id = tenant.workspace.pk
+    for path in ['["a"].md', "[1].md"]:
+        call(mcp_url, token, "create_note", workspace_id=workspace_id, path=path, content="x")
+
+    listed = call(mcp_url, token, "list_documents", workspace_id=workspace_id, prefix='["a"]')
+    searched = call(
+        mcp_url, token, "search_documents", workspace_id=workspace_id, query="x", cursor='["a"]'
+    )
+
+    assert ok(listed)["documents"] == [{"path": '["a"].md', "version": 1}]
+    # The cursor is the last path of the page before: the search resumes after it.
+    assert [hit["path"] for hit in ok(searched)["results"]] == ['["a"].md', "[1].md"]
+
+
+def test_a_body_over_the_limit_is_refused_in_the_api_shape(mcp_url, tenant, settings):
+    """The SDK's own bound answered a plain-text 413."""
+    settings.REQUEST_MAX_BODY_BYTES = 1000
+    call_body = create_note_call(tenant.workspace.pk)
+    call_body["params"]["arguments"]["content"] = "x" * 2000
+
+    response = raw_post(mcp_url, call_body, f"Bearer {token_for(tenant, tenant.member)}")
+
+    assert response.status_code == 413
+    error = response.json()["error"]
+    assert error["code"] == "REQUEST_TOO_LARGE"
+    assert error["detail"]["limitBytes"] == 1000
+    assert not File.objects.exists()

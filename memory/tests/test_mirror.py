@@ -641,6 +641,31 @@ def test_the_command_round_trip_and_its_exit_codes(bot, space, state):
     assert _bodies(space) == {"a.md": "# a\n"}
 
 
+def test_a_state_dir_that_cannot_be_one_is_a_usage_error_naming_it(bot, tmp_path, monkeypatch):
+    """As AUTO_MEMORY_STATE_DIR, which --state-dir overrides: absolute, and its parent a
+    directory. A relative one would be a different state per working directory, and a
+    missing parent is a typo, not a refusal of the space."""
+    monkeypatch.chdir(tmp_path)
+    flags = ["--team", str(bot.team_id), "--bot", "scribe", "--project", "repo"]
+    (tmp_path / "file").write_text("")
+
+    for state_dir, problem in [
+        ("state", "must be an absolute path"),
+        (str(tmp_path / "missing" / "state"), f"{tmp_path / 'missing'} is not a directory"),
+        (str(tmp_path / "file" / "state"), f"{tmp_path / 'file'} is not a directory"),
+        (str(tmp_path / "file"), f"{tmp_path / 'file'} is not a directory"),
+    ]:
+        # sweep names no space: it takes no space flags.
+        for action in (["hydrate", *flags], ["release", "--node", NODE, *flags], ["sweep"]):
+            code, _, err = _mirror(*action, "--state-dir", state_dir)
+
+            assert code == 2, (action, state_dir, err)
+            assert f"--state-dir {state_dir}: " in err, (action, err)
+            assert problem in err, (action, err)
+            assert "MIRROR_STATE_UNSAFE" not in err
+    assert sorted(each.name for each in tmp_path.iterdir()) == ["file"]
+
+
 def test_the_command_is_off_when_nothing_turns_it_on(tenant, every_store, state, settings):
     settings.AUTO_MEMORY = ""
     bot = tenant.bot_create("quiet")

@@ -85,6 +85,9 @@ class ProhibitSurrogateCharacters(ProhibitSurrogateCharactersValidator):
 class StrictSerializer(serializers.Serializer):
     """A JSON request body: only the fields it declares, each of its own JSON type."""
 
+    # What the unknown field was sent in, as its refusal names it.
+    sent_in = "body"
+
     def get_fields(self) -> dict[str, serializers.Field]:
         fields = super().get_fields()
         for field in fields.values():
@@ -101,7 +104,7 @@ class StrictSerializer(serializers.Serializer):
         if isinstance(data, Mapping):
             writable = {name for name, field in self.fields.items() if not field.read_only}
             problems: dict[str, list[str]] = {
-                name: [f"Unknown field; this body takes {_listed(writable)}."]
+                name: [f"Unknown field; this {self.sent_in} takes {_listed(writable)}."]
                 for name in sorted(set(data) - writable, key=str)
             }
             for name in writable & set(data):

@@ -604,6 +604,7 @@ class MirrorCommand:
         self.state_dir: Path = options["state_dir"]
 
     def run(self) -> None:
+        self.state_dir_check()
         action = self.options["mirror_action"]
         if action == "sweep":
             return self.report(mirror_sweep(state_dir=self.state_dir).as_json(), "sweep")
@@ -635,6 +636,18 @@ class MirrorCommand:
             raise CommandError(
                 f"{len(synced.errors)} file(s) not stored; each is reported above.", returncode=3
             )
+
+    def state_dir_check(self) -> None:
+        """--state-dir holds as AUTO_MEMORY_STATE_DIR, which it overrides, must: absolute (a
+        relative one would be another state in each working directory, and sync-back would
+        not find the node hydrate made), and a directory or one the mirror can create. Else
+        the command line is wrong, which the mirror's own refusal would not say."""
+        given = self.state_dir
+        if not given.is_absolute():
+            raise UsageError(f"--state-dir {given}: must be an absolute path.")
+        not_a_directory = given if given.exists() else given.parent
+        if not not_a_directory.is_dir():
+            raise UsageError(f"--state-dir {given}: {not_a_directory} is not a directory.")
 
     def space(self) -> tuple[MirrorSpace, dict[str, str]]:
         """The acting bot's auto-memory space for the project, and the bot's and the team's
