@@ -29,7 +29,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from workspaces import selectors, services
 from workspaces.authentication import ACTIVE_TEAM_SESSION_KEY
@@ -55,9 +55,17 @@ class SignInView(LoginView):
     redirect_authenticated_user = True
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def sign_out(request: HttpRequest) -> HttpResponse:
-    """Revoke the key sessions this browser session opened, then sign out."""
+    """POST: revoke the key sessions this browser session opened, then sign out.
+
+    GET (the address typed or bookmarked) only shows the sign-out button: signing out on a
+    GET would let any page, image or prefetch sign a member out.
+    """
+    if request.method == "GET":
+        if not request.user.is_authenticated:
+            return redirect("workspaces:sign-in")
+        return render(request, "workspaces/sign_out.html")
     if request.user.is_authenticated:
         _key_sessions_revoke_all(request, request.user)
     logout(request)
