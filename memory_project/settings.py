@@ -188,7 +188,7 @@ AXES_COOLOFF_TIME = timedelta(
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "workspaces.ratelimit.client_address"
-AXES_LOCKOUT_TEMPLATE = "workspaces/locked_out.html"
+AXES_LOCKOUT_CALLABLE = "workspaces.views.sign_in_locked_out"
 # Successful and failed sign-ins are recorded in the project's own audit trail.
 AXES_DISABLE_ACCESS_LOG = True
 AXES_VERBOSE = False

@@ -17,10 +17,11 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import wraps
 from typing import Any
 
+from axes import helpers as axes_helpers
 from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
@@ -29,6 +30,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.timesince import timeuntil
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from workspaces import selectors, services
@@ -53,6 +56,23 @@ KEY_SESSIONS_SESSION_KEY = "frame_key_sessions"
 class SignInView(LoginView):
     template_name = "workspaces/sign_in.html"
     redirect_authenticated_user = True
+
+
+def sign_in_locked_out(
+    request: HttpRequest, original_response: HttpResponse | None, credentials: dict | None
+) -> HttpResponse:
+    """django-axes' answer to a locked-out sign-in (AXES_LOCKOUT_CALLABLE), web frame and
+    /admin/ alike. Its own answer gave no Retry-After, wrote the wait as "0:15:00", and to a
+    request marked XMLHttpRequest answered JSON naming the account, open to every origin."""
+    cool_off = axes_helpers.get_cool_off(request) or timedelta(0)
+    now = timezone.now()
+    context = {
+        "failure_limit": axes_helpers.get_failure_limit(request, credentials),
+        "wait": timeuntil(now + cool_off, now),
+    }
+    response = render(request, "workspaces/locked_out.html", context, status=429)
+    response["Retry-After"] = str(int(cool_off.total_seconds()))
+    return response
 
 
 @require_http_methods(["GET", "POST"])
