@@ -77,6 +77,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "memory_project.middleware.ContentSecurityPolicyMiddleware",
+    "memory_project.middleware.ApiNoStoreMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Both gates answer before any session or credential is read.
     "memory_project.middleware.RequestSizeLimitMiddleware",

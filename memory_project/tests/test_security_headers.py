@@ -70,3 +70,20 @@ def test_the_api_docs_page_has_no_inline_script_or_style(db):
     assert '<script src="/api/docs/?script="></script>' in page
     assert script.status_code == 200
     assert "SwaggerUIBundle" in script.content.decode()
+
+
+def test_api_answers_are_not_stored_by_a_browser_or_a_proxy(tenant):
+    """Memory and notes are sealed at rest on the server; a stored answer would keep their
+    text in a browser's disk cache (a read with an ETag would otherwise be stored)."""
+    client = Client()
+    client.force_login(tenant.member)
+
+    answers = [
+        client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/memory"),
+        client.get("/api/v1/workspaces/999999/memory"),
+        Client().get("/api/v1/ping"),
+    ]
+
+    assert [answer.status_code for answer in answers] == [200, 404, 401]
+    for answer in answers:
+        assert "no-store" in answer["Cache-Control"]
