@@ -12,7 +12,6 @@ IMMEDIATE transaction serialises writers outright, which gives the same order.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -48,6 +47,7 @@ from memory.services import (
     memory_proposal_create,
     memory_revision_write,
 )
+from workspaces.crypto import text_digest
 from workspaces.errors import (
     DomainError,
     VersionConflict,
@@ -82,7 +82,7 @@ class CaptureReceipt:
 
 def capture_request_digest(*, expected_version: int, changes: list[MemoryChange]) -> str:
     body = {"expectedVersion": expected_version, "changes": [c.as_dict() for c in changes]}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    return text_digest(purpose="capture", text=json.dumps(body, sort_keys=True).encode())
 
 
 def _checkpoint(stage: str) -> None:

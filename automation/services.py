@@ -4,7 +4,6 @@ recall at the model binding. The automatic writer of memory is in `automation.ca
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import uuid
@@ -38,7 +37,7 @@ from automation.tokens import delivery_credential_cache_key, delivery_credential
 from memory.edits import is_encodable
 from memory.models import MemoryPolicy
 from memory.selectors import memory_policy_get
-from workspaces.crypto import RecordAddress, record_seal
+from workspaces.crypto import RecordAddress, record_seal, text_digest
 from workspaces.errors import (
     DocumentUnreadable,
     InvalidText,
@@ -111,7 +110,7 @@ def message_admit(
     """
     if not is_encodable(text):
         raise InvalidText()
-    request_digest = hashlib.sha256(text.encode()).hexdigest()
+    request_digest = text_digest(purpose="message", text=text.encode())
     existing = _admission_for_key(conversation, idempotency_key, request_digest)
     if existing is not None:
         return existing

@@ -23,6 +23,19 @@ class RedactQueryStrings(logging.Filter):
         return True
 
 
+class RedactQueryStringArgs(logging.Filter):
+    """For uvicorn's access log (the MCP server's), whose formatter takes the request line
+    apart from `record.args`, so the query string is cut from each argument, not from the
+    formatted message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                redact_query_strings(arg) if isinstance(arg, str) else arg for arg in record.args
+            )
+        return True
+
+
 class ConflictsAsInfo(logging.Filter):
     """For django.request, which logs every 4xx answer as a warning: a 409 is a routine
     outcome of compare-and-set (two people saved the same version), not a fault, so it is

@@ -83,6 +83,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "memory_project.middleware.ContentSecurityPolicyMiddleware",
+    "memory_project.middleware.ApiNoStoreMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Both gates answer before any session or credential is read.
     "memory_project.middleware.RequestSizeLimitMiddleware",
@@ -198,7 +200,7 @@ AXES_COOLOFF_TIME = timedelta(
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "workspaces.ratelimit.client_address"
-AXES_LOCKOUT_TEMPLATE = "workspaces/locked_out.html"
+AXES_LOCKOUT_CALLABLE = "workspaces.views.sign_in_locked_out"
 # Successful and failed sign-ins are recorded in the project's own audit trail.
 AXES_DISABLE_ACCESS_LOG = True
 AXES_VERBOSE = False
@@ -229,6 +231,17 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Scripts, styles, images and requests from this origin only (the favicon is a data: URL);
+# no plugins, no framing, no <base>, and forms post back here.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+# Behind TLS (gunicorn takes X-Forwarded-Proto from the proxy on FORWARDED_ALLOW_IPS): a
+# positive HSTS_SECONDS sends Strict-Transport-Security on HTTPS answers and keeps the
+# session and CSRF cookies off plain HTTP. Off by default: `make run` serves plain HTTP.
+SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 0, minimum=0, maximum=2 * 365 * 86_400)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_HSTS_SECONDS > 0
 
 API_TOKEN_DEFAULT_TTL_DAYS = env_int("API_TOKEN_DEFAULT_TTL_DAYS", 90, minimum=1, maximum=365)
 JWT_TTL_SECONDS = env_int("JWT_TTL_SECONDS", 900, minimum=30, maximum=86_400)

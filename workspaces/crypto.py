@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.core.signing import BadSignature
 from django.db import models
+from django.utils.crypto import salted_hmac
 from django_cryptography.core.signing import FernetSigner
 from django_cryptography.utils.crypto import FernetBytes, InvalidToken
 
@@ -132,6 +133,15 @@ def _open(
 
 def ciphertext_digest(ciphertext: bytes) -> str:
     return hashlib.sha256(ciphertext).hexdigest()
+
+
+def text_digest(*, purpose: str, text: bytes) -> str:
+    """A digest of sealed text kept to compare two requests (an idempotent resend). Keyed
+    with SECRET_KEY: a plain SHA-256 of a short message or memory line would tell whoever
+    reads the table whether a guessed text is the one sent."""
+    return salted_hmac(
+        f"workspaces.crypto.text_digest:{purpose}", text, algorithm="sha256"
+    ).hexdigest()
 
 
 def deployment_key_id(secret: str) -> str:

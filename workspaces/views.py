@@ -17,10 +17,11 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import wraps
 from typing import Any
 
+from axes import helpers as axes_helpers
 from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
@@ -29,7 +30,9 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.utils import timezone
+from django.utils.timesince import timeuntil
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from workspaces import selectors, services
 from workspaces.authentication import ACTIVE_TEAM_SESSION_KEY
@@ -55,9 +58,34 @@ class SignInView(LoginView):
     redirect_authenticated_user = True
 
 
-@require_POST
+def sign_in_locked_out(
+    request: HttpRequest, original_response: HttpResponse | None, credentials: dict | None
+) -> HttpResponse:
+    """django-axes' answer to a locked-out sign-in (AXES_LOCKOUT_CALLABLE), web frame and
+    /admin/ alike. Its own answer gave no Retry-After, wrote the wait as "0:15:00", and to a
+    request marked XMLHttpRequest answered JSON naming the account, open to every origin."""
+    cool_off = axes_helpers.get_cool_off(request) or timedelta(0)
+    now = timezone.now()
+    context = {
+        "failure_limit": axes_helpers.get_failure_limit(request, credentials),
+        "wait": timeuntil(now + cool_off, now),
+    }
+    response = render(request, "workspaces/locked_out.html", context, status=429)
+    response["Retry-After"] = str(int(cool_off.total_seconds()))
+    return response
+
+
+@require_http_methods(["GET", "POST"])
 def sign_out(request: HttpRequest) -> HttpResponse:
-    """Revoke the key sessions this browser session opened, then sign out."""
+    """POST: revoke the key sessions this browser session opened, then sign out.
+
+    GET (the address typed or bookmarked) only shows the sign-out button: signing out on a
+    GET would let any page, image or prefetch sign a member out.
+    """
+    if request.method == "GET":
+        if not request.user.is_authenticated:
+            return redirect("workspaces:sign-in")
+        return render(request, "workspaces/sign_out.html")
     if request.user.is_authenticated:
         _key_sessions_revoke_all(request, request.user)
     logout(request)

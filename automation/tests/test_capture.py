@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import timedelta
 
 import pytest
@@ -12,7 +14,7 @@ from django.utils import timezone
 from automation import capture
 from automation.errors import CaptureConflict, CaptureRetired, MemoryOversized
 from automation.models import Admission, CommitFence, DeliveryCredential
-from memory.edits import MemoryChange
+from memory.edits import MemoryChange, parse_changes
 from memory.errors import MemoryEditInvalid
 from memory.models import MEMORY_PATH, MemoryPolicy, Proposal
 from memory.selectors import memory_current_get, memory_policy_get
@@ -393,3 +395,21 @@ def test_a_capture_sends_a_fixed_number_of_statements_and_no_savepoint(assistant
     assert len(work) == expected, work
     assert not any("SAVEPOINT" in sql for sql in sent)
     assert revisions(assistant.tenant) == [(1, "save"), (2, "capture")]
+
+
+def test_the_stored_digests_do_not_confirm_a_guess_of_the_text(assistant):
+    """The admission's digests of the message and of the captured change are keyed: a plain
+    SHA-256 of a short text in an operational table tells whoever reads the table whether
+    a guessed message or memory line is the one sent."""
+    admission = assistant.send("my PIN is 4321")
+    assistant.capture(admission)
+
+    admission.refresh_from_db()
+    changes = parse_changes([{"op": "add", "line": "- likes green tea"}])
+    guessed_change = {"expectedVersion": 1, "changes": [c.as_dict() for c in changes]}
+    unkeyed = {
+        hashlib.sha256(b"my PIN is 4321").hexdigest(),
+        hashlib.sha256(json.dumps(guessed_change, sort_keys=True).encode()).hexdigest(),
+    }
+    assert len(admission.request_digest) == len(admission.capture_digest) == 64
+    assert {admission.request_digest, admission.capture_digest}.isdisjoint(unkeyed)

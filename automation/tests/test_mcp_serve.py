@@ -23,19 +23,20 @@ def free_port() -> int:
 @contextmanager
 def mcp_serve(port: int, **environ: str) -> Iterator[tuple[int | None, list[str]]]:
     """Start `manage.py mcp_serve`; once uvicorn says it serves, or the process has ended,
-    yields its exit status (None while it runs) and the lines it logged until then."""
+    yields its exit status (None while it runs) and the lines it logged (stdout and stderr)
+    until then, to which the rest is added when the block ends and the process is stopped."""
     process = subprocess.Popen(
         [sys.executable, "manage.py", "mcp_serve", "--host", "127.0.0.1", "--port", str(port)],
         cwd=settings.BASE_DIR,
         env={**os.environ, **environ},
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        stdout=subprocess.PIPE,
         text=True,
     )
-    assert process.stderr is not None
+    assert process.stdout is not None
     logged: list[str] = []
     try:
-        for line in process.stderr:
+        for line in process.stdout:
             logged.append(line)
             if "Uvicorn running on" in line:
                 break
@@ -45,7 +46,8 @@ def mcp_serve(port: int, **environ: str) -> Iterator[tuple[int | None, list[str]
     finally:
         process.terminate()
         process.wait(timeout=30)
-        process.stderr.close()
+        logged.extend(process.stdout)
+        process.stdout.close()
 
 
 def test_mcp_serve_serves_when_web_concurrency_is_set_for_the_web_app():
@@ -60,3 +62,18 @@ def test_mcp_serve_serves_when_web_concurrency_is_set_for_the_web_app():
     # then: it serves, and refuses a request without a credential in the API's shape
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "AUTHENTICATION_REQUIRED"
+
+
+def test_mcp_serve_logs_requests_without_their_query_string():
+    """A query string can carry a document path; the web app's logs leave it out too
+    (memory_project/log_filters.py)."""
+    port = free_port()
+    with mcp_serve(port) as (exit_status, logged):
+        assert exit_status is None, f"mcp_serve exited with {exit_status}: {logged}"
+        response = httpx2.post(f"http://127.0.0.1:{port}/mcp?path=notes/secret-plan.md", json={})
+
+    assert response.status_code == 401
+    access = [line for line in logged if '"POST /mcp' in line]
+    assert len(access) == 1
+    assert '"POST /mcp?[redacted] HTTP/1.1" 401' in access[0]
+    assert "secret-plan" not in "".join(logged)

@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
 
-from workspaces.authentication import BearerAuthentication, bearer_failure_gate
+from workspaces.authentication import BearerAuthentication, Credential, bearer_failure_gate
 from workspaces.ratelimit import Window, window_retry_after, windows_hit
 
 # RFC 9110's safe methods: they change nothing, so neither the write limit nor the Origin
@@ -39,10 +39,11 @@ def _parse_rate(rate: str) -> tuple[int, int]:
 
 class RequestRateThrottle(BaseThrottle):
     """The `credential` rate on every request and the `write` rate on every unsafe one,
-    per user (per client address without one); and, for a request authenticated by a bearer
-    token, the failure gate of its address (`workspaces.authentication`), which
-    `BearerAuthentication` leaves to this throttle on the views that have it, so that the
-    gate and the counts are one cache call (one Redis round trip) per request."""
+    per user (per bot for a bot's token; per client address without either); and, for a
+    request authenticated by a bearer token, the failure gate of its address
+    (`workspaces.authentication`), which `BearerAuthentication` leaves to this throttle on
+    the views that have it, so that the gate and the counts are one cache call (one Redis
+    round trip) per request."""
 
     judges_bearer_failures: ClassVar[bool] = True
     timer = staticmethod(time.time)
@@ -73,7 +74,12 @@ class RequestRateThrottle(BaseThrottle):
         return self.retry_after
 
     def _windows(self, request: Request) -> list[Window]:
-        if request.user and request.user.is_authenticated:
+        credential = request.auth
+        if isinstance(credential, Credential) and credential.bot is not None:
+            # A bot's credential carries its issuer as `user`: counted there, a busy bot would
+            # spend its issuer's rate and lock them out of their own requests.
+            ident = f"bot-{credential.bot.pk}"
+        elif request.user and request.user.is_authenticated:
             ident = f"user-{request.user.pk}"
         else:
             ident = str(self.get_ident(request))

@@ -11,12 +11,13 @@ from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.test import override_settings
 from rest_framework.request import Request
-from rest_framework.test import APIRequestFactory
+from rest_framework.test import APIClient, APIRequestFactory
 from rest_framework.throttling import BaseThrottle
 
 from memory_project.api.throttles import RequestRateThrottle
 from workspaces.models import User
 from workspaces.ratelimit import client_address
+from workspaces.services import api_token_create, bot_token_issue
 
 REDIS = django_settings.CACHES["default"]["BACKEND"].endswith("RedisCache")
 CACHES = {
@@ -48,6 +49,7 @@ def frequent_thread_switches() -> Iterator[None]:
 def a_write_by(user_id: int) -> Request:
     request = Request(APIRequestFactory().put("/api/v1/anything"))
     request.user = User(pk=user_id)  # never saved: the throttle needs only its id
+    request.auth = None  # as authentication leaves a session's request
     return request
 
 
@@ -108,3 +110,22 @@ def test_the_client_address_follows_drfs_rule(settings, proxies, forwarded):
 
     assert client_address(request) == BaseThrottle().get_ident(request)
     assert client_address(request._request) == BaseThrottle().get_ident(request)
+
+
+def test_a_bots_requests_are_counted_apart_from_the_person_who_issued_its_token(tenant, settings):
+    """A bot token's credential carries its issuer as `user`; counted under that user, a
+    busy bot would use up its issuer's rate and lock them out of their own requests."""
+    rates = dict(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], credential="3/min")
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
+    cache.clear()
+    bot = tenant.bot_create("scribe", auto_memory="on")
+    _, bot_raw = bot_token_issue(bot=bot, actor=tenant.admin, name="ci")
+    _, person_raw = api_token_create(user=tenant.admin, team=tenant.team, name="laptop")
+    as_bot, as_person = APIClient(), APIClient()
+    as_bot.credentials(HTTP_AUTHORIZATION=f"Bearer {bot_raw}")
+    as_person.credentials(HTTP_AUTHORIZATION=f"Bearer {person_raw}")
+
+    bot_answers = [as_bot.get("/api/v1/mirror/space?project=repo") for _ in range(4)]
+
+    assert [answer.status_code for answer in bot_answers] == [200, 200, 200, 429]
+    assert as_person.get("/api/v1/ping").status_code == 200

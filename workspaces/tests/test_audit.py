@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 from axes.models import AccessAttempt
@@ -160,3 +161,29 @@ def test_an_address_is_locked_after_the_failure_limit_for_any_account(tenant, se
 
     assert from_there.status_code == 429
     assert from_elsewhere.status_code == 302
+
+
+@pytest.mark.parametrize("ajax", [False, True])
+def test_the_lockout_says_when_to_retry_in_words_and_in_retry_after(tenant, settings, ajax):
+    """The one lockout answer, also to a request marked as XMLHttpRequest, for which
+    django-axes would answer its own JSON (the account name, `Access-Control-Allow-Origin: *`)."""
+    settings.AXES_FAILURE_LIMIT = 2
+    settings.AXES_COOLOFF_TIME = timedelta(minutes=15)
+    for n in range(2):
+        sign_in(Client(), tenant.member.username, f"guess-{n}", "192.0.2.20")
+    headers = {"X-Requested-With": "XMLHttpRequest"} if ajax else {}
+
+    response = Client().post(
+        SIGN_IN,
+        {"username": tenant.member.username, "password": "pw-member-123"},
+        REMOTE_ADDR="192.0.2.20",
+        headers=headers,
+    )
+
+    assert response.status_code == 429
+    assert response["Retry-After"] == "900"
+    assert response["Content-Type"].startswith("text/html")
+    assert "Access-Control-Allow-Origin" not in response
+    text = " ".join(response.content.decode().split())
+    assert "after 2 failed attempts. Try again in 15 minutes." in text
+    assert tenant.member.username not in text

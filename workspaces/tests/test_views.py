@@ -238,10 +238,34 @@ def test_a_form_left_open_while_signing_in_elsewhere_says_what_happened(tenant):
     assert client.session["_auth_user_id"] == str(tenant.member.pk)
 
 
-def test_sign_out_is_post_only(client, tenant):
+def test_sign_out_by_get_asks_to_confirm_and_signs_nobody_out(client, tenant):
+    """A typed or bookmarked /accounts/logout/ is a GET: it gets a page with the sign-out
+    button (a GET must not sign out: any page could embed that link), not a blank 405."""
     signed_in(client, tenant.member)
+    client.get(page_url("memory:frame", tenant.workspace))
 
     response = client.get(reverse("workspaces:sign-out"))
+
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert f'<form method="post" action="{reverse("workspaces:sign-out")}"' in text
+    assert 'name="csrfmiddlewaretoken"' in text
+    assert client.session["_auth_user_id"] == str(tenant.member.pk)
+    assert KeySession.objects.get(user=tenant.member).revoked_at is None
+
+
+def test_sign_out_by_get_when_signed_out_goes_to_sign_in(client, tenant):
+    response = client.get(reverse("workspaces:sign-out"))
+
+    assert response.status_code == 302
+    assert response["Location"] == reverse("workspaces:sign-in")
+
+
+@pytest.mark.parametrize("method", ["put", "delete"])
+def test_sign_out_takes_no_other_method(client, tenant, method):
+    signed_in(client, tenant.member)
+
+    response = getattr(client, method)(reverse("workspaces:sign-out"))
 
     assert response.status_code == 405
     assert client.session["_auth_user_id"] == str(tenant.member.pk)

@@ -1,9 +1,11 @@
+import logging
 from typing import Any
 
 import uvicorn
 from django.core.management.base import BaseCommand, CommandParser
 
 from automation.mcp_server import MCP_PATH, mcp_asgi_app
+from memory_project.log_filters import RedactQueryStringArgs
 
 
 class Command(BaseCommand):
@@ -23,4 +25,6 @@ class Command(BaseCommand):
         # One process, whatever WEB_CONCURRENCY says: that variable sizes the web app's
         # gunicorn, and uvicorn would read it too and refuse to fork an app built here.
         # The server is stateless, so more capacity is more of these processes.
+        # uvicorn's own logging set-up keeps a logger's filters.
+        logging.getLogger("uvicorn.access").addFilter(RedactQueryStringArgs())
         uvicorn.run(mcp_asgi_app(host=host), host=host, port=port, lifespan="on", workers=1)
