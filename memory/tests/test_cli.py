@@ -779,6 +779,29 @@ def test_an_unknown_strategy_is_a_usage_error_from_a_shell_in_both_modes(mode, t
     assert "choose from 'skip', 'overwrite', 'rename'" in result.stderr
 
 
+@pytest.mark.parametrize("subcommand", ["put", "rm"])
+@pytest.mark.parametrize("version", ["-1", str(2**63)])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        ["--team", "1", "--user", "someone"],
+        ["--remote", "http://127.0.0.1:9", "--token", "t"],
+    ],
+    ids=["local", "remote"],
+)
+def test_a_base_version_that_is_no_revision_is_a_usage_error_in_both_modes(
+    subcommand, version, mode
+):
+    # Locally -1 was a VERSION_CONFLICT and remotely INVALID_HEADER: the same input, two answers.
+    result = run_manage(
+        subcommand, "a.md", *mode, "--visibility", "org", "--name", "n",
+        "--base-version", version,
+    )  # fmt: skip
+
+    assert result.returncode == 2
+    assert "--base-version: a revision is a whole number from 0" in result.stderr
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_refusal_exits_1_from_a_shell_and_json_goes_to_stdout(remote, tmp_path):
     _, flags = remote

@@ -8,6 +8,7 @@ they have, on the store MEMORY_STORE names), or with `--remote URL` over those r
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -54,7 +55,8 @@ from memory.spaces.selectors import space_usages_of_tenant
 from memory.spaces.services import SpaceWriter, WriterKind
 from memory_project.api.exceptions import error_body
 from memory_project.env import base_url_problem
-from workspaces.errors import DomainError, NotFound
+from workspaces.api.headers import MAX_HEADER_DIGITS, whole_number
+from workspaces.errors import DomainError, InvalidHeader, NotFound
 from workspaces.models import Team, TeamMembership, User
 
 EXIT_CODES = (
@@ -243,11 +245,11 @@ class Command(BaseCommand):
             "--file", default="-", help="Read the body from FILE (- or absent: stdin)."
         )
         put.add_argument(
-            "--base-version", type=int, help="The revision you read; 0 creates the document."
+            "--base-version", type=_revision, help="The revision you read; 0 creates the document."
         )
         rm = add("rm", [space], "Delete one document.")
         rm.add_argument("path", metavar="PATH")
-        rm.add_argument("--base-version", type=int, help="The revision you read.")
+        rm.add_argument("--base-version", type=_revision, help="The revision you read.")
         export = add("export", [space], "Write the space to an iterion.memory.v1 archive.")
         export.add_argument(
             "--out", required=True, metavar="FILE", help="Write the archive to FILE (-: stdout)."
@@ -726,6 +728,17 @@ def _remote_flags(group: Any, *, whose: str) -> None:
         default=settings.MEMORY_REMOTE_TOKEN,
         help=f"{whose} for --remote (default MEMORY_REMOTE_TOKEN).",
     )
+
+
+def _revision(value: str) -> int:
+    """--base-version as the routes take X-Base-Version: a whole number of at most 18 digits.
+    Parsed here, a value out of range is the same usage error in both modes, not a conflict
+    locally and INVALID_HEADER remotely."""
+    message = f"a revision is a whole number from 0 (creates) to {10**MAX_HEADER_DIGITS - 1}"
+    try:
+        return whole_number(value.strip(), header="X-Base-Version", message=message)
+    except InvalidHeader:
+        raise argparse.ArgumentTypeError(f"{message}, not {value!r}") from None
 
 
 def _names_no_space(options: dict[str, Any]) -> bool:
