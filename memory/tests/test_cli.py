@@ -871,3 +871,45 @@ def test_export_and_import_show_progress_on_a_terminal_only(remote, tmp_path):
     assert "import" in imported_on_terminal.split("imported 0, replaced 0")[0]
     assert (piped.returncode, piped.stderr) == (0, "")
     assert piped.stdout == "imported 1, replaced 0, skipped 0, renamed 0\n"
+
+
+# Ending early: no traceback
+
+
+class _Interrupted(io.BytesIO):
+    def read(self, size: int | None = -1) -> bytes:
+        raise KeyboardInterrupt
+
+
+@pytest.mark.django_db
+def test_ctrl_c_ends_the_command_with_a_message_and_exit_130(tenant, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(_Interrupted()))
+
+    code, message, _ = refused(
+        "put", "a.md", *org_space(tenant), "--user", tenant.member.username, "--base-version", "0"
+    )
+
+    assert code == 130
+    assert "interrupted" in message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stdout_closed_early_ends_the_command_without_a_traceback(remote, tmp_path):
+    # As `memory export --out - | head -c 1` does: the reader is gone before the archive is out.
+    _, flags = remote
+    run_manage(
+        "put", "a.md", *flags, "--file", _file(tmp_path, b"x\n" * 100_000), "--base-version", "0"
+    )
+    command = [sys.executable, "manage.py", "memory", "export", *flags, "--out", "-"]
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_project.settings"}
+    with subprocess.Popen(
+        command, cwd=BASE_DIR, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdout.close()
+        errors = process.stderr.read().decode()
+
+    assert process.returncode == 1
+    assert "Traceback" not in errors
+    assert "stdout was closed before all the output was written" in errors

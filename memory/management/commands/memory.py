@@ -61,11 +61,13 @@ from workspaces.models import Team, TeamMembership, User
 
 EXIT_CODES = (
     "Exit codes: 0 done; 1 refused (the message names the refusal's code and what to do, "
-    "and nothing was changed); 2 usage (a malformed command line or space flags)."
+    "and nothing was changed), or stdout closed early; 2 usage (a malformed command line or "
+    "space flags); 130 interrupted (Ctrl-C)."
 )
 MIRROR_EXIT_CODES = (
     "Exit codes: 0 done (or auto-memory off: nothing to do); 1 refused, nothing changed; "
-    "2 usage; 3 sync-back done except for the files it reports as not stored."
+    "2 usage; 3 sync-back done except for the files it reports as not stored; 130 "
+    "interrupted (Ctrl-C)."
 )
 SPACE_FLAGS = ("visibility", "name", *QUALIFIERS)
 # The refusals whose fix is in the command line itself: usage, not a refusal.
@@ -325,6 +327,24 @@ class Command(BaseCommand):
             default=settings.AUTO_MEMORY_STATE_DIR,
             help="Where nodes live (default AUTO_MEMORY_STATE_DIR).",
         )
+
+    def execute(self, *args: Any, **options: Any) -> str | None:
+        """The command, ended without a traceback by Ctrl-C or by a reader that left early
+        (`| head -1`)."""
+        try:
+            result = super().execute(*args, **options)
+            # Flushed here, a closed pipe is met below, not in the interpreter's exit.
+            sys.stdout.flush()
+        except KeyboardInterrupt:
+            raise CommandError(
+                "interrupted: a write already sent may have been stored; check with `memory ls`",
+                returncode=130,
+            ) from None
+        except BrokenPipeError:
+            # Python's advice: stdout at /dev/null, so that the exit's flush does not fail too.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise Refused("stdout was closed before all the output was written") from None
+        return result
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.as_json = bool(options["json"])
