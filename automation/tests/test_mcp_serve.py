@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx2
+import pytest
 from django.conf import settings
+from django.core.management import CommandError, call_command
 
 
 def free_port() -> int:
@@ -60,3 +62,10 @@ def test_mcp_serve_serves_when_web_concurrency_is_set_for_the_web_app():
     # then: it serves, and refuses a request without a credential in the API's shape
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "AUTHENTICATION_REQUIRED"
+
+
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_a_port_out_of_range_is_a_usage_error_before_anything_is_served(port):
+    # uvicorn met it at bind(), after start-up, as an OverflowError's traceback.
+    with pytest.raises(CommandError, match="--port: a TCP port is a whole number from 1 to 65535"):
+        call_command("mcp_serve", "--port", port)
