@@ -683,16 +683,17 @@ def test_an_unreachable_server_is_a_refusal():
 
 
 @pytest.fixture
-def not_the_api() -> Iterator[str]:
+def not_the_api(request: pytest.FixtureRequest) -> Iterator[str]:
     """The base URL of a server that answers every request 200 with a page of its own (a
-    sign-in portal, or --remote naming the wrong host)."""
+    sign-in portal, or --remote naming the wrong host); parametrized, with this media type
+    and body."""
+    media_type, body = getattr(request, "param", ("text/html", b"<html>Sign in</html>"))
 
     class Page(http.server.BaseHTTPRequestHandler):
         def answer(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = b"<html>Sign in</html>"
             self.send_response(200)
-            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Type", media_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -730,6 +731,31 @@ def test_an_answer_that_is_not_the_apis_is_a_refusal(not_the_api, subcommand, tm
         "not the API's answer; check --remote"
     )
     assert not (tmp_path / "x.tar.gz").exists()
+
+
+@pytest.mark.parametrize(
+    ("not_the_api", "subcommand"),
+    [
+        (("application/json", b"{not json"), ["ls"]),
+        (("application/json", b"[1, 2]"), ["du"]),
+        (("application/json", b"null"), ["put", "a.md", "--file", "/dev/null"]),
+        (("text/markdown", b"# no X-Revision"), ["cat", "a.md"]),
+    ],
+    indirect=["not_the_api"],
+    ids=["not-json", "not-an-object", "null", "no-revision"],
+)
+def test_an_answer_of_the_apis_type_but_not_its_shape_is_a_refusal(not_the_api, subcommand):
+    # Once a traceback (JSONDecodeError, TypeError, KeyError): the media type was all it checked.
+    code, message, _ = refused(
+        *subcommand, "--remote", not_the_api, "--token", "t",
+        "--visibility", "org", "--name", "n", "--base-version", "0",
+    ) if subcommand[0] == "put" else refused(
+        *subcommand, "--remote", not_the_api, "--token", "t", "--visibility", "org", "--name", "n",
+    )  # fmt: skip
+
+    assert code == 1
+    assert message.startswith(f"cannot reach the server: {not_the_api}/api/v1/memory/ answered 200")
+    assert message.endswith("not the API's answer; check --remote")
 
 
 # Exit codes end to end
