@@ -939,3 +939,32 @@ def test_a_stdout_closed_early_ends_the_command_without_a_traceback(remote, tmp_
     assert process.returncode == 1
     assert "Traceback" not in errors
     assert "stdout was closed before all the output was written" in errors
+
+
+# A NOT_FOUND says what was not found
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("subcommand", ["ls", "du"])
+def test_a_remote_url_with_no_memory_routes_says_to_check_it(remote, subcommand):
+    # `--remote https://host/api/v1` reaches /api/v1/api/v1/memory/, whose 404 is the API's body:
+    # "no such document in this space" sent the operator after a document ls never named.
+    _, flags = remote
+    flags = [flag + "/api/v1" if flag.startswith("http") else flag for flag in flags]
+
+    code, message, _ = refused(subcommand, *flags)
+
+    assert code == 1
+    assert message.startswith("NOT_FOUND: the server has no memory routes under")
+    assert "check --remote" in message
+
+
+@pytest.mark.django_db
+def test_a_mirror_of_a_bot_that_does_not_exist_says_so(tenant, tmp_path):
+    code, message, _ = refused(
+        "mirror", "hydrate", "--team", str(tenant.team.pk), "--bot", "nosuch", "--project", "p",
+        "--state-dir", str(tmp_path),
+    )  # fmt: skip
+
+    assert code == 1
+    assert message == "NOT_FOUND: No such bot."

@@ -111,8 +111,20 @@ def _hint(code: str, detail: dict[str, Any], subcommand: str) -> str | None:
                 "pass --base-version N, the revision you read (0 creates the document; "
                 "`memory ls` shows each revision)"
             )
-        case "NOT_FOUND" if "field" not in detail:
+        case "NOT_FOUND" if "field" not in detail and subcommand in {"cat", "put", "rm"}:
             return "no such document in this space; check PATH and the space flags (`memory ls`)"
+        case "NOT_FOUND" if "field" not in detail and subcommand in {
+            "ls",
+            "du",
+            "export",
+            "import",
+        }:
+            # These name no document and, locally, meet no NOT_FOUND without a field: the
+            # route itself is missing, as under `--remote https://host/api/v1`.
+            return (
+                "the server has no memory routes under that URL; check --remote (the server's "
+                "address, like https://host:port, without /api/v1)"
+            )
         case "INVALID_DOCUMENT_PATH":
             if "target" in detail:
                 return (
