@@ -761,11 +761,11 @@ def test_an_answer_of_the_apis_type_but_not_its_shape_is_a_refusal(not_the_api, 
 # Exit codes end to end
 
 
-def run_manage(*args: str) -> subprocess.CompletedProcess[str]:
+def run_manage(*args: str, **environ: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "manage.py", "memory", *args],
         cwd=BASE_DIR,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "memory_project.settings"},
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "memory_project.settings", **environ},
         capture_output=True,
         text=True,
         timeout=120,
@@ -968,3 +968,14 @@ def test_a_mirror_of_a_bot_that_does_not_exist_says_so(tenant, tmp_path):
 
     assert code == 1
     assert message == "NOT_FOUND: No such bot."
+
+
+def test_a_malformed_remote_url_in_the_environment_is_one_line_and_exit_2():
+    # The settings refuse it at start-up, as every setting: that was a Python traceback.
+    result = run_manage("ls", "--visibility", "org", "--name", "n", MEMORY_REMOTE_URL="ftp://x")
+
+    assert result.returncode == 2
+    assert result.stderr == (
+        "ImproperlyConfigured: MEMORY_REMOTE_URL is not a base URL: it must look like "
+        "https://host[:port][/path]\n"
+    )
