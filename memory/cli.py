@@ -169,18 +169,21 @@ class RemoteSpaceClient:
         self.session.headers["Authorization"] = f"Bearer {token}"
 
     def usage(self) -> dict[str, Any]:
-        return dict(self.request("GET", "usage").json())
+        return self.request_json("GET", "usage")
 
     def documents(self, *, directory: str) -> dict[str, Any]:
         query = {"dir": directory} if directory else {}
-        return dict(self.request("GET", "docs", query=query).json())
+        return self.request_json("GET", "docs", query=query)
 
     def read(self, *, path: str) -> dict[str, Any]:
         response = self.request("GET", "doc", query={"path": path}, answer="text/markdown")
-        return _document_data(path, response.content, int(response.headers["X-Revision"]))
+        revision = response.headers.get("X-Revision", "")
+        if not revision.isdigit():
+            raise self.not_the_api(response)
+        return _document_data(path, response.content, int(revision))
 
     def write(self, *, path: str, body: bytes, base_version: int | None) -> dict[str, Any]:
-        response = self.request(
+        return self.request_json(
             "PUT",
             "doc",
             query={"path": path},
@@ -190,7 +193,6 @@ class RemoteSpaceClient:
             },
             data=body,
         )
-        return dict(response.json())
 
     def delete(self, *, path: str, base_version: int | None) -> None:
         self.request(
@@ -220,14 +222,13 @@ class RemoteSpaceClient:
 
     def import_archive(self, upload: ArchiveUpload, *, progress: Progress) -> dict[str, Any]:
         query = {"strategy": upload.strategy.value, **({"dryRun": "1"} if upload.dry_run else {})}
-        response = self.request(
+        return self.request_json(
             "POST",
             "import",
             query=query,
             headers={"Content-Type": MEDIA_TYPE},
             data=upload.counted(progress),
         )
-        return dict(response.json())
 
     def request(
         self,
@@ -263,12 +264,28 @@ class RemoteSpaceClient:
             raise _refusal(response)
         received = response.headers.get("Content-Type", "")
         if answer is not None and received.split(";")[0].strip().lower() != answer:
-            response.close()
-            raise RemoteUnreachable(
-                f"{self.base_url} answered {response.status_code} with {received or 'no type'}"
-                ", not the API's answer; check --remote"
-            )
+            raise self.not_the_api(response)
         return response
+
+    def request_json(self, method: str, route: str, **arguments: Any) -> dict[str, Any]:
+        """`request`'s answer, a JSON object as every route's success is; anything else (a
+        body that does not parse, a list, null) is not the API's answer."""
+        response = self.request(method, route, **arguments)
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            raise self.not_the_api(response)
+        return answer
+
+    def not_the_api(self, response: requests.Response) -> RemoteUnreachable:
+        response.close()
+        received = response.headers.get("Content-Type") or "no type"
+        return RemoteUnreachable(
+            f"{self.base_url} answered {response.status_code} with {received}, not the API's "
+            "answer; check --remote"
+        )
 
 
 def _base_version_header(base_version: int | None) -> dict[str, str]:

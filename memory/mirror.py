@@ -236,12 +236,12 @@ class RemoteMirrorSpace:
     def describe(self) -> dict[str, Any]:
         """The bot, its space and the bot's and team's auto-memory levels; remembers the
         space id."""
-        answer = dict(self.client.request("GET", "space").json())
+        answer = self.client.request_json("GET", "space")
         self.space_id = str(answer["space"]["id"])
         return answer
 
     def documents(self) -> Sequence[MirrorDocument]:
-        listing = self.client.request("GET", "docs").json()
+        listing = self.client.request_json("GET", "docs")
         return [
             MirrorDocument(
                 path=each["path"], revision=int(each["revision"]), body=each["content"].encode()

@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx2
+import pytest
 from django.conf import settings
+from django.core.management import CommandError, call_command
 
 
 def free_port() -> int:
@@ -77,3 +79,8 @@ def test_mcp_serve_logs_requests_without_their_query_string():
     assert len(access) == 1
     assert '"POST /mcp?[redacted] HTTP/1.1" 401' in access[0]
     assert "secret-plan" not in "".join(logged)
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_a_port_out_of_range_is_a_usage_error_before_anything_is_served(port):
+    # uvicorn met it at bind(), after start-up, as an OverflowError's traceback.
+    with pytest.raises(CommandError, match="--port: a TCP port is a whole number from 1 to 65535"):
+        call_command("mcp_serve", "--port", port)

@@ -683,16 +683,17 @@ def test_an_unreachable_server_is_a_refusal():
 
 
 @pytest.fixture
-def not_the_api() -> Iterator[str]:
+def not_the_api(request: pytest.FixtureRequest) -> Iterator[str]:
     """The base URL of a server that answers every request 200 with a page of its own (a
-    sign-in portal, or --remote naming the wrong host)."""
+    sign-in portal, or --remote naming the wrong host); parametrized, with this media type
+    and body."""
+    media_type, body = getattr(request, "param", ("text/html", b"<html>Sign in</html>"))
 
     class Page(http.server.BaseHTTPRequestHandler):
         def answer(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = b"<html>Sign in</html>"
             self.send_response(200)
-            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Type", media_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -732,14 +733,39 @@ def test_an_answer_that_is_not_the_apis_is_a_refusal(not_the_api, subcommand, tm
     assert not (tmp_path / "x.tar.gz").exists()
 
 
+@pytest.mark.parametrize(
+    ("not_the_api", "subcommand"),
+    [
+        (("application/json", b"{not json"), ["ls"]),
+        (("application/json", b"[1, 2]"), ["du"]),
+        (("application/json", b"null"), ["put", "a.md", "--file", "/dev/null"]),
+        (("text/markdown", b"# no X-Revision"), ["cat", "a.md"]),
+    ],
+    indirect=["not_the_api"],
+    ids=["not-json", "not-an-object", "null", "no-revision"],
+)
+def test_an_answer_of_the_apis_type_but_not_its_shape_is_a_refusal(not_the_api, subcommand):
+    # Once a traceback (JSONDecodeError, TypeError, KeyError): the media type was all it checked.
+    code, message, _ = refused(
+        *subcommand, "--remote", not_the_api, "--token", "t",
+        "--visibility", "org", "--name", "n", "--base-version", "0",
+    ) if subcommand[0] == "put" else refused(
+        *subcommand, "--remote", not_the_api, "--token", "t", "--visibility", "org", "--name", "n",
+    )  # fmt: skip
+
+    assert code == 1
+    assert message.startswith(f"cannot reach the server: {not_the_api}/api/v1/memory/ answered 200")
+    assert message.endswith("not the API's answer; check --remote")
+
+
 # Exit codes end to end
 
 
-def run_manage(*args: str) -> subprocess.CompletedProcess[str]:
+def run_manage(*args: str, **environ: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "manage.py", "memory", *args],
         cwd=BASE_DIR,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "memory_project.settings"},
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "memory_project.settings", **environ},
         capture_output=True,
         text=True,
         timeout=120,
@@ -777,6 +803,29 @@ def test_an_unknown_strategy_is_a_usage_error_from_a_shell_in_both_modes(mode, t
     assert result.returncode == 2
     assert "--strategy: invalid choice: 'merge'" in result.stderr
     assert "choose from 'skip', 'overwrite', 'rename'" in result.stderr
+
+
+@pytest.mark.parametrize("subcommand", ["put", "rm"])
+@pytest.mark.parametrize("version", ["-1", str(2**63)])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        ["--team", "1", "--user", "someone"],
+        ["--remote", "http://127.0.0.1:9", "--token", "t"],
+    ],
+    ids=["local", "remote"],
+)
+def test_a_base_version_that_is_no_revision_is_a_usage_error_in_both_modes(
+    subcommand, version, mode
+):
+    # Locally -1 was a VERSION_CONFLICT and remotely INVALID_HEADER: the same input, two answers.
+    result = run_manage(
+        subcommand, "a.md", *mode, "--visibility", "org", "--name", "n",
+        "--base-version", version,
+    )  # fmt: skip
+
+    assert result.returncode == 2
+    assert "--base-version: a revision is a whole number from 0" in result.stderr
 
 
 @pytest.mark.django_db(transaction=True)
@@ -848,3 +897,85 @@ def test_export_and_import_show_progress_on_a_terminal_only(remote, tmp_path):
     assert "import" in imported_on_terminal.split("imported 0, replaced 0")[0]
     assert (piped.returncode, piped.stderr) == (0, "")
     assert piped.stdout == "imported 1, replaced 0, skipped 0, renamed 0\n"
+
+
+# Ending early: no traceback
+
+
+class _Interrupted(io.BytesIO):
+    def read(self, size: int | None = -1) -> bytes:
+        raise KeyboardInterrupt
+
+
+@pytest.mark.django_db
+def test_ctrl_c_ends_the_command_with_a_message_and_exit_130(tenant, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(_Interrupted()))
+
+    code, message, _ = refused(
+        "put", "a.md", *org_space(tenant), "--user", tenant.member.username, "--base-version", "0"
+    )
+
+    assert code == 130
+    assert "interrupted" in message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stdout_closed_early_ends_the_command_without_a_traceback(remote, tmp_path):
+    # As `memory export --out - | head -c 1` does: the reader is gone before the archive is out.
+    _, flags = remote
+    run_manage(
+        "put", "a.md", *flags, "--file", _file(tmp_path, b"x\n" * 100_000), "--base-version", "0"
+    )
+    command = [sys.executable, "manage.py", "memory", "export", *flags, "--out", "-"]
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_project.settings"}
+    with subprocess.Popen(
+        command, cwd=BASE_DIR, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdout.close()
+        errors = process.stderr.read().decode()
+
+    assert process.returncode == 1
+    assert "Traceback" not in errors
+    assert "stdout was closed before all the output was written" in errors
+
+
+# A NOT_FOUND says what was not found
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("subcommand", ["ls", "du"])
+def test_a_remote_url_with_no_memory_routes_says_to_check_it(remote, subcommand):
+    # `--remote https://host/api/v1` reaches /api/v1/api/v1/memory/, whose 404 is the API's body:
+    # "no such document in this space" sent the operator after a document ls never named.
+    _, flags = remote
+    flags = [flag + "/api/v1" if flag.startswith("http") else flag for flag in flags]
+
+    code, message, _ = refused(subcommand, *flags)
+
+    assert code == 1
+    assert message.startswith("NOT_FOUND: the server has no memory routes under")
+    assert "check --remote" in message
+
+
+@pytest.mark.django_db
+def test_a_mirror_of_a_bot_that_does_not_exist_says_so(tenant, tmp_path):
+    code, message, _ = refused(
+        "mirror", "hydrate", "--team", str(tenant.team.pk), "--bot", "nosuch", "--project", "p",
+        "--state-dir", str(tmp_path),
+    )  # fmt: skip
+
+    assert code == 1
+    assert message == "NOT_FOUND: No such bot."
+
+
+def test_a_malformed_remote_url_in_the_environment_is_one_line():
+    # The settings refuse it at start-up, as every setting: that was a Python traceback.
+    result = run_manage("ls", "--visibility", "org", "--name", "n", MEMORY_REMOTE_URL="ftp://x")
+
+    assert result.returncode == 1
+    assert result.stderr == (
+        "Configuration error: MEMORY_REMOTE_URL is not a base URL: it must look like "
+        "https://host[:port][/path]\n"
+    )

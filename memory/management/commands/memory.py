@@ -8,6 +8,7 @@ they have, on the store MEMORY_STORE names), or with `--remote URL` over those r
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -54,16 +55,19 @@ from memory.spaces.selectors import space_usages_of_tenant
 from memory.spaces.services import SpaceWriter, WriterKind
 from memory_project.api.exceptions import error_body
 from memory_project.env import base_url_problem
-from workspaces.errors import DomainError, NotFound
+from workspaces.api.headers import MAX_HEADER_DIGITS, whole_number
+from workspaces.errors import DomainError, InvalidHeader, NotFound
 from workspaces.models import Team, TeamMembership, User
 
 EXIT_CODES = (
     "Exit codes: 0 done; 1 refused (the message names the refusal's code and what to do, "
-    "and nothing was changed); 2 usage (a malformed command line or space flags)."
+    "and nothing was changed), or stdout closed early; 2 usage (a malformed command line or "
+    "space flags); 130 interrupted (Ctrl-C)."
 )
 MIRROR_EXIT_CODES = (
     "Exit codes: 0 done (or auto-memory off: nothing to do); 1 refused, nothing changed; "
-    "2 usage; 3 sync-back done except for the files it reports as not stored."
+    "2 usage; 3 sync-back done except for the files it reports as not stored; 130 "
+    "interrupted (Ctrl-C)."
 )
 SPACE_FLAGS = ("visibility", "name", *QUALIFIERS)
 # The refusals whose fix is in the command line itself: usage, not a refusal.
@@ -107,8 +111,20 @@ def _hint(code: str, detail: dict[str, Any], subcommand: str) -> str | None:
                 "pass --base-version N, the revision you read (0 creates the document; "
                 "`memory ls` shows each revision)"
             )
-        case "NOT_FOUND" if "field" not in detail:
+        case "NOT_FOUND" if "field" not in detail and subcommand in {"cat", "put", "rm"}:
             return "no such document in this space; check PATH and the space flags (`memory ls`)"
+        case "NOT_FOUND" if "field" not in detail and subcommand in {
+            "ls",
+            "du",
+            "export",
+            "import",
+        }:
+            # These name no document and, locally, meet no NOT_FOUND without a field: the
+            # route itself is missing, as under `--remote https://host/api/v1`.
+            return (
+                "the server has no memory routes under that URL; check --remote (the server's "
+                "address, like https://host:port, without /api/v1)"
+            )
         case "INVALID_DOCUMENT_PATH":
             if "target" in detail:
                 return (
@@ -243,11 +259,11 @@ class Command(BaseCommand):
             "--file", default="-", help="Read the body from FILE (- or absent: stdin)."
         )
         put.add_argument(
-            "--base-version", type=int, help="The revision you read; 0 creates the document."
+            "--base-version", type=_revision, help="The revision you read; 0 creates the document."
         )
         rm = add("rm", [space], "Delete one document.")
         rm.add_argument("path", metavar="PATH")
-        rm.add_argument("--base-version", type=int, help="The revision you read.")
+        rm.add_argument("--base-version", type=_revision, help="The revision you read.")
         export = add("export", [space], "Write the space to an iterion.memory.v1 archive.")
         export.add_argument(
             "--out", required=True, metavar="FILE", help="Write the archive to FILE (-: stdout)."
@@ -323,6 +339,24 @@ class Command(BaseCommand):
             default=settings.AUTO_MEMORY_STATE_DIR,
             help="Where nodes live (default AUTO_MEMORY_STATE_DIR).",
         )
+
+    def execute(self, *args: Any, **options: Any) -> str | None:
+        """The command, ended without a traceback by Ctrl-C or by a reader that left early
+        (`| head -1`)."""
+        try:
+            result = super().execute(*args, **options)
+            # Flushed here, a closed pipe is met below, not in the interpreter's exit.
+            sys.stdout.flush()
+        except KeyboardInterrupt:
+            raise CommandError(
+                "interrupted: a write already sent may have been stored; check with `memory ls`",
+                returncode=130,
+            ) from None
+        except BrokenPipeError:
+            # Python's advice: stdout at /dev/null, so that the exit's flush does not fail too.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise Refused("stdout was closed before all the output was written") from None
+        return result
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.as_json = bool(options["json"])
@@ -739,6 +773,17 @@ def _remote_flags(group: Any, *, whose: str) -> None:
         default=settings.MEMORY_REMOTE_TOKEN,
         help=f"{whose} for --remote (default MEMORY_REMOTE_TOKEN).",
     )
+
+
+def _revision(value: str) -> int:
+    """--base-version as the routes take X-Base-Version: a whole number of at most 18 digits.
+    Parsed here, a value out of range is the same usage error in both modes, not a conflict
+    locally and INVALID_HEADER remotely."""
+    message = f"a revision is a whole number from 0 (creates) to {10**MAX_HEADER_DIGITS - 1}"
+    try:
+        return whole_number(value.strip(), header="X-Base-Version", message=message)
+    except InvalidHeader:
+        raise argparse.ArgumentTypeError(f"{message}, not {value!r}") from None
 
 
 def _names_no_space(options: dict[str, Any]) -> bool:
