@@ -79,6 +79,8 @@ def test_mcp_serve_logs_requests_without_their_query_string():
     assert len(access) == 1
     assert '"POST /mcp?[redacted] HTTP/1.1" 401' in access[0]
     assert "secret-plan" not in "".join(logged)
+
+
 @pytest.mark.parametrize("port", ["99999", "-1"])
 def test_a_port_out_of_range_is_a_usage_error_before_anything_is_served(port):
     # uvicorn met it at bind(), after start-up, as an OverflowError's traceback.
