@@ -210,3 +210,29 @@ def test_an_import_refused_for_its_strategy_names_the_field_and_writes_nothing(
     expect(page.get_by_role("button", name="Import", exact=True)).to_be_disabled()
     assert store_get().list(handle) == []
     screenshot(page, "spaces-import-strategy-refused")
+
+
+def test_create_at_a_path_written_since_the_list_loaded_opens_that_document(
+    browser_context, live_server, tenant
+):
+    handle = SpaceHandle(visibility=Visibility.ORG, name="notes", tenant_id=tenant.team.pk)
+    bot = SpaceWriter(kind=WriterKind.BOT, ident="9", tenant_id=tenant.team.pk, user=None)
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    page.get_by_role("button", name="Open space").click()
+    expect(page.locator("#space-empty")).to_be_visible()
+    space_document_write(
+        handle=handle, path="ops/deploys.md", body=b"Fridays no.\n", expected_revision=0, writer=bot
+    )
+
+    page.get_by_label("New document at path").fill("ops/deploys.md")
+    page.get_by_role("button", name="Create").click()
+
+    expect(page.locator("#space-status")).to_have_text(
+        "ops/deploys.md already exists: opened it, at revision 1."
+    )
+    editor = page.get_by_label("Document text (Markdown)")
+    expect(editor).to_have_value("Fridays no.\n")
+    editor.fill("Fridays never.\n")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#space-status")).to_have_text("Saved. The server holds version 2.")

@@ -299,13 +299,22 @@ async function documentOpen(path) {
 
 async function documentNew(path) {
   if (!(await leaveDocument("creating a document"))) return;
-  editor.open(path, 0, "");
+  // A path that holds a document already (perhaps written since the list was loaded) opens
+  // it: an empty draft there could only meet a conflict on Save.
+  const existing = await readDocument(path);
+  if (!existing.ok && existing.code !== "NOT_FOUND") {
+    announce(listStatus, failure(`Could not create ${path}`, existing), "error");
+    return;
+  }
+  const { version, content } = existing.ok ? existing.data : { version: 0, content: "" };
+  editor.open(path, version, content);
   // The path now heads the editor; left in the form it would invite a second Create.
   byId("space-create").reset();
   editor.textarea.focus();
-  announce(editor.status, `New document ${path}: write its text, then Save to create it.`, "info", {
-    focus: false,
-  });
+  const said = existing.ok
+    ? `${path} already exists: opened it, at revision ${existing.data.version}.`
+    : `New document ${path}: write its text, then Save to create it.`;
+  announce(editor.status, said, "info", { focus: false });
 }
 
 visibilitySelect.addEventListener("change", showQualifiers);
