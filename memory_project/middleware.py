@@ -201,9 +201,10 @@ class QueryStringMiddleware:
                 else:
                     error = ValidationFailed(reason=reason, fields={name: [PROBLEMS[reason]]})
                 return error_response(error.code, error.message, error.status, error.detail)
-            # Decoded as judged: Django would decode it with the charset the body's
-            # Content-Type names (`?path=%C3%A9.md` under `charset=latin-1` is `Ã©.md`).
-            request.GET = QueryDict(query, encoding="utf-8")
+            if query:
+                # Decoded as judged: Django would decode it with the charset the body's
+                # Content-Type names (`?path=%C3%A9.md` under `charset=latin-1` is `Ã©.md`).
+                request.GET = QueryDict(query, encoding="utf-8")
         return self.get_response(request)
 
     def process_view(
