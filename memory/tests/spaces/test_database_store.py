@@ -244,3 +244,33 @@ def test_a_batch_read_as_it_is_written_copies_its_new_documents_before_the_end(t
     stored = store.read(handle, "n/39.md")
     assert stored is not None
     assert stored.body == b"x" * 4096
+
+
+@postgres_only
+@pytest.mark.parametrize(
+    "answered",
+    [[], [PendingWrite("n.md", b"another body", 0)]],
+    ids=["not in the batch", "another body"],
+)
+def test_a_document_offered_unlike_the_batch_it_is_in_writes_nothing(team, answered):
+    """The COPY holds what was offered: a batch that does not write exactly that is refused
+    whole rather than left with a row it does not hold."""
+    store = DatabaseStore()
+    handle = handle_of(team)
+    store_write(store, handle, "a.md", b"old", expected=0)
+
+    class Reader:
+        def read(self, offer):
+            offer(PendingWrite("n.md", b"offered", 0))
+
+        def writes(self):
+            return answered
+
+    batch = WriteBatch(
+        writes=(), updated_by="import:7", quotas=ROOMY, deadline=time.monotonic() + 5
+    )
+    with pytest.raises(ValueError, match=r"n\.md"):
+        store.write_many_as_read(handle, batch, Reader())
+
+    assert [meta.path for meta in store.list(handle)] == ["a.md"]
+    assert store.usage(handle).used_bytes == 3
