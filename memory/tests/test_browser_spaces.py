@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Route, expect
 
 from memory.spaces.archive import space_export
 from memory.spaces.handle import SpaceHandle, Visibility
@@ -236,3 +236,40 @@ def test_create_at_a_path_written_since_the_list_loaded_opens_that_document(
     editor.fill("Fridays never.\n")
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator("#space-status")).to_have_text("Saved. The server holds version 2.")
+
+
+def test_a_double_click_on_import_imports_the_archive_once(browser_context, live_server, tenant):
+    handle = SpaceHandle(visibility=Visibility.ORG, name="notes", tenant_id=tenant.team.pk)
+    writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
+    space_document_write(
+        handle=handle, path="a.md", body=b"# Ours\n", expected_revision=0, writer=writer
+    )
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    page.get_by_label("Archive to import").set_input_files(
+        {
+            "name": "theirs.tar.gz",
+            "mimeType": "application/gzip",
+            "buffer": archive_of(layout({"a.md": b"# Theirs\n"})),
+        }
+    )
+    page.get_by_label("When a document already exists").select_option("rename")
+    page.get_by_role("button", name="Preview import").click()
+    expect(page.locator("#space-import-documents li")).to_have_text(
+        ["a.md → a.import.md (renamed)"]
+    )
+    held: list[Route] = []
+    page.route("**/api/v1/memory/import?*dryRun=0*", lambda route: held.append(route))
+
+    page.get_by_role("button", name="Import", exact=True).dblclick()
+
+    # While the import is on its way, Import is off: a second press would import it again.
+    expect(page.get_by_role("button", name="Import", exact=True)).to_be_disabled()
+    page.wait_for_timeout(200)
+    assert len(held) == 1
+    held[0].continue_()
+    expect(page.locator("#space-import-status")).to_have_text(
+        "Imported: 0 imported, 0 replaced, 0 skipped, 1 renamed."
+    )
+    expect(page.locator("#space-documents tr")).to_have_count(2)
+    assert [meta.path for meta in store_get().list(handle)] == ["a.import.md", "a.md"]

@@ -271,6 +271,9 @@ async function importPreview() {
 }
 
 async function importRunNow() {
+  // Pressed again before the answer, it would import the archive a second time (with
+  // rename, a second copy of each document). A refusal leaves it off too: preview again.
+  importRun.disabled = true;
   const report = await importSend(false);
   if (report === null) return;
   importReset();
