@@ -5,6 +5,7 @@ space, preview an archive's import, then import it."""
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,36 @@ def test_a_double_click_on_import_imports_the_archive_once(browser_context, live
     )
     expect(page.locator("#space-documents tr")).to_have_count(2)
     assert [meta.path for meta in store_get().list(handle)] == ["a.import.md", "a.md"]
+
+
+def test_a_space_opened_while_another_is_still_loading_shows_only_its_own_documents(
+    browser_context, live_server, tenant
+):
+    writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
+    for name, path in (("slow", "from-slow.md"), ("fast", "from-fast.md")):
+        space_document_write(
+            handle=SpaceHandle(visibility=Visibility.ORG, name=name, tenant_id=tenant.team.pk),
+            path=path,
+            body=b"# A document\n",
+            expected_revision=0,
+            writer=writer,
+        )
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    expect(page.locator("#space-label")).to_have_text("org space “notes”")
+    held: list[Route] = []
+    page.route("**/api/v1/memory/docs?*name=slow*", lambda route: held.append(route))
+    name = page.get_by_label("Name", exact=True)
+
+    name.fill("slow")
+    with page.expect_request("**/api/v1/memory/docs?*name=slow*"):
+        page.get_by_role("button", name="Open space").click()
+    name.fill("fast")
+    page.get_by_role("button", name="Open space").click()
+    expect(page.locator("#space-label")).to_have_text("org space “fast”")
+    held[0].continue_()
+
+    # The slow space's answer, arriving last, is dropped: it was not asked for any more.
+    page.wait_for_timeout(500)
+    expect(page.locator("#space-label")).to_have_text("org space “fast”")
+    expect(page.locator("#space-documents tr")).to_have_text([re.compile("from-fast.md")])

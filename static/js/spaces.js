@@ -195,10 +195,14 @@ function documentRow(document) {
 }
 
 async function spaceLoad() {
+  const asked = space;
   const [usage, listing] = await Promise.all([
     api("GET", spaceUrl("usage")),
     api("GET", spaceUrl("docs")),
   ]);
+  // Another space was opened while this one loaded (a slow answer arriving last): showing it
+  // now would list one space's documents under the other's name.
+  if (asked !== space) return false;
   const refused = [usage, listing].find((result) => !result.ok);
   if (refused) {
     byId("space-view").hidden = true;
