@@ -307,3 +307,59 @@ def test_a_space_opened_while_another_is_still_loading_shows_only_its_own_docume
     page.wait_for_timeout(500)
     expect(page.locator("#space-label")).to_have_text("org space “fast”")
     expect(page.locator("#space-documents tr")).to_have_text([re.compile("from-fast.md")])
+
+
+def test_a_slow_document_arriving_after_another_was_opened_does_not_replace_it(
+    browser_context, live_server, tenant
+):
+    handle = SpaceHandle(visibility=Visibility.ORG, name="notes", tenant_id=tenant.team.pk)
+    writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
+    for path in ("slow.md", "fast.md"):
+        space_document_write(
+            handle=handle,
+            path=path,
+            body=f"# {path}\n".encode(),
+            expected_revision=0,
+            writer=writer,
+        )
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    held: list[Route] = []
+    page.route("**/api/v1/memory/doc?*path=slow.md*", lambda route: held.append(route))
+    editor = page.get_by_label("Document text (Markdown)")
+
+    with page.expect_request("**/api/v1/memory/doc?*path=slow.md*"):
+        page.get_by_role("button", name="slow.md").click()
+    page.get_by_role("button", name="fast.md").click()
+    expect(editor).to_have_value("# fast.md\n")
+    editor.fill("# fast.md\nmy draft\n")
+    held[0].continue_()
+
+    page.wait_for_timeout(500)
+    expect(page.get_by_role("heading", name="fast.md")).to_be_visible()
+    expect(editor).to_have_value("# fast.md\nmy draft\n")
+
+
+def test_a_slow_document_arriving_after_another_space_was_opened_is_not_opened_there(
+    browser_context, live_server, tenant
+):
+    handle = SpaceHandle(visibility=Visibility.ORG, name="notes", tenant_id=tenant.team.pk)
+    writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
+    space_document_write(
+        handle=handle, path="slow.md", body=b"# Slow\n", expected_revision=0, writer=writer
+    )
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    held: list[Route] = []
+    page.route("**/api/v1/memory/doc?*path=slow.md*", lambda route: held.append(route))
+
+    with page.expect_request("**/api/v1/memory/doc?*path=slow.md*"):
+        page.get_by_role("button", name="slow.md").click()
+    page.get_by_label("Name", exact=True).fill("other")
+    page.get_by_role("button", name="Open space").click()
+    expect(page.locator("#space-label")).to_have_text("org space “other”")
+    held[0].continue_()
+
+    # Opened there, its Save would have written it into the other space.
+    page.wait_for_timeout(500)
+    expect(page.locator("#space-editor")).to_be_hidden()

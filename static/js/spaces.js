@@ -288,14 +288,22 @@ async function importRunNow() {
 async function spaceOpen() {
   if (!(await leaveDocument("opening another space"))) return;
   space = pickedSpace();
+  documentRequests += 1; // a document still on its way belongs to the space left
   editor.close();
   importReset();
   if (await spaceLoad()) announce(pickStatus, `Opened ${spaceLabel()}.`, "info", { focus: false });
 }
 
+// Counts the documents asked for: an answer to any but the last is dropped (a slow network
+// answering out of order), or it would replace the document opened since, and a draft begun
+// there, without asking.
+let documentRequests = 0;
+
 async function documentOpen(path) {
   if (!(await leaveDocument("opening another document"))) return;
+  const request = ++documentRequests;
   const result = await readDocument(path);
+  if (request !== documentRequests) return;
   if (!result.ok) {
     announce(listStatus, failure(`Could not open ${path}`, result), "error");
     return;
@@ -308,7 +316,9 @@ async function documentNew(path) {
   if (!(await leaveDocument("creating a document"))) return;
   // A path that holds a document already (perhaps written since the list was loaded) opens
   // it: an empty draft there could only meet a conflict on Save.
+  const request = ++documentRequests;
   const existing = await readDocument(path);
+  if (request !== documentRequests) return;
   if (!existing.ok && existing.code !== "NOT_FOUND") {
     announce(listStatus, failure(`Could not create ${path}`, existing), "error");
     return;
