@@ -103,6 +103,22 @@ export function element(tag, { className, text, attrs } = {}, children = []) {
   return node;
 }
 
+// Run `action` on each submit of `form` (not leaving the page), its submit button off until
+// the action settles: pressed twice (a double-click), the form would send its request twice.
+export function submitOnce(form, action) {
+  const submit = form.querySelector('button[type="submit"]');
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (submit.disabled) return;
+    submit.disabled = true;
+    try {
+      await action(event);
+    } finally {
+      submit.disabled = false;
+    }
+  });
+}
+
 // Put a result in a status region; by default move focus there, so keyboard and screen
 // reader users land on the outcome of what they just did.
 export function announce(region, text, kind = "info", { focus = true } = {}) {
