@@ -273,3 +273,44 @@ def test_mode_change_is_a_compare_and_set_of_the_policy(browser_context, live_se
     screenshot(page, "settings")
     tenant.workspace.refresh_from_db()
     assert tenant.workspace.ai_enabled is True
+
+
+# Whether, in `line` of a block's text, the character `first` is drawn left of `second`, by
+# the boxes the browser lays them out in.
+LEFT_OF = """(block, [line, first, second]) => {
+  const node = [...block.childNodes].find((each) => each.textContent.includes(line));
+  const start = node.textContent.indexOf(line);
+  const left = (character) => {
+    const index = node.textContent.indexOf(character, start);
+    const range = document.createRange();
+    range.setStart(node, index);
+    range.setEnd(node, index + 1);
+    return range.getBoundingClientRect().left;
+  };
+  return left(first) < left(second);
+}"""
+
+
+def test_a_right_to_left_line_of_memory_reads_right_to_left(browser_context, live_server, tenant):
+    hebrew = "- שלום עולם, מה שלומך?"
+    memory_save(
+        workspace=tenant.workspace,
+        author=tenant.member,
+        base_version=0,
+        content=f"- likes tea\n{hebrew}\n",
+    )
+    sign_in(browser_context, live_server, tenant.member)
+
+    page = open_page(browser_context, frame_url(tenant))
+
+    block = page.locator("#memory-preview-block")
+    expect(block).to_contain_text(hebrew)
+    screenshot(page, "memory-frame-right-to-left")
+    # Each line takes the direction of its first letter: the Hebrew line starts on the right
+    # (its "-") and ends on the left (its "?"); the English line starts on the left.
+    assert block.evaluate(LEFT_OF, [hebrew, "?", "ש"])
+    assert block.evaluate(LEFT_OF, [hebrew, "ש", "-"])
+    assert block.evaluate(LEFT_OF, ["- likes tea", "-", "l"])
+    # The editor lays its lines out the same way (its glyphs cannot be measured).
+    editor = page.get_by_label("Memory document (Markdown)")
+    assert editor.evaluate("(editor) => getComputedStyle(editor).unicodeBidi") == "plaintext"
