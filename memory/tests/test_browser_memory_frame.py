@@ -5,6 +5,7 @@ checks the page and the persisted state, and leaves screenshots in test-artifact
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -314,3 +315,24 @@ def test_a_right_to_left_line_of_memory_reads_right_to_left(browser_context, liv
     # The editor lays its lines out the same way (its glyphs cannot be measured).
     editor = page.get_by_label("Memory document (Markdown)")
     assert editor.evaluate("(editor) => getComputedStyle(editor).unicodeBidi") == "plaintext"
+
+
+def test_the_memory_download_is_saved_under_its_name_or_its_refusal_said(
+    browser_context, live_server, tenant
+):
+    memory_save(workspace=tenant.workspace, author=tenant.member, base_version=0, content="- tea\n")
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, frame_url(tenant))
+    link = page.get_by_role("link", name="Download memory as Markdown")
+
+    with page.expect_download() as download:
+        link.click()
+    assert Path(download.value.path()).read_text() == "- tea\n"
+    assert download.value.suggested_filename.endswith(".md")
+
+    browser_context.clear_cookies()  # the session ends
+    link.click()
+
+    expect(page.locator("#memory-status")).to_have_text(
+        re.compile(r"^Not downloaded: You are signed out\..*\(AUTHENTICATION_REQUIRED\)$")
+    )

@@ -363,3 +363,18 @@ def test_a_slow_document_arriving_after_another_space_was_opened_is_not_opened_t
     # Opened there, its Save would have written it into the other space.
     page.wait_for_timeout(500)
     expect(page.locator("#space-editor")).to_be_hidden()
+
+
+def test_an_export_refused_says_why_on_the_page_instead_of_a_failed_download(
+    browser_context, live_server, tenant
+):
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    expect(page.locator("#space-label")).to_have_text("org space “notes”")
+    browser_context.clear_cookies()  # the session ends
+
+    page.get_by_role("link", name="Export this space").click()
+
+    expect(page.locator("#space-export-status")).to_have_text(
+        re.compile(r"^Not downloaded: You are signed out\..*\(AUTHENTICATION_REQUIRED\)$")
+    )

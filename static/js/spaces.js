@@ -5,7 +5,7 @@
 // document's revision (X-Base-Version), with the Memory frame's conflict view: a refused
 // Save keeps the draft and shows the saved text beside it.
 
-import { DocumentEditor, announce, api, byId, config, failure } from "./shared.js";
+import { DocumentEditor, announce, api, byId, config, downloadLink, failure } from "./shared.js";
 
 const QUALIFIERS = ["project", "bot", "run"];
 const visibilitySelect = byId("space-visibility");
@@ -349,5 +349,8 @@ byId("space-import").addEventListener("submit", (event) => {
 });
 byId("space-import").addEventListener("change", importReset);
 importRun.addEventListener("click", importRunNow);
+byId("space-export").addEventListener("click", (event) => {
+  downloadLink(event, byId("space-export-status"), `Downloaded ${spaceLabel()}.`);
+});
 showQualifiers();
 spaceOpen();
