@@ -378,3 +378,19 @@ def test_an_export_refused_says_why_on_the_page_instead_of_a_failed_download(
     expect(page.locator("#space-export-status")).to_have_text(
         re.compile(r"^Not downloaded: You are signed out\..*\(AUTHENTICATION_REQUIRED\)$")
     )
+
+
+def test_a_space_named_in_another_script_downloads_under_its_name(
+    browser_context, live_server, tenant
+):
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    page.get_by_label("Name", exact=True).fill("café")
+    page.get_by_role("button", name="Open space").click()
+    expect(page.locator("#space-label")).to_have_text("org space “café”")
+
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Export this space").click()
+
+    assert download.value.suggested_filename == "memory-org-café.tar.gz"
+    expect(page.locator("#space-export-status")).to_have_text("Downloaded org space “café”.")
