@@ -316,6 +316,17 @@ def test_a_right_to_left_line_of_memory_reads_right_to_left(browser_context, liv
     editor = page.get_by_label("Memory document (Markdown)")
     assert editor.evaluate("(editor) => getComputedStyle(editor).unicodeBidi") == "plaintext"
 
+    page.goto(f"/workspaces/{tenant.workspace.pk}/changes/1/")
+    added = page.locator("#revision-detail .diff-added", has_text=hebrew)
+    # In Changes the line's text reads right to left too, its "+" kept in the sign column.
+    assert added.locator(".diff-text").evaluate(LEFT_OF, [hebrew, "?", "ש"])
+    sign = added.locator(".diff-sign").bounding_box()
+    text = added.locator(".diff-text").bounding_box()
+    assert sign is not None
+    assert text is not None
+    assert sign["x"] < text["x"]
+    screenshot(page, "changes-right-to-left")
+
 
 def test_the_memory_download_is_saved_under_its_name_or_its_refusal_said(
     browser_context, live_server, tenant
