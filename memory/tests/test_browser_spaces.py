@@ -293,12 +293,12 @@ def test_a_space_opened_while_another_is_still_loading_shows_only_its_own_docume
     expect(page.locator("#space-label")).to_have_text("org space “notes”")
     held: list[Route] = []
     page.route("**/api/v1/memory/docs?*name=slow*", lambda route: held.append(route))
-    name = page.get_by_label("Name", exact=True)
+    space_name = page.get_by_label("Name", exact=True)
 
-    name.fill("slow")
+    space_name.fill("slow")
     with page.expect_request("**/api/v1/memory/docs?*name=slow*"):
         page.get_by_role("button", name="Open space").click()
-    name.fill("fast")
+    space_name.fill("fast")
     page.get_by_role("button", name="Open space").click()
     expect(page.locator("#space-label")).to_have_text("org space “fast”")
     held[0].continue_()
