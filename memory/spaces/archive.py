@@ -59,6 +59,7 @@ from workspaces.errors import (
     DocumentUnreadable,
     InvalidDocumentPath,
     ValidationFailed,
+    VersionConflict,
 )
 from workspaces.paths import DOCUMENT_SUFFIX, canonical_document_path
 
@@ -73,6 +74,9 @@ SPOOL_MEMORY_BYTES = 8 * 1024 * 1024
 # took a quarter of an export's time to make the archive about half as large again.
 COMPRESS_LEVEL = 1
 _ENTRY_MODE = 0o644
+# Plans an import makes at most when other writers of the space keep making its plan stale
+# (`space_import`): enough for a handful of imports and Saves racing on one space.
+IMPORT_PLAN_ATTEMPTS = 8
 # Bytes of the decompressed stream read at a time.
 _READ_CHUNK = 1024 * 1024
 # Bytes of the tar stream gathered before each write to the compressor.
@@ -379,6 +383,35 @@ def space_import(
     `dry_run`, answer the same plan (every refusal included) and write nothing."""
     space_write_permit(handle=handle, writer=writer)
     contents = _archive_read(archive)
+
+    def attempt() -> ImportReport:
+        return _import_planned(
+            handle=handle, contents=contents, strategy=strategy, dry_run=dry_run, writer=writer
+        )
+
+    # The plan is made against the space as listed, outside the store's locks; the batch's
+    # revisions (0 for every new name) make the store refuse a plan another writer made
+    # stale meanwhile. That conflict is this import's own, never the person's: `skip` and
+    # `rename` exist to meet the documents a Save or another import has just written, and
+    # `overwrite` replaces whatever is there. So it plans again against the space as it is
+    # now. Each new plan follows another writer's commit to the space; one written faster
+    # than an import can plan is answered VERSION_CONFLICT after the last attempt.
+    for _ in range(IMPORT_PLAN_ATTEMPTS - 1):
+        with contextlib.suppress(VersionConflict):
+            return attempt()
+    return attempt()
+
+
+def _import_planned(
+    *,
+    handle: SpaceHandle,
+    contents: _Contents,
+    strategy: ImportStrategy,
+    dry_run: bool,
+    writer: SpaceWriter,
+) -> ImportReport:
+    """Plan the import against the space as listed now, and write the plan (VersionConflict
+    when the space changed under it)."""
     existing = {meta.path: meta for meta in store_get().list(handle)}
     plan = _plan(contents.documents, existing, strategy)
     # A document the plan skips is judged as the written ones are (the batch's write judges
