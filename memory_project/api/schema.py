@@ -9,6 +9,7 @@ view and method, so no component or operation ever collides.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -72,6 +73,27 @@ def operation(
     return lambda target: declared(described(target))
 
 
+# drf-spectacular loads each of its extensions' target classes (by import string) at the
+# first schema work of a process, and not safely for threads: a second thread meets a half
+# loaded extension and fails on it (a `None` where it expects the import string). A fresh
+# gunicorn worker's first concurrent requests with a query string, or for the schema,
+# answered 500. So a process generates one schema, or judges one route, at a time; both
+# are cached or rare, so the lock is not on any steady path.
+_GENERATION = threading.RLock()
+
+
+class SerialSchemaGenerator(SchemaGenerator):
+    """drf-spectacular's generator, one thread at a time in a process (`_GENERATION`)."""
+
+    def create_view(self, callback: Any, method: str, request: Any = None) -> Any:
+        with _GENERATION:
+            return super().create_view(callback, method, request)
+
+    def get_schema(self, request: Any = None, public: bool = False) -> Any:
+        with _GENERATION:
+            return super().get_schema(request, public)
+
+
 @functools.cache
 def query_parameters(callback: Callable[..., Any], method: str) -> frozenset[str] | None:
     """The query parameters a route's operation takes: those its schema documents (an
@@ -81,7 +103,7 @@ def query_parameters(callback: Callable[..., Any], method: str) -> frozenset[str
     schema documents are one declaration and cannot drift apart. An operation that documents
     none (OPTIONS among them) takes none; None for one the schema leaves out (the schema's
     own pages, whose `?lang=` is drf-spectacular's)."""
-    generator = SchemaGenerator()  # holds the view's schema (a weak proxy) alive
+    generator = SerialSchemaGenerator()  # holds the view's schema (a weak proxy) alive
     schema = generator.create_view(callback, method).schema
     schema.method = method
     if schema.is_excluded():
