@@ -366,6 +366,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "DEFAULT_GENERATOR_CLASS": "memory_project.api.schema.SerialSchemaGenerator",
     # One name per choice set that several fields share, so a generated client has one enum.
     "ENUM_NAME_OVERRIDES": {
         "TurnState": "automation.models.TurnState",

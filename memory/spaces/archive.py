@@ -59,6 +59,7 @@ from workspaces.errors import (
     DocumentUnreadable,
     InvalidDocumentPath,
     ValidationFailed,
+    VersionConflict,
 )
 from workspaces.paths import DOCUMENT_SUFFIX, canonical_document_path
 
@@ -73,6 +74,9 @@ SPOOL_MEMORY_BYTES = 8 * 1024 * 1024
 # took a quarter of an export's time to make the archive about half as large again.
 COMPRESS_LEVEL = 1
 _ENTRY_MODE = 0o644
+# Plans an import makes at most when other writers of the space keep making its plan stale
+# (`space_import`): enough for a handful of imports and Saves racing on one space.
+IMPORT_PLAN_ATTEMPTS = 8
 # Bytes of the decompressed stream read at a time.
 _READ_CHUNK = 1024 * 1024
 # Bytes of the tar stream gathered before each write to the compressor.
@@ -378,20 +382,44 @@ def space_import(
     """Import an archive into the space, all or nothing, and answer what was done; with
     `dry_run`, answer the same plan (every refusal included) and write nothing."""
     space_write_permit(handle=handle, writer=writer)
-    existing = {meta.path: meta for meta in store_get().list(handle)}
-    batch = _ArchiveBatch(
-        archive=archive, existing=existing, strategy=strategy, handle=handle, writer=writer
-    )
-    space_documents_write_as_read(handle=handle, reader=batch, writer=writer, check_only=dry_run)
-    counts = collections.Counter(planned.action for planned in batch.plan)
-    return ImportReport(
-        imported=counts[ImportAction.CREATE],
-        replaced=counts[ImportAction.OVERWRITE],
-        skipped=counts[ImportAction.SKIP],
-        renamed=counts[ImportAction.RENAME],
-        ignored=batch.contents.ignored,
-        documents=batch.plan,
-    )
+    # The plan is made against the space as listed, outside the store's locks; the batch's
+    # revisions (0 for every new name) make the store refuse a plan another writer made
+    # stale meanwhile. That conflict is this import's own, never the person's: `skip` and
+    # `rename` exist to meet the documents a Save or another import has just written, and
+    # `overwrite` replaces whatever is there. So it plans again against the space as it is
+    # now, from the archive as already read. Each new plan follows another writer's commit
+    # to the space; one written faster than an import can plan is answered
+    # VERSION_CONFLICT after the last attempt.
+    contents: _Contents | None = None
+    for attempt in range(1, IMPORT_PLAN_ATTEMPTS + 1):
+        existing = {meta.path: meta for meta in store_get().list(handle)}
+        batch = _ArchiveBatch(
+            archive=archive,
+            existing=existing,
+            strategy=strategy,
+            handle=handle,
+            writer=writer,
+            contents=contents,
+        )
+        try:
+            space_documents_write_as_read(
+                handle=handle, reader=batch, writer=writer, check_only=dry_run
+            )
+        except VersionConflict:
+            if attempt == IMPORT_PLAN_ATTEMPTS or batch.contents is None:
+                raise
+            contents = batch.contents
+            continue
+        counts = collections.Counter(planned.action for planned in batch.plan)
+        return ImportReport(
+            imported=counts[ImportAction.CREATE],
+            replaced=counts[ImportAction.OVERWRITE],
+            skipped=counts[ImportAction.SKIP],
+            renamed=counts[ImportAction.RENAME],
+            ignored=batch.read_contents.ignored,
+            documents=batch.plan,
+        )
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 @dataclass
@@ -405,7 +433,7 @@ class _ArchiveBatch:
     strategy: ImportStrategy
     handle: SpaceHandle
     writer: SpaceWriter
-    contents: _Contents = field(default_factory=lambda: _Contents())
+    contents: _Contents | None = None  # the archive as read; given, a new plan reads it again
     plan: list[PlannedDocument] = field(default_factory=list)
 
     def read(self, offer: Callable[[PendingWrite], None]) -> None:
@@ -415,10 +443,20 @@ class _ArchiveBatch:
             if path not in existing:  # planned as a new document, whatever the strategy
                 offer(PendingWrite(path=path, body=body, expected_revision=0, checksum=checksum))
 
-        self.contents = _archive_read(self.archive, document_read)
+        if self.contents is None:
+            self.contents = _archive_read(self.archive, document_read)
+            return
+        for path, body in self.contents.documents.items():
+            document_read(path, body, self.contents.checksums[path])
+
+    @property
+    def read_contents(self) -> _Contents:
+        if self.contents is None:
+            raise RuntimeError("the archive is read before the batch's writes are asked for")
+        return self.contents
 
     def writes(self) -> Sequence[PendingWrite]:
-        contents, existing = self.contents, self.existing
+        contents, existing = self.read_contents, self.existing
         self.plan = _plan(contents.documents, existing, self.strategy)
         # A document the plan skips is judged as the written ones are (the write path
         # judges those), so whether an archive is refused never depends on what the space

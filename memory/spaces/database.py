@@ -376,12 +376,7 @@ def _batch_write(
     )
     tenant_used = 0
     if handle.tenant_id is not None:
-        tenant_used = (
-            TenantSpaceUsage.objects.select_for_update()
-            .filter(team_id=handle.tenant_id)
-            .values_list("used_bytes", flat=True)
-            .first()
-        ) or 0
+        tenant_used = _tenant_used_lock(handle.tenant_id, create=not batch.check_only)
     store.quotas_require(
         handle=handle,
         delta=delta,
@@ -465,14 +460,9 @@ def _tenant_reconcile(tenant_id: int | None) -> list[CounterDrift]:
         if space.used_bytes != actual:
             MemorySpace.objects.filter(pk=space.pk).update(used_bytes=actual)
     if tenant_id is not None:
-        TenantSpaceUsage.objects.bulk_create(
-            [TenantSpaceUsage(team_id=tenant_id)], ignore_conflicts=True
-        )
-        usage = TenantSpaceUsage.objects.select_for_update().get(team_id=tenant_id)
-        drifts.append(
-            CounterDrift(scope=f"tenant:{tenant_id}", recorded=usage.used_bytes, actual=total)
-        )
-        if usage.used_bytes != total:
+        recorded = _tenant_used_lock(tenant_id, create=True)
+        drifts.append(CounterDrift(scope=f"tenant:{tenant_id}", recorded=recorded, actual=total))
+        if recorded != total:
             TenantSpaceUsage.objects.filter(pk=tenant_id).update(used_bytes=total)
     return drifts
 
@@ -722,6 +712,25 @@ def _document_create(
     # A taken path: to a create-only write that is a stale view of the space.
     with violation_raises(VersionConflict, currentVersion=current_revision):
         SpaceDocument.objects.create(space=space, path=path, **fields)
+
+
+def _tenant_used_lock(tenant_id: int, *, create: bool) -> int:
+    """Lock the tenant's counter row, the last lock of a change, and answer its bytes; create
+    the row first if asked. A tenant that has never written has none: with nothing to lock,
+    the first batches of its spaces each read 0 and passed its quota together. A dry run
+    creates nothing: it writes nothing, so a first write it races only dates its answer, as
+    a dry run's answer always may be."""
+    if create:
+        TenantSpaceUsage.objects.bulk_create(
+            [TenantSpaceUsage(team_id=tenant_id)], ignore_conflicts=True
+        )
+    used = (
+        TenantSpaceUsage.objects.select_for_update()
+        .filter(team_id=tenant_id)
+        .values_list("used_bytes", flat=True)
+        .first()
+    )
+    return used or 0
 
 
 def _tenant_charge(tenant_id: int, delta: int, quota: int) -> None:

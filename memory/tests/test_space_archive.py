@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 from django.utils import timezone
 
-from conftest import Tenant
+from conftest import Tenant, postgres_only, run_concurrently
 from memory.errors import (
     ArchiveChecksumMismatch,
     ArchiveInvalid,
@@ -23,6 +23,7 @@ from memory.errors import (
     SecretDetected,
     SpaceQuotaExceeded,
 )
+from memory.spaces import archive as space_archive
 from memory.spaces.archive import (
     FORMAT,
     ImportStrategy,
@@ -656,18 +657,21 @@ def test_a_name_starting_with_two_dots_is_a_name_and_imports(tenant):
 INCOMING = {"a.md": b"new a\n", "b.md": b"new b\n"}
 
 
-@pytest.mark.parametrize(
-    ("strategy", "counts", "after"),
-    [
-        (ImportStrategy.SKIP, (1, 0, 1, 0), {"a.md": b"old a\n", "b.md": b"new b\n"}),
+def strategy_outcomes(held: bytes) -> list[tuple[ImportStrategy, tuple[int, ...], dict]]:
+    """Each strategy, its counts (imported, replaced, skipped, renamed) and the space after
+    importing INCOMING into a space whose `a.md` holds `held`."""
+    return [
+        (ImportStrategy.SKIP, (1, 0, 1, 0), {"a.md": held, "b.md": b"new b\n"}),
         (ImportStrategy.OVERWRITE, (1, 1, 0, 0), {"a.md": b"new a\n", "b.md": b"new b\n"}),
         (
             ImportStrategy.RENAME,
             (1, 0, 0, 1),
-            {"a.md": b"old a\n", "a.import.md": b"new a\n", "b.md": b"new b\n"},
+            {"a.md": held, "a.import.md": b"new a\n", "b.md": b"new b\n"},
         ),
-    ],
-)
+    ]
+
+
+@pytest.mark.parametrize(("strategy", "counts", "after"), strategy_outcomes(b"old a\n"))
 def test_each_strategy_counts_each_document_once(tenant, strategy, counts, after):
     handle = space(tenant)
     fill(tenant, handle, {"a.md": b"old a\n"})
@@ -744,6 +748,84 @@ def test_rename_steps_over_a_name_that_is_a_directory(tenant, held, archive):
         ("a.md", "a.import-2.md")
     ]
     assert contents(handle)["a.import-2.md"] == b"new\n"
+
+
+@pytest.mark.parametrize(("strategy", "counts", "after"), strategy_outcomes(b"mine\n"))
+def test_a_save_between_an_imports_plan_and_its_write_is_met_by_the_strategy(
+    tenant, monkeypatch, strategy, counts, after
+):
+    # The import plans against the space as listed, then writes: a person's Save of `a.md`
+    # in between made the plan stale, and every strategy answered 409 VERSION_CONFLICT,
+    # though `skip` and `rename` exist to meet a document already there.
+    handle = space(tenant)
+    _save_before_the_imports_first_write(monkeypatch, tenant, handle, {"a.md": b"mine\n"})
+
+    report = run_import(tenant, handle, archive_of(layout(INCOMING)), strategy)
+
+    assert (report.imported, report.replaced, report.skipped, report.renamed) == counts
+    assert contents(handle) == after
+    assert store_get().usage(handle).used_bytes == sum(map(len, after.values()))
+
+
+def test_a_renamed_copys_name_taken_before_the_import_writes_steps_to_the_next(tenant, monkeypatch):
+    handle = space(tenant)
+    fill(tenant, handle, {"a.md": b"old a\n"})
+    _save_before_the_imports_first_write(monkeypatch, tenant, handle, {"a.import.md": b"mine\n"})
+
+    report = run_import(
+        tenant, handle, archive_of(layout({"a.md": b"new\n"})), ImportStrategy.RENAME
+    )
+
+    assert [(d.path, d.target) for d in report.documents] == [("a.md", "a.import-2.md")]
+    assert contents(handle) == {
+        "a.md": b"old a\n",
+        "a.import.md": b"mine\n",
+        "a.import-2.md": b"new\n",
+    }
+
+
+def _save_before_the_imports_first_write(
+    monkeypatch, tenant: Tenant, handle: SpaceHandle, documents: dict[str, bytes]
+) -> None:
+    """Have a person save `documents` after the next import has planned, before it writes."""
+    write_many = space_archive.space_documents_write_as_read
+    pending = [documents]
+
+    def saved_first(**batch):
+        if pending:
+            fill(tenant, handle, pending.pop())
+        return write_many(**batch)
+
+    monkeypatch.setattr(space_archive, "space_documents_write_as_read", saved_first)
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("strategy", list(ImportStrategy))
+def test_imports_racing_into_one_space_each_meet_the_others_by_their_strategy(
+    make_tenant, strategy
+):
+    tenant = make_tenant()
+    handle = space(tenant)
+    data = archive_of(layout(INCOMING))
+
+    reports = run_concurrently(
+        *(lambda: run_import(tenant, handle, data, strategy) for _ in range(6))
+    )
+
+    assert not [report for report in reports if isinstance(report, BaseException)], reports
+    first_imports = [report for report in reports if report.imported == 2]
+    assert len(first_imports) == 1, reports
+    held = contents(handle)
+    expected = {
+        ImportStrategy.SKIP: {"a.md", "b.md"},
+        ImportStrategy.OVERWRITE: {"a.md", "b.md"},
+        ImportStrategy.RENAME: {"a.md", "b.md"}
+        | {f"{name}.import{suffix}.md" for name in "ab" for suffix in ("", "-2", "-3", "-4", "-5")},
+    }[strategy]
+    assert set(held) == expected
+    assert store_get().usage(handle).used_bytes == sum(map(len, held.values()))
+    assert {drift.drift for drift in store_get().reconcile()} == {0}
 
 
 def test_a_renamed_copy_whose_name_would_be_too_long_is_refused_naming_it(tenant):

@@ -73,11 +73,25 @@ def operation(
     return lambda target: declared(described(target))
 
 
-# drf-spectacular imports each extension's target class at its first match and is not safe
-# for two threads doing that at once (one marks a class it could not import as None while the
-# other still reads it as a name, and fails): a fresh gunicorn worker's first concurrent API
-# requests answered 500. The cache below leaves this lock to each operation's first request.
-_schema_lock = threading.Lock()
+# drf-spectacular loads each of its extensions' target classes (by import string) at the
+# first schema work of a process, and not safely for threads: a second thread meets a half
+# loaded extension and fails on it (a `None` where it expects the import string). A fresh
+# gunicorn worker's first concurrent requests with a query string, or for the schema,
+# answered 500. So a process generates one schema, or judges one route, at a time; both
+# are cached or rare, so the lock is not on any steady path.
+_GENERATION = threading.RLock()
+
+
+class SerialSchemaGenerator(SchemaGenerator):
+    """drf-spectacular's generator, one thread at a time in a process (`_GENERATION`)."""
+
+    def create_view(self, callback: Any, method: str, request: Any = None) -> Any:
+        with _GENERATION:
+            return super().create_view(callback, method, request)
+
+    def get_schema(self, request: Any = None, public: bool = False) -> Any:
+        with _GENERATION:
+            return super().get_schema(request, public)
 
 
 @functools.cache
@@ -89,8 +103,8 @@ def query_parameters(callback: Callable[..., Any], method: str) -> frozenset[str
     schema documents are one declaration and cannot drift apart. An operation that documents
     none (OPTIONS among them) takes none; None for one the schema leaves out (the schema's
     own pages, whose `?lang=` is drf-spectacular's)."""
-    with _schema_lock:
-        generator = SchemaGenerator()  # holds the view's schema (a weak proxy) alive
+    with _GENERATION:
+        generator = SerialSchemaGenerator()  # holds the view's schema (a weak proxy) alive
         schema = generator.create_view(callback, method).schema
         schema.method = method
         if schema.is_excluded():

@@ -15,8 +15,10 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,7 +91,13 @@ def _database_url(tmp: Path) -> str:
 @pytest.fixture(scope="module")
 def gunicorn(django_db_setup, tmp_path_factory) -> Iterator[Gunicorn]:
     """gunicorn with the project's config on a free loopback port, serving the test database."""
-    tmp = tmp_path_factory.mktemp("gunicorn")
+    with gunicorn_serving(tmp_path_factory.mktemp("gunicorn")) as server:
+        yield server
+
+
+@contextmanager
+def gunicorn_serving(tmp: Path) -> Iterator[Gunicorn]:
+    """A gunicorn with the project's config (one worker, its threads) started for the block."""
     server = Gunicorn(_free_port(), tmp / "access.log", tmp / "error.log")
     env = {
         **os.environ,
@@ -310,6 +318,39 @@ def test_transfer_encoding_through_the_django_client_is_411(tenant):
 
 
 # --- refusals at the edge answer in the API's shape ----------------------------------------
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="gunicorn runs in another process: needs PostgreSQL")
+@pytest.mark.parametrize(
+    ("target", "requests", "status"),
+    [
+        # Refused for want of a credential, never a 500; cheap, so more of them at once.
+        ("/api/v1/memory/usage?visibility=org&name=notes", 16, 401),
+        ("/api/schema/", 8, 200),
+    ],
+    ids=["a query string", "the schema"],
+)
+def test_a_fresh_workers_first_requests_at_once_are_answered_not_500(
+    django_db_setup, tmp_path, target, requests, status
+):
+    # drf-spectacular loads each of its extensions' classes at the first schema work of a
+    # process, not safely for threads: a fresh worker's first concurrent requests with a
+    # query string (which the schema judges) or for the schema answered 500.
+    barrier = threading.Barrier(requests)
+    statuses: list[int] = []
+
+    def request(server: Gunicorn) -> None:
+        barrier.wait(timeout=30)
+        statuses.append(server.send(request_head("GET", target)).status)
+
+    with gunicorn_serving(tmp_path) as server:
+        threads = [threading.Thread(target=request, args=(server,)) for _ in range(requests)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+
+    assert statuses == [status] * requests
 
 
 def test_an_unknown_host_is_a_json_400(db, client):
