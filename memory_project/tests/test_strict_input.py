@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from base64 import b64encode
+from urllib.parse import quote, urlencode
 
 import pytest
 from rest_framework.exceptions import ValidationError
@@ -84,6 +86,59 @@ def test_a_bad_query_parameter_is_validation_failed_naming_it(tenant, route, que
 
     error = assert_error(response, 400, "VALIDATION_FAILED")
     assert list(error["detail"]["fields"]) == [parameter]
+
+
+def _cursor(**tokens: str) -> str:
+    """A cursor spelled as DRF spells one (base64 of `o`, `r`, `p`), but not given out."""
+    return quote(b64encode(urlencode(tokens).encode()).decode())
+
+
+LIST_ROUTES = [
+    "/api/v1/workspaces",
+    "/api/v1/tokens",
+    "/api/v1/bots",
+    "/api/v1/workspaces/{ws}/documents",
+    "/api/v1/workspaces/{ws}/members",
+    "/api/v1/workspaces/{ws}/memory/versions",
+]
+
+
+@pytest.mark.parametrize(
+    "position",
+    ["abc", "2026-13-45 99:99:99", "9" * 30, "\x00"],
+    ids=["word", "date", "huge", "nul"],
+)
+@pytest.mark.parametrize("route", LIST_ROUTES)
+def test_a_forged_cursor_position_is_validation_failed_not_a_500(tenant, route, position):
+    # The position goes into the list's query as a value of its ordering field: a forged one
+    # (no date, a number past the column, a NUL) was a database error.
+    client = tenant.client_for(tenant.member)
+    url = route.format(ws=tenant.workspace.pk)
+
+    for cursor in (_cursor(p=position), _cursor(r="1", p=position)):
+        response = client.get(f"{url}?cursor={cursor}")
+
+        error = assert_error(response, 400, "VALIDATION_FAILED")
+        assert list(error["detail"]["fields"]) == ["cursor"]
+
+
+def test_a_cursor_is_taken_back_only_by_the_list_that_gave_it_out(tenant):
+    client = tenant.client_for(tenant.member)
+    for n in range(3):
+        client.put(
+            f"/api/v1/workspaces/{tenant.workspace.pk}/documents?path=n{n}.md",
+            {"content": "x"},
+            format="json",
+            HTTP_X_BASE_VERSION="0",
+        )
+    documents = f"/api/v1/workspaces/{tenant.workspace.pk}/documents"
+    page = client.get(f"{documents}?limit=1").json()
+
+    assert client.get(page["next"]).status_code == 200
+    cursor = page["next"].split("cursor=")[1].split("&")[0]
+    response = client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/members?cursor={cursor}")
+    error = assert_error(response, 400, "VALIDATION_FAILED")
+    assert list(error["detail"]["fields"]) == ["cursor"]
 
 
 @pytest.mark.parametrize(
