@@ -20,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memory_project.api.serializers import is_whole_number
 from workspaces.errors import ValidationFailed
 
 PAGE_SIZE = 50
@@ -56,7 +57,7 @@ class CursorPage(CursorPagination):
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
-        if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= self.max_page_size):
+        if not (is_whole_number(raw) and 1 <= int(raw) <= self.max_page_size):
             raise ValidationFailed(
                 fields={"limit": [f"Must be a whole number from 1 to {self.max_page_size}."]}
             )

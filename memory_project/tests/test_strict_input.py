@@ -88,6 +88,28 @@ def test_a_bad_query_parameter_is_validation_failed_naming_it(tenant, route, que
     assert list(error["detail"]["fields"]) == [parameter]
 
 
+@pytest.mark.parametrize("value", ["", " 5", "5 ", "5.0", "+5", "\u0665", "1e1"], ids=repr)
+@pytest.mark.parametrize(
+    ("route", "parameter"),
+    [
+        ("/api/v1/workspaces/{ws}/search?q=tea&", "limit"),
+        ("/api/v1/automation/workspaces/{ws}/documents/search?q=tea&", "limit"),
+        ("/api/v1/agents/assistant/conversations?", "workspaceId"),
+        ("/api/v1/workspaces?", "limit"),
+    ],
+)
+def test_a_whole_number_in_the_query_is_digits_only_on_every_route(tenant, route, parameter, value):
+    # DRF's IntegerField reads " 5", "5.0", "+5" and an Arabic-Indic five as 5, and a blank
+    # as absent; the page size of every list refused them, so the search did too little.
+    client = tenant.client_for(tenant.member)
+    url = route.format(ws=tenant.workspace.pk)
+
+    response = client.get(f"{url}{parameter}={quote(value)}")
+
+    error = assert_error(response, 400, "VALIDATION_FAILED")
+    assert list(error["detail"]["fields"]) == [parameter]
+
+
 def _cursor(**tokens: str) -> str:
     """A cursor spelled as DRF spells one (base64 of `o`, `r`, `p`), but not given out."""
     return quote(b64encode(urlencode(tokens).encode()).decode())
