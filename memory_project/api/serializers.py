@@ -131,15 +131,17 @@ class QuerySerializer(serializers.Serializer):
     with a message that puts the fault in the query, not the body."""
 
     def to_internal_value(self, data: Any) -> Any:
-        # A number is read as the page size is (memory_project.api.pagination): a blank one
-        # is not absent, and " 5", "5.0" or "+5" are not 5.
-        problems = {
-            name: ["Must be a whole number, in the digits 0 to 9."]
-            for name, field in self.fields.items()
-            if isinstance(field, serializers.IntegerField)
-            and name in data
-            and not is_whole_number(data[name])
-        }
+        # DRF reads a blank value of an optional field as absent, and " 5", "5.0" or "+5"
+        # as 5. A number is read as the page size is (memory_project.api.pagination), and a
+        # blank is refused where the field takes none (the schema's minLength 1).
+        problems = {}
+        for name, field in self.fields.items():
+            if name not in data:
+                continue
+            if isinstance(field, serializers.IntegerField) and not is_whole_number(data[name]):
+                problems[name] = ["Must be a whole number, in the digits 0 to 9."]
+            elif data[name] == "" and not getattr(field, "allow_blank", False):
+                problems[name] = ["May not be blank; leave the parameter out instead."]
         if problems:
             raise serializers.ValidationError(problems)
         return super().to_internal_value(data)
