@@ -84,7 +84,9 @@ class RequestSizeLimitMiddleware:
     @staticmethod
     def _refusal(request: HttpRequest) -> tuple[str, str, int, dict[str, Any]] | None:
         meta = request.META
-        uri_bytes = len(get_bytes_from_wsgi(meta, "PATH_INFO", "")) + len(
+        # The path as UTF-8: Django has already put the decoded path back into PATH_INFO,
+        # which WSGI's Latin-1 cannot re-encode past U+00FF (and would count short below).
+        uri_bytes = len(request.path_info.encode()) + len(
             get_bytes_from_wsgi(meta, "QUERY_STRING", "")
         )
         if uri_bytes > MAX_URI_BYTES:

@@ -144,7 +144,9 @@ class BotMemoryWriteApi(_BotMemoryToolApi):
 
 class BotMemoryContextApi(BotMemoryView):
     class ContextQuery(QuerySerializer):
-        run = serializers.CharField(required=False, default="", help_text=RUN_HELP)
+        run = serializers.CharField(
+            required=False, allow_blank=True, default="", help_text=RUN_HELP
+        )
         purpose = serializers.ChoiceField(choices=["start", "pre_compact"], default="start")
 
     @refuses(*ACCESS_REFUSALS, NotFound, ValidationFailed)

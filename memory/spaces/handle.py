@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass
 
 from memory.errors import SpaceInvalid
+from workspaces.lookalikes import is_invisible
 
 MAX_SEGMENT_BYTES = 128
 
@@ -78,19 +79,21 @@ def _escape(axis: str) -> str:
 
 def segment_problem(value: str) -> str | None:
     """Why `value` is not one path segment, or None: not empty, no `/` or `\\`, not `.` or
-    `..`, no control character, at most 128 UTF-8 bytes."""
+    `..`, no control or other invisible character, at most 128 UTF-8 bytes."""
     if value == "":
         return "empty"
     if "/" in value or "\\" in value:
         return "separator"
     if value in {".", ".."}:
         return "dot_segment"
-    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
-        return "control_character"
     try:
         encoded = value.encode()
     except UnicodeEncodeError:
         return "invalid_text"
+    # Not only the C0 controls: `notes` and `no\u200btes` (or a right-to-left override)
+    # would be two spaces that read alike, as two document paths would.
+    if not (value.isascii() and value.isprintable()) and any(map(is_invisible, value)):
+        return "control_character"
     if len(encoded) > MAX_SEGMENT_BYTES:
         return "too_long"
     return None

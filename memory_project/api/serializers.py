@@ -5,8 +5,8 @@ DRF converts what it can (`5` becomes `"5"` for a text field, `"true"` a boolean
 fields it does not know. A client that sends the wrong type or misspells a field would then
 have something other than what it meant stored, or silently nothing; so a body is refused
 instead, naming each field (VALIDATION_FAILED). The query string is text by nature, so query
-values are converted as usual, and what cannot be is the same VALIDATION_FAILED, naming each
-parameter.
+values are converted as usual (a whole number from its digits only), and what cannot be is the
+same VALIDATION_FAILED, naming each parameter.
 """
 
 from __future__ import annotations
@@ -120,9 +120,31 @@ def _listed(names: set[str]) -> str:
     return ", ".join(f"`{name}`" for name in sorted(names)) or "no fields"
 
 
+def is_whole_number(raw: str) -> bool:
+    """A whole number as a query spells one: ASCII digits, nothing else. `int()` would also
+    take a sign, spaces, `_` and other scripts' digits, and DRF a trailing `.0`."""
+    return raw.isascii() and raw.isdigit()
+
+
 class QuerySerializer(serializers.Serializer):
     """A route's query parameters; what does not parse is VALIDATION_FAILED, as for a body,
     with a message that puts the fault in the query, not the body."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        # DRF reads a blank value of an optional field as absent, and " 5", "5.0" or "+5"
+        # as 5. A number is read as the page size is (memory_project.api.pagination), and a
+        # blank is refused where the field takes none (the schema's minLength 1).
+        problems = {}
+        for name, field in self.fields.items():
+            if name not in data:
+                continue
+            if isinstance(field, serializers.IntegerField) and not is_whole_number(data[name]):
+                problems[name] = ["Must be a whole number, in the digits 0 to 9."]
+            elif data[name] == "" and not getattr(field, "allow_blank", False):
+                problems[name] = ["May not be blank; leave the parameter out instead."]
+        if problems:
+            raise serializers.ValidationError(problems)
+        return super().to_internal_value(data)
 
     def is_valid(self, *, raise_exception: bool = False) -> bool:
         is_valid = super().is_valid(raise_exception=False)

@@ -384,6 +384,22 @@ def test_a_long_url_is_refused_by_django_in_the_api_shape(gunicorn, length):
     assert error["detail"] == {"limitBytes": MAX_URI_BYTES}
 
 
+def test_a_path_beyond_latin_1_is_answered_not_a_500(db, client):
+    # Django puts the decoded path back into PATH_INFO; re-encoding it as WSGI's Latin-1
+    # failed on any character past U+00FF (an emoji, a CJK name), a 500 on every route.
+    response = client.get("/api/v1/bots/%F0%9F%98%80")
+
+    assert_shape(response, 404, "NOT_FOUND")
+
+
+def test_the_url_bound_counts_a_paths_utf8_bytes(db, client):
+    # 1400 "é" are 2800 UTF-8 bytes: over the bound with the query, under it in characters.
+    response = client.get("/api/v1/ping/" + "%C3%A9" * 1400 + "?q=" + "a" * 1400)
+
+    error = assert_shape(response, 414, "URI_TOO_LONG")
+    assert error["detail"] == {"limitBytes": MAX_URI_BYTES}
+
+
 def test_a_url_past_gunicorns_maximum_is_refused_by_gunicorn_in_the_api_shape(gunicorn):
     reply = gunicorn.send(request_head("GET", "/api/v1/ping?q=" + "a" * 9000))
 

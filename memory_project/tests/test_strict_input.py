@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from base64 import b64encode
+from urllib.parse import quote, urlencode
 
 import pytest
 from rest_framework.exceptions import ValidationError
@@ -84,6 +86,103 @@ def test_a_bad_query_parameter_is_validation_failed_naming_it(tenant, route, que
 
     error = assert_error(response, 400, "VALIDATION_FAILED")
     assert list(error["detail"]["fields"]) == [parameter]
+
+
+@pytest.mark.parametrize("value", ["", " 5", "5 ", "5.0", "+5", "\u0665", "1e1"], ids=repr)
+@pytest.mark.parametrize(
+    ("route", "parameter"),
+    [
+        ("/api/v1/workspaces/{ws}/search?q=tea&", "limit"),
+        ("/api/v1/automation/workspaces/{ws}/documents/search?q=tea&", "limit"),
+        ("/api/v1/agents/assistant/conversations?", "workspaceId"),
+        ("/api/v1/workspaces?", "limit"),
+    ],
+)
+def test_a_whole_number_in_the_query_is_digits_only_on_every_route(tenant, route, parameter, value):
+    # DRF's IntegerField reads " 5", "5.0", "+5" and an Arabic-Indic five as 5, and a blank
+    # as absent; the page size of every list refused them, so the search did too little.
+    client = tenant.client_for(tenant.member)
+    url = route.format(ws=tenant.workspace.pk)
+
+    response = client.get(f"{url}{parameter}={quote(value)}")
+
+    error = assert_error(response, 400, "VALIDATION_FAILED")
+    assert list(error["detail"]["fields"]) == [parameter]
+
+
+@pytest.mark.parametrize(
+    ("route", "parameter"),
+    [
+        ("/api/v1/workspaces/{ws}/documents?", "prefix"),
+        ("/api/v1/automation/workspaces/{ws}/documents?", "prefix"),
+        ("/api/v1/workspaces/{ws}/search?q=tea&", "cursor"),
+        ("/api/v1/workspaces/{ws}/search?", "q"),
+    ],
+)
+def test_a_blank_query_parameter_is_refused_where_the_schema_says_min_length_1(
+    tenant, route, parameter
+):
+    # DRF reads a blank value of an optional text field as absent: `?prefix=` listed every
+    # document, though the schema (minLength 1) says a blank is no prefix.
+    client = tenant.client_for(tenant.member)
+
+    response = client.get(f"{route.format(ws=tenant.workspace.pk)}{parameter}=")
+
+    error = assert_error(response, 400, "VALIDATION_FAILED")
+    assert list(error["detail"]["fields"]) == [parameter]
+
+
+def _cursor(**tokens: str) -> str:
+    """A cursor spelled as DRF spells one (base64 of `o`, `r`, `p`), but not given out."""
+    return quote(b64encode(urlencode(tokens).encode()).decode())
+
+
+LIST_ROUTES = [
+    "/api/v1/workspaces",
+    "/api/v1/tokens",
+    "/api/v1/bots",
+    "/api/v1/workspaces/{ws}/documents",
+    "/api/v1/workspaces/{ws}/members",
+    "/api/v1/workspaces/{ws}/memory/versions",
+]
+
+
+@pytest.mark.parametrize(
+    "position",
+    ["abc", "2026-13-45 99:99:99", "9" * 30, "\x00"],
+    ids=["word", "date", "huge", "nul"],
+)
+@pytest.mark.parametrize("route", LIST_ROUTES)
+def test_a_forged_cursor_position_is_validation_failed_not_a_500(tenant, route, position):
+    # The position goes into the list's query as a value of its ordering field: a forged one
+    # (no date, a number past the column, a NUL) was a database error.
+    client = tenant.client_for(tenant.member)
+    url = route.format(ws=tenant.workspace.pk)
+
+    for cursor in (_cursor(p=position), _cursor(r="1", p=position)):
+        response = client.get(f"{url}?cursor={cursor}")
+
+        error = assert_error(response, 400, "VALIDATION_FAILED")
+        assert list(error["detail"]["fields"]) == ["cursor"]
+
+
+def test_a_cursor_is_taken_back_only_by_the_list_that_gave_it_out(tenant):
+    client = tenant.client_for(tenant.member)
+    for n in range(3):
+        client.put(
+            f"/api/v1/workspaces/{tenant.workspace.pk}/documents?path=n{n}.md",
+            {"content": "x"},
+            format="json",
+            HTTP_X_BASE_VERSION="0",
+        )
+    documents = f"/api/v1/workspaces/{tenant.workspace.pk}/documents"
+    page = client.get(f"{documents}?limit=1").json()
+
+    assert client.get(page["next"]).status_code == 200
+    cursor = page["next"].split("cursor=")[1].split("&")[0]
+    response = client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/members?cursor={cursor}")
+    error = assert_error(response, 400, "VALIDATION_FAILED")
+    assert list(error["detail"]["fields"]) == ["cursor"]
 
 
 @pytest.mark.parametrize(

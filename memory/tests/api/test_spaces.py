@@ -470,6 +470,27 @@ def test_an_invalid_space_is_400_space_invalid_naming_reason_and_field(api, quer
 
 
 @pytest.mark.parametrize(
+    "char",
+    ["\x85", "\u202e", "\u200b", "\u2028", "\u034f", "\ufeff"],
+    ids=["C1 control", "RLO", "zero-width space", "line separator", "CGJ", "BOM"],
+)
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"visibility": "org"}, "name"),
+        ({"visibility": "project", "name": "n"}, "project"),
+    ],
+)
+def test_a_space_name_with_an_invisible_character_is_bad(api, query, field, char):
+    # `notes` and `no\u200btes` would be two spaces that read alike: refused as a document
+    # path's segment is, not only the C0 controls.
+    error = assert_error(api.get_usage({**query, field: f"no{char}tes"}), 400, "SPACE_INVALID")
+
+    assert error["detail"]["field"] == field
+    assert error["detail"]["problem"] == "control_character"
+
+
+@pytest.mark.parametrize(
     "query",
     [
         {"visibility": "private", "name": "n", "run": "run-1"},
