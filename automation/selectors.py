@@ -115,9 +115,19 @@ def turn_expiry_refuse(*, admission: Admission, slot: CredentialSlot, now: datet
 
     Every use of a turn's authority starts here (recall, the document routes and tools),
     so a dead credential is refused the same way everywhere, before anything is read.
+    `detail.reason` says which: `expired`, or `turn_ended` for a slot that expired before
+    its admission did, which only the end of its turn does (`turn_finish`): the two are
+    written with one expiry, and a newer turn replaces the credential rather than expire it.
     """
-    if admission.expires_at <= now or (slot.is_current and not slot.is_unexpired):
-        raise CredentialExpired("This turn's delivery credential is past its expiry.")
+    if admission.expires_at <= now:
+        raise CredentialExpired(
+            "This turn's delivery credential is past its expiry.", reason="expired"
+        )
+    if slot.is_current and not slot.is_unexpired:
+        raise CredentialExpired(
+            "This turn has ended; its delivery credential no longer authorizes anything.",
+            reason="turn_ended",
+        )
 
 
 def document_actor_for_turn(
