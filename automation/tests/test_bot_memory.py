@@ -252,12 +252,12 @@ def test_a_bot_without_enabled_memory_has_no_tools(tenant, spec):
 
 
 def test_a_user_space_follows_its_person_out_of_the_team(tenant):
-    bot = tenant.bot_create("mine", memory={"visibility": "user", "user": tenant.member.pk})
+    bot = tenant.bot_create("mine", memory={"visibility": "user", "user": tenant.admin.pk})
     access = bot_memory_access(bot=bot)
     memory_write(access=access, path="a.md", content="x\n")
-    assert access.handle.user_id == tenant.member.pk
+    assert access.handle.user_id == tenant.admin.pk
 
-    User.objects.filter(pk=tenant.member.pk).update(is_active=False)
+    User.objects.filter(pk=tenant.admin.pk).update(is_active=False)
 
     with pytest.raises(BotMemoryUserUnavailable):
         bot_memory_access(bot=bot)
@@ -270,7 +270,7 @@ def test_a_user_space_follows_its_person_out_of_the_team(tenant):
 
 
 def test_a_private_space_is_one_run(tenant):
-    bot = tenant.bot_create("runner", memory={"visibility": "private", "user": tenant.member.pk})
+    bot = tenant.bot_create("runner", memory={"visibility": "private", "user": tenant.admin.pk})
 
     with pytest.raises(SpaceInvalid):
         bot_memory_access(bot=bot)

@@ -186,7 +186,7 @@ def test_the_context_lists_autoload_omissions(tenant, bot, settings):
 
 
 def test_a_private_spec_takes_the_run(tenant):
-    runner = tenant.bot_create("runner", memory={"visibility": "private", "user": tenant.member.pk})
+    runner = tenant.bot_create("runner", memory={"visibility": "private", "user": tenant.admin.pk})
     client = client_of(tenant, runner)
 
     missing = client.post(TOOLS + "list", {}, format="json")
