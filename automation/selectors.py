@@ -37,6 +37,7 @@ from workspaces.models import (
     KeySession,
     Org,
     Team,
+    TeamMembership,
     User,
     Workspace,
     WorkspaceMembership,
@@ -595,13 +596,17 @@ def _grant_offsets() -> tuple[int, ...]:
 
 def _admission_grant_sql() -> tuple[str, str]:
     """The columns and the joined tables (aliases a, u, w, t, o) of an admission with its
-    owner and its workspace's team and org."""
+    owner and its workspace's team and org; none while the owner is not a member of that
+    team. A turn acts with its sender's authority, which leaving the team (a membership
+    deleted by staff) ends at once, as it ends the sender's own tokens: the credential then
+    names no admission (TOKEN_INVALID)."""
     select = ", ".join(
         columns(model, alias) for model, alias in zip(_GRANT_MODELS, "auwto", strict=True)
     )
     joins = f"""{table(Admission)} a
         JOIN {table(User)} u ON u.id = a.owner_id
         JOIN {table(Workspace)} w ON w.id = a.workspace_id
+        JOIN {table(TeamMembership)} tm ON tm.team_id = w.team_id AND tm.user_id = a.owner_id
         JOIN {table(Team)} t ON t.id = w.team_id
         JOIN {table(Org)} o ON o.id = t.org_id"""
     return select, joins

@@ -539,3 +539,19 @@ def test_a_flagged_capture_is_422_with_the_proposal_and_its_rules(runtime, assis
     assert "workspace-memory" not in response.content.decode()
     assert memory_current_get(workspace=assistant.tenant.workspace).version == 1
     assert not CommitFence.objects.exists()
+
+
+def test_a_turns_credential_ends_when_its_sender_leaves_the_team(runtime, assistant):
+    workspace = assistant.tenant.workspace
+    assistant.tenant.member.team_memberships.all().delete()
+
+    recall = runtime.get(runtime.url, {"purpose": "recall"})
+    document = runtime.get(
+        f"/api/v1/automation/workspaces/{workspace.pk}/documents", {"path": "notes/a.md"}
+    )
+    capture = runtime.put(runtime.url, CHANGE, format="json")
+
+    for refused in (recall, document, capture):
+        assert_error(refused, 401, "TOKEN_INVALID")
+    assert Admission.objects.get(pk=runtime.admission.pk).recall_count == 0
+    assert memory_current_get(workspace=workspace).version == 1
