@@ -44,6 +44,7 @@ from workspaces.models import (
 )
 from workspaces.selectors import workspace_data_key, workspace_membership_get
 from workspaces.sql import (
+    CALLER_DEFERRED,
     any_of,
     columns,
     datetime_param,
@@ -536,7 +537,7 @@ def capture_links_for_revisions(revision_ids: list[int]) -> dict[int, CaptureLin
 def admission_by_credential_digest(digest: str) -> Admission | None:
     """The admission whose delivery credential's SHA-256 is `digest`, with its owner and
     its workspace's team and org (its conversation is loaded only if used)."""
-    row = fetch_one(_admission_by_credential_digest_sql(connection.vendor), [digest])
+    row = fetch_one(_admission_by_credential_digest_sql(connection.vendor), [digest], binary=True)
     return None if row is None else _admission_grant_from(row)
 
 
@@ -555,7 +556,9 @@ def admission_with_recall_facts_by_credential_digest(
     """`admission_by_credential_digest`, with `recall_facts` of that admission at `now` read
     in the same statement: the recall route authenticates with it, so a recall before a
     model call makes one statement before its receipt, not two."""
-    with driver_cursor() as cursor:
+    # In the binary format: the memory's ciphertext (up to the recall bound) arrives as it
+    # is stored, not as hex (decoding it was about a twentieth of a recall's instructions).
+    with driver_cursor(binary=True) as cursor:
         cursor.execute(
             _admission_with_recall_facts_sql(connection.vendor),
             {**_recall_facts_params(now), "digest": digest},
@@ -583,15 +586,27 @@ def _admission_with_recall_facts_sql(vendor: str) -> str:
     """
 
 
-# What a delivery credential's lookup loads, in `_admission_grant_sql`'s order and aliases.
-_GRANT_MODELS = (Admission, User, Workspace, Team, Org)
+# What a delivery credential's lookup loads, in `_admission_grant_sql`'s order and aliases:
+# each model but the fields no request it authenticates reads, left in the database (loaded
+# on access, as after `QuerySet.defer`): the admission's timestamps of what the turn did
+# (which its receipts and explanation read from their own queries), its workspace's
+# creation time, and its owner, team and org as a token's lookup leaves them: every column
+# loaded is work on every recall (a timestamp the most), for nothing.
+_GRANT_MODELS = {
+    Admission: frozenset({"admitted_at", "committed_at", "capture_refused_at", "recalled_at"}),
+    User: CALLER_DEFERRED[User],
+    Workspace: frozenset({"created_at"}),
+    Team: CALLER_DEFERRED[Team],
+    Org: CALLER_DEFERRED[Org],
+}
 
 
 @functools.cache
 def _grant_offsets() -> tuple[int, ...]:
     """Where each of `_GRANT_MODELS` begins in a grant's row, then where the row's next
     columns begin: the model metadata never changes in a process."""
-    return (0, *itertools.accumulate(width(model) for model in _GRANT_MODELS))
+    widths = (width(model, deferred=deferred) for model, deferred in _GRANT_MODELS.items())
+    return (0, *itertools.accumulate(widths))
 
 
 def _admission_grant_sql() -> tuple[str, str]:
@@ -601,7 +616,8 @@ def _admission_grant_sql() -> tuple[str, str]:
     deleted by staff) ends at once, as it ends the sender's own tokens: the credential then
     names no admission (TOKEN_INVALID)."""
     select = ", ".join(
-        columns(model, alias) for model, alias in zip(_GRANT_MODELS, "auwto", strict=True)
+        columns(model, alias, deferred=deferred)
+        for (model, deferred), alias in zip(_GRANT_MODELS.items(), "auwto", strict=True)
     )
     joins = f"""{table(Admission)} a
         JOIN {table(User)} u ON u.id = a.owner_id
@@ -614,9 +630,9 @@ def _admission_grant_sql() -> tuple[str, str]:
 
 def _admission_grant_from(row: Sequence[Any]) -> Admission:
     at_admission, at_user, at_workspace, at_team, at_org, _end = _grant_offsets()
-    admission = instance(Admission, row, at_admission)
-    admission.owner = instance(User, row, at_user)
-    admission.workspace = instance(Workspace, row, at_workspace)
-    admission.workspace.team = instance(Team, row, at_team)
-    admission.workspace.team.org = instance(Org, row, at_org)
+    admission = instance(Admission, row, at_admission, deferred=_GRANT_MODELS[Admission])
+    admission.owner = instance(User, row, at_user, deferred=_GRANT_MODELS[User])
+    admission.workspace = instance(Workspace, row, at_workspace, deferred=_GRANT_MODELS[Workspace])
+    admission.workspace.team = instance(Team, row, at_team, deferred=_GRANT_MODELS[Team])
+    admission.workspace.team.org = instance(Org, row, at_org, deferred=_GRANT_MODELS[Org])
     return admission

@@ -211,9 +211,11 @@ class Cursor(Protocol):
 
 
 @contextmanager
-def driver_cursor() -> Iterator[Cursor]:
+def driver_cursor(*, binary: bool = False) -> Iterator[Cursor]:
     """A cursor for hand-written statements: the driver's own while nothing observes
     Django's cursor layer, else Django's cursor, exactly as `connection.cursor()` gives it.
+    With `binary`, its results come in PostgreSQL's binary format where the driver's cursor
+    can take it (`results_binary`), either way.
 
     Django's layer (its cursor wrapper, each execute's chain of wrappers and checks) is
     Python the hot statements of a Save, a capture and a recall do not need: warm, about
@@ -228,6 +230,8 @@ def driver_cursor() -> Iterator[Cursor]:
     db = connections[DEFAULT_DB_ALIAS]
     if db.execute_wrappers or db.queries_logged:
         with db.cursor() as observed:
+            if binary:
+                results_binary(observed.cursor)
             yield observed
         return
     # Django's `cursor()` up to its wrapping of the driver's cursor, and the check each of
@@ -238,15 +242,29 @@ def driver_cursor() -> Iterator[Cursor]:
     with db.wrap_database_errors:
         db.validate_thread_sharing()
         cursor = db.create_cursor()
+        if binary:
+            results_binary(cursor)
         try:
             yield cursor
         finally:
             cursor.close()
 
 
-def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
-    """The first row `sql` answers, or None."""
-    with driver_cursor() as cursor:
+def results_binary(cursor: Any) -> None:
+    """Have the driver's `cursor` return rows in PostgreSQL's binary format, for a statement
+    whose every column is of a type the ORM loads as the driver returns it in either format
+    (as `rows_binary` reads; not JSON, which the binary format hands over parsed): a bytea
+    value then travels as it is instead of as hex, which the server spells out and libpq
+    decodes byte by byte, and a datetime is read by the driver's C loader instead of parsed
+    from its text in Python (Django's loader for the text format). Not on SQLite, nor on a
+    client-binding cursor (without DATABASE_PREPARED_STATEMENTS), which reads text only."""
+    if isinstance(cursor, psycopg.Cursor) and not isinstance(cursor, psycopg.ClientCursor):
+        cursor.format = psycopg.pq.Format.BINARY
+
+
+def fetch_one(sql: str, params: Sequence[Any], *, binary: bool = False) -> tuple[Any, ...] | None:
+    """The first row `sql` answers, or None; with `binary`, read as `results_binary` says."""
+    with driver_cursor(binary=binary) as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return None if row is None else tuple(row)
@@ -301,14 +319,21 @@ def key_session_unrevoked(key_session_id: str) -> str:
     )
 
 
-# What no token-authenticated request reads of the token, its owner, team and org: left in
-# the database (loaded on access, as after `QuerySet.defer`), since loading a row's columns
-# (above all its timestamps) is most of what the statement costs this process.
-_API_TOKEN_DEFERRED = {
-    ApiToken: frozenset({"name", "token_hash", "created_at"}),
+# What no authenticated request reads of its caller, the caller's team and its org, which
+# the lookups of a personal access token and of a delivery credential load with the
+# credential: left in the database (loaded on access, as after `QuerySet.defer`), since
+# loading a row's columns (above all its timestamps, which Django's loader parses in
+# Python) is most of what such a statement costs this process.
+CALLER_DEFERRED = {
     User: frozenset({"password", "last_login", "first_name", "last_name", "email", "date_joined"}),
     Team: frozenset({"created_at"}),
     Org: frozenset({"created_at", "purge_claimed_at"}),
+}
+
+# What no token-authenticated request reads of the token, its owner, team and org.
+_API_TOKEN_DEFERRED = {
+    ApiToken: frozenset({"name", "token_hash", "created_at"}),
+    **CALLER_DEFERRED,
     Bot: frozenset(),
 }
 

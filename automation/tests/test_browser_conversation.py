@@ -6,7 +6,7 @@ a warning, never a green "answered"."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Route, expect
 
 from automation.models import Admission, Conversation
 from memory.models import MemoryPolicy
@@ -99,3 +99,23 @@ def test_a_refused_capture_is_a_warning_not_a_green_answered(browser_context, li
     assert memory_current_get(workspace=tenant.workspace).version == 1
     admission = Admission.objects.get(conversation__workspace=tenant.workspace)
     assert admission.capture_refusal_code == "MEMORY_OVERSIZED"
+
+
+def test_a_double_click_on_new_conversation_starts_one(browser_context, live_server, tenant):
+    page = open_frame(browser_context, live_server, tenant)
+    held: list[Route] = []
+    page.route(
+        "**/api/v1/agents/assistant/conversations",
+        lambda route: held.append(route) if route.request.method == "POST" else route.continue_(),
+    )
+
+    page.get_by_role("button", name="New conversation").dblclick()
+
+    # While the first is on its way, the button is off: a second would start an empty one.
+    expect(page.get_by_role("button", name="New conversation")).to_be_disabled()
+    page.wait_for_timeout(200)
+    assert len(held) == 1
+    held[0].continue_()
+    expect(page.locator("#assistant-status")).to_have_text("Started a new conversation.")
+    expect(page.get_by_role("button", name="New conversation")).to_be_enabled()
+    assert Conversation.objects.filter(workspace=tenant.workspace).count() == 1

@@ -50,7 +50,7 @@ from memory.spaces.quotas import store_get
 from memory.spaces.services import (
     SpaceWriter,
     space_document_write_check,
-    space_documents_write_many,
+    space_documents_write_as_read,
     space_write_permit,
 )
 from memory.spaces.store import DocumentMeta, PendingWrite, StoredDocument, body_checksum
@@ -378,37 +378,71 @@ def space_import(
     """Import an archive into the space, all or nothing, and answer what was done; with
     `dry_run`, answer the same plan (every refusal included) and write nothing."""
     space_write_permit(handle=handle, writer=writer)
-    contents = _archive_read(archive)
     existing = {meta.path: meta for meta in store_get().list(handle)}
-    plan = _plan(contents.documents, existing, strategy)
-    # A document the plan skips is judged as the written ones are (the batch's write judges
-    # those), so whether an archive is refused never depends on what the space holds.
-    for planned in plan:
-        if planned.action is ImportAction.SKIP:
-            body = contents.documents[planned.path]
-            space_document_write_check(handle=handle, path=planned.path, body=body, writer=writer)
-    writes = [
-        PendingWrite(
-            path=planned.target,
-            body=contents.documents[planned.path],
-            expected_revision=(
-                existing[planned.path].revision if planned.action is ImportAction.OVERWRITE else 0
-            ),
-            checksum=contents.checksums[planned.path],
-        )
-        for planned in plan
-        if planned.action is not ImportAction.SKIP
-    ]
-    space_documents_write_many(handle=handle, writes=writes, writer=writer, check_only=dry_run)
-    counts = collections.Counter(planned.action for planned in plan)
+    batch = _ArchiveBatch(
+        archive=archive, existing=existing, strategy=strategy, handle=handle, writer=writer
+    )
+    space_documents_write_as_read(handle=handle, reader=batch, writer=writer, check_only=dry_run)
+    counts = collections.Counter(planned.action for planned in batch.plan)
     return ImportReport(
         imported=counts[ImportAction.CREATE],
         replaced=counts[ImportAction.OVERWRITE],
         skipped=counts[ImportAction.SKIP],
         renamed=counts[ImportAction.RENAME],
-        ignored=contents.ignored,
-        documents=plan,
+        ignored=batch.contents.ignored,
+        documents=batch.plan,
     )
+
+
+@dataclass
+class _ArchiveBatch:
+    """An import's writes (a `BatchReader`): the archive read and judged whole, each
+    document new to the space offered as soon as its checksum is known, then the plan's
+    writes."""
+
+    archive: IO[bytes]
+    existing: dict[str, DocumentMeta]
+    strategy: ImportStrategy
+    handle: SpaceHandle
+    writer: SpaceWriter
+    contents: _Contents = field(default_factory=lambda: _Contents())
+    plan: list[PlannedDocument] = field(default_factory=list)
+
+    def read(self, offer: Callable[[PendingWrite], None]) -> None:
+        existing = self.existing
+
+        def document_read(path: str, body: bytes, checksum: str) -> None:
+            if path not in existing:  # planned as a new document, whatever the strategy
+                offer(PendingWrite(path=path, body=body, expected_revision=0, checksum=checksum))
+
+        self.contents = _archive_read(self.archive, document_read)
+
+    def writes(self) -> Sequence[PendingWrite]:
+        contents, existing = self.contents, self.existing
+        self.plan = _plan(contents.documents, existing, self.strategy)
+        # A document the plan skips is judged as the written ones are (the write path
+        # judges those), so whether an archive is refused never depends on what the space
+        # holds.
+        for planned in self.plan:
+            if planned.action is ImportAction.SKIP:
+                body = contents.documents[planned.path]
+                space_document_write_check(
+                    handle=self.handle, path=planned.path, body=body, writer=self.writer
+                )
+        return [
+            PendingWrite(
+                path=planned.target,
+                body=contents.documents[planned.path],
+                expected_revision=(
+                    existing[planned.path].revision
+                    if planned.action is ImportAction.OVERWRITE
+                    else 0
+                ),
+                checksum=contents.checksums[planned.path],
+            )
+            for planned in self.plan
+            if planned.action is not ImportAction.SKIP
+        ]
 
 
 def _plan(
@@ -488,9 +522,14 @@ class _BoundedReader(io.RawIOBase):
         return len(data)
 
 
-def _archive_read(archive: IO[bytes]) -> _Contents:
+# What is told of each document as it is read: its path, body and `body_checksum`.
+_DocumentRead = Callable[[str, bytes, str], None]
+
+
+def _archive_read(archive: IO[bytes], document_read: _DocumentRead) -> _Contents:
     """Read and judge the whole archive; ArchiveInvalid, ArchiveChecksumMismatch or
-    DocumentTooLarge for the first refusal."""
+    DocumentTooLarge for the first refusal. `document_read` is told of each document as
+    soon as it is read, before the archive is judged whole."""
     head = archive.read(2)
     if head != b"\x1f\x8b":
         raise ArchiveInvalid(reason="not_gzip")
@@ -501,7 +540,7 @@ def _archive_read(archive: IO[bytes]) -> _Contents:
         buffer_size=_READ_CHUNK,
     )
     try:
-        contents = _entries_read(_tar_entries(decompressed))
+        contents = _entries_read(_tar_entries(decompressed), document_read)
         # Read on to the end of the gzip stream, whose trailer (the CRC and length of all it
         # held) is checked only there: tar stops at its end-of-archive blocks, and without
         # this a cut or altered trailer went unnoticed.
@@ -648,7 +687,7 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
-def _entries_read(entries: Iterator[_Entry]) -> _Contents:
+def _entries_read(entries: Iterator[_Entry], document_read: _DocumentRead) -> _Contents:
     contents = _Contents()
     names: set[str] = set()
     directories: set[str] = set()
@@ -687,9 +726,10 @@ def _entries_read(entries: Iterator[_Entry]) -> _Contents:
             if member.size > max_document_bytes:
                 raise DocumentTooLarge(limitBytes=max_document_bytes, bytes=member.size, path=path)
             body = read()
-            contents.documents[path] = body
-            contents.checksums[path] = body_checksum(body)
-            actual[name] = _hex(contents.checksums[path])
+            checksum = body_checksum(body)
+            contents.documents[path], contents.checksums[path] = body, checksum
+            actual[name] = _hex(checksum)
+            document_read(path, body, checksum)
         else:
             contents.ignored.append(name)
     for directory in sorted(directories):

@@ -20,9 +20,9 @@ lock's part.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import NamedTuple, Protocol
 
@@ -47,6 +47,7 @@ from memory.spaces.store import (
     DocumentMeta,
     DocumentWrite,
     ExpiredSpace,
+    PendingWrite,
     SpaceUsage,
     StoredDocument,
     WriteBatch,
@@ -212,8 +213,7 @@ class DatabaseStore:
         path conflicts) and its one delta checked against the quotas before anything is
         written; then the new documents go in as one INSERT, each replaced one by its own
         UPDATE, and each counter moves once."""
-        paths = [write.path for write in batch.writes]
-        store.batch_conflict_check(paths)
+        store.batch_conflict_check([write.path for write in batch.writes])
         now = timezone.now()
         with _store_errors():
             sealer = (
@@ -224,66 +224,54 @@ class DatabaseStore:
             with _locking_transaction(batch.deadline):
                 space = _space_lock(handle, create=not batch.check_only)
                 near = {} if space is None else _tree_index(space)
-                # Under the space's row lock no writer adds or removes a document of the
-                # space: only the rows the index holds can exist, and only those are locked
-                # (none, for an import into a new space).
-                stored = [path for path in paths if near.get(path) == path]
-                current = {} if space is None else _documents_lock(space, stored)
-                metas, delta = store.batch_judge(
-                    batch,
-                    current=current.get,
-                    near=lambda path: _near_in(near, path),
-                    now=now,
-                )
-                tenant_used = 0
-                if handle.tenant_id is not None:
-                    tenant_used = (
-                        TenantSpaceUsage.objects.select_for_update()
-                        .filter(team_id=handle.tenant_id)
-                        .values_list("used_bytes", flat=True)
-                        .first()
-                    ) or 0
-                store.quotas_require(
-                    handle=handle,
-                    delta=delta,
-                    space_used=0 if space is None else space.used_bytes,
-                    tenant_used=tenant_used,
-                    quotas=batch.quotas,
-                )
-                if batch.check_only:
-                    return metas
-                assert space is not None
-                assert sealer is not None
-                created = []
-                space_id = handle.id
-                for write, meta in zip(batch.writes, metas, strict=True):
-                    if (found := current.get(write.path)) is None:
-                        created.append((meta, write.body))
-                    else:
-                        fields = _sealed_fields(space_id, sealer, meta, write.body)
-                        SpaceDocument.objects.filter(pk=found.pk).update(**fields)
-                if created:
-                    # Sealed as they are sent: the server stores the first rows while the
-                    # next are sealed.
-                    _documents_insert(
-                        space,
-                        (
-                            (
-                                meta.path,
-                                meta.revision,
-                                meta.size,
-                                *_sealed_parts(space_id, sealer, meta, body),
-                                meta.updated_by,
-                                meta.updated_at,
-                            )
-                            for meta, body in created
-                        ),
+                return _batch_write(handle, batch, space, near, sealer, now, sent={})
+
+    def write_many_as_read(
+        self, handle: SpaceHandle, batch: WriteBatch, reader: store.BatchReader
+    ) -> Sequence[DocumentMeta]:
+        """The new documents `reader` offers go into one binary COPY as they are read, so the
+        server stores them while the rest is read and checked (an import's Python work and
+        the server's ran one after the other); the batch is then judged and written as
+        `write_many` does, in the same transaction, and any refusal rolls the COPY back.
+        The space's row is locked for the whole reading: its writers wait, as for any
+        batch. Read whole first instead when that gains nothing or would be wrong: a dry
+        run; a tenant without a space key yet (its creation is committed on its own, and a
+        refused import must leave nothing behind); SQLite, whose transaction holds the
+        database's one write lock."""
+        data_key = space_data_key(tenant_id=handle.tenant_id)
+        if batch.check_only or data_key is None or connection.vendor != "postgresql":
+            return self.write_many(handle, store.batch_read(batch, reader))
+        sealer = Sealer(data_key)
+        now = timezone.now()
+        space_id = handle.id
+        sent: dict[str, tuple[bytes, str]] = {}  # path: the body and checksum written
+        with _store_errors(), _locking_transaction(batch.deadline):
+            space = _space_lock(handle, create=True)
+            assert space is not None  # created above if it was not there
+            near = _tree_index(space)
+            with _documents_copy(space) as send:
+
+                def offer(write: PendingWrite) -> None:
+                    path = write.path
+                    # Not new, or not new any more: left for the batch's judgement.
+                    if write.expected_revision != 0 or near.get(path) == path or path in sent:
+                        return
+                    meta = DocumentMeta(
+                        path=path,
+                        size=len(write.body),
+                        checksum=write.checksum or store.body_checksum(write.body),
+                        revision=1,
+                        updated_by=batch.updated_by,
+                        updated_at=now,
                     )
-                # Within the quotas, checked above under these same locks.
-                if handle.tenant_id is not None:
-                    _tenant_charge(handle.tenant_id, delta, 0)
-                _space_charge(space, delta, 0)
-        return metas
+                    send(_new_row(space_id, sealer, meta, write.body))
+                    sent[path] = (write.body, meta.checksum)
+
+                reader.read(offer)
+                # The reader's own checks while the server is still storing the last rows.
+                batch = replace(batch, writes=reader.writes())
+            store.batch_conflict_check([write.path for write in batch.writes])
+            return _batch_write(handle, batch, space, near, sealer, now, sent=sent)
 
     def delete(
         self, handle: SpaceHandle, path: str, *, expected_revision: int | None, deadline: float
@@ -357,6 +345,78 @@ class DatabaseStore:
             with _store_errors(), transaction.atomic():
                 drifts.extend(_tenant_reconcile(tenant_id))
         return drifts
+
+
+def _batch_write(
+    handle: SpaceHandle,
+    batch: WriteBatch,
+    space: MemorySpace | None,
+    near: dict[str, str],
+    sealer: Sealer | None,
+    now: datetime,
+    *,
+    sent: dict[str, tuple[bytes, str]],
+) -> Sequence[DocumentMeta]:
+    """Judge and write `batch` under the space's row lock (`space`, None only for a check of
+    a space never written; `near` its `_tree_index`), then the rows of the documents it
+    replaces, then the tenant's counter. `sent` are the new documents already copied in
+    this transaction (`write_many_as_read`), each with the body and checksum it was sent
+    with: each must be a new document of the batch, with those."""
+    paths = [write.path for write in batch.writes]
+    # Under the space's row lock no writer adds or removes a document of the space: only the
+    # rows the index holds can exist, and only those are locked (none, for an import into a
+    # new space).
+    stored = [path for path in paths if near.get(path) == path]
+    current = {} if space is None else _documents_lock(space, stored)
+    metas, delta = store.batch_judge(
+        batch,
+        current=current.get,
+        near=lambda path: _near_in(near, path),
+        now=now,
+    )
+    tenant_used = 0
+    if handle.tenant_id is not None:
+        tenant_used = (
+            TenantSpaceUsage.objects.select_for_update()
+            .filter(team_id=handle.tenant_id)
+            .values_list("used_bytes", flat=True)
+            .first()
+        ) or 0
+    store.quotas_require(
+        handle=handle,
+        delta=delta,
+        space_used=0 if space is None else space.used_bytes,
+        tenant_used=tenant_used,
+        quotas=batch.quotas,
+    )
+    if batch.check_only:
+        return metas
+    assert space is not None
+    assert sealer is not None
+    created = []
+    space_id = handle.id
+    unsent = dict(sent)
+    for write, meta in zip(batch.writes, metas, strict=True):
+        if (found := current.get(write.path)) is not None:
+            fields = _sealed_fields(space_id, sealer, meta, write.body)
+            SpaceDocument.objects.filter(pk=found.pk).update(**fields)
+        elif (copied := unsent.pop(write.path, None)) is None:
+            created.append((meta, write.body))
+        elif copied != (write.body, meta.checksum) or meta.revision != 1:
+            raise ValueError(f"{write.path!r} was offered unlike the batch writes it")
+    if unsent:
+        raise ValueError(f"{min(unsent)!r} was offered but is not in the batch")
+    if created:
+        with _documents_copy(space) as send:
+            # Sealed as they are sent: the server stores the first rows while the next are
+            # sealed.
+            for meta, body in created:
+                send(_new_row(space_id, sealer, meta, body))
+    # Within the quotas, checked above under these same locks.
+    if handle.tenant_id is not None:
+        _tenant_charge(handle.tenant_id, delta, 0)
+    _space_charge(space, delta, 0)
+    return metas
 
 
 def _row_handle(row: MemorySpace) -> SpaceHandle:
@@ -525,7 +585,7 @@ def _documents_lock(space: MemorySpace, paths: Sequence[str]) -> dict[str, _Curr
     return found
 
 
-# The columns of a new document as `_documents_insert` sends them, with their types for
+# The columns of a new document as `_documents_copy` sends them, with their types for
 # PostgreSQL's binary COPY.
 _INSERT_COLUMNS = (
     ("space_id", "int8"),
@@ -539,17 +599,19 @@ _INSERT_COLUMNS = (
 )
 
 
-def _documents_insert(space: MemorySpace, rows: Iterable[tuple[object, ...]]) -> None:
-    """Insert new documents of `space` (each the values of `_INSERT_COLUMNS` after the
-    space's; at least one, taken as they come). On PostgreSQL one binary COPY: a multi-row
-    INSERT of thousands of sealed bodies spent most of an import's time in the client,
-    spelling every parameter into the statement. The table's constraints hold for COPY as
-    for INSERT."""
+@contextmanager
+def _documents_copy(space: MemorySpace) -> Iterator[Callable[[tuple[object, ...]], None]]:
+    """What inserts new documents of `space`, each the values of `_INSERT_COLUMNS` after the
+    space's, as they come. On PostgreSQL one binary COPY for all of them: a multi-row INSERT
+    of thousands of sealed bodies spent most of an import's time in the client, spelling
+    every parameter into the statement. The table's constraints hold for COPY as for
+    INSERT. An exception inside ends the COPY without a row of it stored."""
     names = [name for name, _ in _INSERT_COLUMNS[1:]]
     if connection.vendor != "postgresql":
-        documents = [
-            SpaceDocument(space=space, **dict(zip(names, row, strict=True))) for row in rows
-        ]
+        documents: list[SpaceDocument] = []
+        yield lambda row: documents.append(
+            SpaceDocument(space=space, **dict(zip(names, row, strict=True)))
+        )
         SpaceDocument.objects.bulk_create(documents, batch_size=_BATCH_ROWS)
         return
     statement = psycopg_sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
@@ -564,8 +626,20 @@ def _documents_insert(space: MemorySpace, rows: Iterable[tuple[object, ...]]) ->
         cursor.cursor.copy(statement) as copy,
     ):
         copy.set_types([kind for _, kind in _INSERT_COLUMNS])
-        for row in rows:
-            copy.write_row((space.pk, *row))
+        space_pk = space.pk
+        yield lambda row: copy.write_row((space_pk, *row))
+
+
+def _new_row(space_id: str, sealer: Sealer, meta: DocumentMeta, body: bytes) -> tuple[object, ...]:
+    """A new document's values for `_documents_copy`, its parts sealed."""
+    return (
+        meta.path,
+        meta.revision,
+        meta.size,
+        *_sealed_parts(space_id, sealer, meta, body),
+        meta.updated_by,
+        meta.updated_at,
+    )
 
 
 def _tree_index(space: MemorySpace) -> dict[str, str]:

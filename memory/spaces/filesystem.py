@@ -153,6 +153,13 @@ class FilesystemStore:
             self._counters_add(handle, delta, space_used, tenant_used)
         return meta
 
+    def write_many_as_read(
+        self, handle: SpaceHandle, batch: WriteBatch, reader: store.BatchReader
+    ) -> Sequence[DocumentMeta]:
+        # Read whole first: staging files while reading would run in the same thread, and
+        # the batch's locks would be held for the whole reading.
+        return self.write_many(handle, store.batch_read(batch, reader))
+
     def write_many(self, handle: SpaceHandle, batch: WriteBatch) -> Sequence[DocumentMeta]:
         """Under the space's and the tenant's locks: judge the batch whole, check its one
         delta, then stage every body and metadata file and swap them in together."""

@@ -20,6 +20,11 @@ A write is judged in this order; the first refusal answers and nothing is writte
    `STORE_BUSY`, `STORE_UNAVAILABLE`);
 8. attribution: the store records `writer.attribution` as the document's `updatedBy`.
 
+A batch still being read (an archive import, `space_documents_write_as_read`) takes the
+store's locks before it is read, so that the store can write while it reads: StoreBusy and
+StoreUnavailable can then answer before the reading's and steps 3 to 6's refusals; the
+store's judgement (revisions, paths, quotas) still comes after them.
+
 Steps 1 to 4 need no body: a route runs them first (`space_document_write_admit`) from the
 declared length, so an over-size body is refused before it is read. A delete passes steps
 1 to 3, then the store. Memory text is never logged.
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -43,6 +48,7 @@ from memory.secrets import secret_refuse
 from memory.spaces.handle import SpaceHandle
 from memory.spaces.quotas import quotas_for, store_get
 from memory.spaces.store import (
+    BatchReader,
     DocumentMeta,
     DocumentWrite,
     ExpiredSpace,
@@ -198,14 +204,57 @@ def space_documents_write_many(
             ),
         )
         if not check_only:
-            for meta in metas:
-                _global_audit(
-                    action=AuditEvent.Action.SPACE_GLOBAL_WRITTEN,
-                    handle=handle,
-                    writer=writer,
-                    detail={"path": meta.path, "revision": meta.revision, "bytes": meta.size},
-                )
+            _global_audit_written(handle, writer, metas)
     return metas
+
+
+def space_documents_write_as_read(
+    *,
+    handle: SpaceHandle,
+    reader: BatchReader,
+    writer: SpaceWriter,
+    check_only: bool = False,
+) -> Sequence[DocumentMeta]:
+    """`space_documents_write_many` of a batch still being read (an archive import): the
+    store may write the new documents `reader` offers as they come, inside the batch's one
+    transaction; once read, every document of the batch passes steps 1 to 6, then the store
+    judges and writes it whole. Any refusal leaves nothing written."""
+    space_write_permit(handle=handle, writer=writer)
+    with _audited(handle):
+        metas = store_get().write_many_as_read(
+            handle,
+            WriteBatch(
+                writes=(),
+                updated_by=writer.attribution,
+                quotas=quotas_for(handle),
+                deadline=_deadline(),
+                check_only=check_only,
+            ),
+            _Checked(reader, handle=handle, writer=writer),
+        )
+        if not check_only:
+            _global_audit_written(handle, writer, metas)
+    return metas
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """`reader`, whose writes pass steps 1 to 6 before the store judges them."""
+
+    reader: BatchReader
+    handle: SpaceHandle
+    writer: SpaceWriter
+
+    def read(self, offer: Callable[[PendingWrite], None]) -> None:
+        self.reader.read(offer)
+
+    def writes(self) -> Sequence[PendingWrite]:
+        writes = self.reader.writes()
+        for write in writes:
+            space_document_write_check(
+                handle=self.handle, path=write.path, body=write.body, writer=self.writer
+            )
+        return writes
 
 
 def space_document_delete(
@@ -239,6 +288,19 @@ def _audited(handle: SpaceHandle) -> AbstractContextManager[object]:
     audit insert runs in it.) Other spaces are not audited and need none beyond the store's.
     """
     return transaction.atomic() if handle.is_global else nullcontext()
+
+
+def _global_audit_written(
+    handle: SpaceHandle, writer: SpaceWriter, metas: Sequence[DocumentMeta]
+) -> None:
+    """Audit each document a batch wrote in the global space."""
+    for meta in metas:
+        _global_audit(
+            action=AuditEvent.Action.SPACE_GLOBAL_WRITTEN,
+            handle=handle,
+            writer=writer,
+            detail={"path": meta.path, "revision": meta.revision, "bytes": meta.size},
+        )
 
 
 def _global_audit(

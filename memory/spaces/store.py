@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
@@ -130,6 +130,25 @@ class WriteBatch:
     quotas: Quotas
     deadline: float  # as `write`'s
     check_only: bool = False  # judge the batch and answer its metadata, write nothing
+
+
+class BatchReader(Protocol):
+    """The writes of a batch that is still being read (an archive import), for
+    `MemoryStore.write_many_as_read`: `read` reads them, handing each new document to `offer`
+    as soon as it has it, then `writes` answers the whole batch once every one of the
+    caller's refusals has passed. Either may raise: the batch is then refused whole. Both
+    may run while the store is writing (inside its COPY): neither may use the database."""
+
+    def read(self, offer: Callable[[PendingWrite], None]) -> None: ...
+
+    def writes(self) -> Sequence[PendingWrite]: ...
+
+
+def batch_read(batch: WriteBatch, reader: BatchReader) -> WriteBatch:
+    """`batch` with the writes `reader` answers, read whole first: for a store (or a
+    case) that writes nothing while the batch is still being read."""
+    reader.read(lambda write: None)
+    return replace(batch, writes=reader.writes())
 
 
 @dataclass(frozen=True)
@@ -261,6 +280,16 @@ class MemoryStore(Protocol):
         are charged with the batch's one total delta. Answers the metadata in `writes`'
         order. With `check_only`, judges the batch and answers the same without writing.
         """
+
+    def write_many_as_read(
+        self, handle: SpaceHandle, batch: WriteBatch, reader: BatchReader
+    ) -> Sequence[DocumentMeta]:
+        """`write_many` of the writes `reader` answers (`batch.writes` is not read). The store
+        may start writing the new documents `reader.read` offers (`expected_revision` 0)
+        while the rest is still being read, inside the batch's one transaction, so that the
+        database's work runs beside the reading; the batch is then judged whole as
+        `write_many` judges it, and any refusal, the reader's included, leaves nothing
+        written. Every write offered must be in the batch, with the same body."""
 
     def delete(
         self, handle: SpaceHandle, path: str, *, expected_revision: int | None, deadline: float

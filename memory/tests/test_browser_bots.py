@@ -5,7 +5,7 @@ reads the bot but gets no controls."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Route, expect
 
 from workspaces.models import ApiToken, Bot, TeamMembership
 from workspaces.services import team_membership_ensure
@@ -109,3 +109,22 @@ def test_opening_the_editor_leaves_the_caret_where_the_owner_started_typing(
 
     assert page.evaluate("document.activeElement.id") == "bot-spec"
     expect(spec).to_have_value("visibility: team\n")
+
+
+def test_a_double_click_on_issue_token_issues_one_token(browser_context, live_server, tenant):
+    bot = tenant.bot_create("helper")
+    sign_in(browser_context, live_server, tenant.admin)
+    page = open_page(browser_context, "/team/bots/")
+    page.get_by_role("button", name="Edit helper").click()
+    held: list[Route] = []
+    page.route("**/api/v1/bots/helper/tokens", lambda route: held.append(route), times=1)
+    page.get_by_label("New token name").fill("ci")
+
+    page.get_by_role("button", name="Issue token").dblclick()
+
+    # While the first is on its way, Issue is off: a second token, never shown, would live on.
+    expect(page.get_by_role("button", name="Issue token")).to_be_disabled()
+    held[0].continue_()
+    expect(page.locator("#bot-token-secret")).to_contain_text("iap_")
+    expect(page.locator("#bot-token-rows tr")).to_have_count(1)
+    assert ApiToken.objects.filter(bot=bot).count() == 1

@@ -5,6 +5,7 @@ checks the page and the persisted state, and leaves screenshots in test-artifact
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -273,3 +274,76 @@ def test_mode_change_is_a_compare_and_set_of_the_policy(browser_context, live_se
     screenshot(page, "settings")
     tenant.workspace.refresh_from_db()
     assert tenant.workspace.ai_enabled is True
+
+
+# Whether, in `line` of a block's text, the character `first` is drawn left of `second`, by
+# the boxes the browser lays them out in.
+LEFT_OF = """(block, [line, first, second]) => {
+  const node = [...block.childNodes].find((each) => each.textContent.includes(line));
+  const start = node.textContent.indexOf(line);
+  const left = (character) => {
+    const index = node.textContent.indexOf(character, start);
+    const range = document.createRange();
+    range.setStart(node, index);
+    range.setEnd(node, index + 1);
+    return range.getBoundingClientRect().left;
+  };
+  return left(first) < left(second);
+}"""
+
+
+def test_a_right_to_left_line_of_memory_reads_right_to_left(browser_context, live_server, tenant):
+    hebrew = "- שלום עולם, מה שלומך?"
+    memory_save(
+        workspace=tenant.workspace,
+        author=tenant.member,
+        base_version=0,
+        content=f"- likes tea\n{hebrew}\n",
+    )
+    sign_in(browser_context, live_server, tenant.member)
+
+    page = open_page(browser_context, frame_url(tenant))
+
+    block = page.locator("#memory-preview-block")
+    expect(block).to_contain_text(hebrew)
+    screenshot(page, "memory-frame-right-to-left")
+    # Each line takes the direction of its first letter: the Hebrew line starts on the right
+    # (its "-") and ends on the left (its "?"); the English line starts on the left.
+    assert block.evaluate(LEFT_OF, [hebrew, "?", "ש"])
+    assert block.evaluate(LEFT_OF, [hebrew, "ש", "-"])
+    assert block.evaluate(LEFT_OF, ["- likes tea", "-", "l"])
+    # The editor lays its lines out the same way (its glyphs cannot be measured).
+    editor = page.get_by_label("Memory document (Markdown)")
+    assert editor.evaluate("(editor) => getComputedStyle(editor).unicodeBidi") == "plaintext"
+
+    page.goto(f"/workspaces/{tenant.workspace.pk}/changes/1/")
+    added = page.locator("#revision-detail .diff-added", has_text=hebrew)
+    # In Changes the line's text reads right to left too, its "+" kept in the sign column.
+    assert added.locator(".diff-text").evaluate(LEFT_OF, [hebrew, "?", "ש"])
+    sign = added.locator(".diff-sign").bounding_box()
+    text = added.locator(".diff-text").bounding_box()
+    assert sign is not None
+    assert text is not None
+    assert sign["x"] < text["x"]
+    screenshot(page, "changes-right-to-left")
+
+
+def test_the_memory_download_is_saved_under_its_name_or_its_refusal_said(
+    browser_context, live_server, tenant
+):
+    memory_save(workspace=tenant.workspace, author=tenant.member, base_version=0, content="- tea\n")
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, frame_url(tenant))
+    link = page.get_by_role("link", name="Download memory as Markdown")
+
+    with page.expect_download() as download:
+        link.click()
+    assert Path(download.value.path()).read_text() == "- tea\n"
+    assert download.value.suggested_filename.endswith(".md")
+
+    browser_context.clear_cookies()  # the session ends
+    link.click()
+
+    expect(page.locator("#memory-status")).to_have_text(
+        re.compile(r"^Not downloaded: You are signed out\..*\(AUTHENTICATION_REQUIRED\)$")
+    )

@@ -5,10 +5,11 @@ space, preview an archive's import, then import it."""
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Route, expect
 
 from memory.spaces.archive import space_export
 from memory.spaces.handle import SpaceHandle, Visibility
@@ -236,3 +237,160 @@ def test_create_at_a_path_written_since_the_list_loaded_opens_that_document(
     editor.fill("Fridays never.\n")
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator("#space-status")).to_have_text("Saved. The server holds version 2.")
+
+
+def test_a_double_click_on_import_imports_the_archive_once(browser_context, live_server, tenant):
+    handle = SpaceHandle(visibility=Visibility.ORG, name="notes", tenant_id=tenant.team.pk)
+    writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
+    space_document_write(
+        handle=handle, path="a.md", body=b"# Ours\n", expected_revision=0, writer=writer
+    )
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    page.get_by_label("Archive to import").set_input_files(
+        {
+            "name": "theirs.tar.gz",
+            "mimeType": "application/gzip",
+            "buffer": archive_of(layout({"a.md": b"# Theirs\n"})),
+        }
+    )
+    page.get_by_label("When a document already exists").select_option("rename")
+    page.get_by_role("button", name="Preview import").click()
+    expect(page.locator("#space-import-documents li")).to_have_text(
+        ["a.md → a.import.md (renamed)"]
+    )
+    held: list[Route] = []
+    page.route("**/api/v1/memory/import?*dryRun=0*", lambda route: held.append(route))
+
+    page.get_by_role("button", name="Import", exact=True).dblclick()
+
+    # While the import is on its way, Import is off: a second press would import it again.
+    expect(page.get_by_role("button", name="Import", exact=True)).to_be_disabled()
+    page.wait_for_timeout(200)
+    assert len(held) == 1
+    held[0].continue_()
+    expect(page.locator("#space-import-status")).to_have_text(
+        "Imported: 0 imported, 0 replaced, 0 skipped, 1 renamed."
+    )
+    expect(page.locator("#space-documents tr")).to_have_count(2)
+    assert [meta.path for meta in store_get().list(handle)] == ["a.import.md", "a.md"]
+
+
+def test_a_space_opened_while_another_is_still_loading_shows_only_its_own_documents(
+    browser_context, live_server, tenant
+):
+    writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
+    for name, path in (("slow", "from-slow.md"), ("fast", "from-fast.md")):
+        space_document_write(
+            handle=SpaceHandle(visibility=Visibility.ORG, name=name, tenant_id=tenant.team.pk),
+            path=path,
+            body=b"# A document\n",
+            expected_revision=0,
+            writer=writer,
+        )
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    expect(page.locator("#space-label")).to_have_text("org space “notes”")
+    held: list[Route] = []
+    page.route("**/api/v1/memory/docs?*name=slow*", lambda route: held.append(route))
+    space_name = page.get_by_label("Name", exact=True)
+
+    space_name.fill("slow")
+    with page.expect_request("**/api/v1/memory/docs?*name=slow*"):
+        page.get_by_role("button", name="Open space").click()
+    space_name.fill("fast")
+    page.get_by_role("button", name="Open space").click()
+    expect(page.locator("#space-label")).to_have_text("org space “fast”")
+    held[0].continue_()
+
+    # The slow space's answer, arriving last, is dropped: it was not asked for any more.
+    page.wait_for_timeout(500)
+    expect(page.locator("#space-label")).to_have_text("org space “fast”")
+    expect(page.locator("#space-documents tr")).to_have_text([re.compile("from-fast.md")])
+
+
+def test_a_slow_document_arriving_after_another_was_opened_does_not_replace_it(
+    browser_context, live_server, tenant
+):
+    handle = SpaceHandle(visibility=Visibility.ORG, name="notes", tenant_id=tenant.team.pk)
+    writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
+    for path in ("slow.md", "fast.md"):
+        space_document_write(
+            handle=handle,
+            path=path,
+            body=f"# {path}\n".encode(),
+            expected_revision=0,
+            writer=writer,
+        )
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    held: list[Route] = []
+    page.route("**/api/v1/memory/doc?*path=slow.md*", lambda route: held.append(route))
+    editor = page.get_by_label("Document text (Markdown)")
+
+    with page.expect_request("**/api/v1/memory/doc?*path=slow.md*"):
+        page.get_by_role("button", name="slow.md").click()
+    page.get_by_role("button", name="fast.md").click()
+    expect(editor).to_have_value("# fast.md\n")
+    editor.fill("# fast.md\nmy draft\n")
+    held[0].continue_()
+
+    page.wait_for_timeout(500)
+    expect(page.get_by_role("heading", name="fast.md")).to_be_visible()
+    expect(editor).to_have_value("# fast.md\nmy draft\n")
+
+
+def test_a_slow_document_arriving_after_another_space_was_opened_is_not_opened_there(
+    browser_context, live_server, tenant
+):
+    handle = SpaceHandle(visibility=Visibility.ORG, name="notes", tenant_id=tenant.team.pk)
+    writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
+    space_document_write(
+        handle=handle, path="slow.md", body=b"# Slow\n", expected_revision=0, writer=writer
+    )
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    held: list[Route] = []
+    page.route("**/api/v1/memory/doc?*path=slow.md*", lambda route: held.append(route))
+
+    with page.expect_request("**/api/v1/memory/doc?*path=slow.md*"):
+        page.get_by_role("button", name="slow.md").click()
+    page.get_by_label("Name", exact=True).fill("other")
+    page.get_by_role("button", name="Open space").click()
+    expect(page.locator("#space-label")).to_have_text("org space “other”")
+    held[0].continue_()
+
+    # Opened there, its Save would have written it into the other space.
+    page.wait_for_timeout(500)
+    expect(page.locator("#space-editor")).to_be_hidden()
+
+
+def test_an_export_refused_says_why_on_the_page_instead_of_a_failed_download(
+    browser_context, live_server, tenant
+):
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    expect(page.locator("#space-label")).to_have_text("org space “notes”")
+    browser_context.clear_cookies()  # the session ends
+
+    page.get_by_role("link", name="Export this space").click()
+
+    expect(page.locator("#space-export-status")).to_have_text(
+        re.compile(r"^Not downloaded: You are signed out\..*\(AUTHENTICATION_REQUIRED\)$")
+    )
+
+
+def test_a_space_named_in_another_script_downloads_under_its_name(
+    browser_context, live_server, tenant
+):
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    page.get_by_label("Name", exact=True).fill("café")
+    page.get_by_role("button", name="Open space").click()
+    expect(page.locator("#space-label")).to_have_text("org space “café”")
+
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Export this space").click()
+
+    assert download.value.suggested_filename == "memory-org-café.tar.gz"
+    expect(page.locator("#space-export-status")).to_have_text("Downloaded org space “café”.")

@@ -9,6 +9,7 @@ view and method, so no component or operation ever collides.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -72,6 +73,13 @@ def operation(
     return lambda target: declared(described(target))
 
 
+# drf-spectacular imports each extension's target class at its first match and is not safe
+# for two threads doing that at once (one marks a class it could not import as None while the
+# other still reads it as a name, and fails): a fresh gunicorn worker's first concurrent API
+# requests answered 500. The cache below leaves this lock to each operation's first request.
+_schema_lock = threading.Lock()
+
+
 @functools.cache
 def query_parameters(callback: Callable[..., Any], method: str) -> frozenset[str] | None:
     """The query parameters a route's operation takes: those its schema documents (an
@@ -81,13 +89,15 @@ def query_parameters(callback: Callable[..., Any], method: str) -> frozenset[str
     schema documents are one declaration and cannot drift apart. An operation that documents
     none (OPTIONS among them) takes none; None for one the schema leaves out (the schema's
     own pages, whose `?lang=` is drf-spectacular's)."""
-    generator = SchemaGenerator()  # holds the view's schema (a weak proxy) alive
-    schema = generator.create_view(callback, method).schema
-    schema.method = method
-    if schema.is_excluded():
-        return None
+    with _schema_lock:
+        generator = SchemaGenerator()  # holds the view's schema (a weak proxy) alive
+        schema = generator.create_view(callback, method).schema
+        schema.method = method
+        if schema.is_excluded():
+            return None
+        parameters = schema.get_override_parameters()
     taken = {api_settings.URL_FORMAT_OVERRIDE}
-    for parameter in schema.get_override_parameters():
+    for parameter in parameters:
         if isinstance(parameter, OpenApiParameter):
             if parameter.location == OpenApiParameter.QUERY and not parameter.exclude:
                 taken.add(parameter.name)

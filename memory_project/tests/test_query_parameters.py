@@ -9,11 +9,13 @@ is added.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 import pytest
 from django.apps import apps
 from django.urls import get_resolver
+from drf_spectacular.extensions import OpenApiViewExtension
 from drf_spectacular.generators import SchemaGenerator
 
 from memory_project.api.schema import query_parameters
@@ -107,3 +109,41 @@ def test_every_documented_query_parameter_is_taken(make_world, path, method, nam
     # The value may be refused (`limit=1` is fine, `cursor=1` is no cursor); the name is not.
     refusal = response.json().get("error", {}) if response.status_code == 400 else {}
     assert refusal.get("detail", {}).get("reason") != "unknown", refusal
+
+
+def test_the_first_concurrent_requests_of_a_process_read_the_schema_without_failing():
+    # drf-spectacular imports an extension's target class at its first match, and two threads
+    # matching at once can fail there (the first sets the class it could not import to None
+    # while the second still reads it as a name): the first requests of a fresh gunicorn
+    # worker (the Team memory page asks for its usage and its list at once) answered 500.
+    class NeverInstalled(OpenApiViewExtension):
+        target_class = "a_package_never_installed.View"
+
+        def view_replacement(self) -> Any:
+            return self.target
+
+    callback = get_resolver().resolve("/api/v1/memory/docs").func
+    failures: list[BaseException] = []
+
+    def first_request(barrier: threading.Barrier) -> None:
+        barrier.wait()
+        try:
+            query_parameters(callback, "GET")
+        except Exception as error:
+            failures.append(error)
+
+    try:
+        for _ in range(20):
+            NeverInstalled.target_class = "a_package_never_installed.View"
+            query_parameters.cache_clear()
+            barrier = threading.Barrier(8)
+            threads = [threading.Thread(target=first_request, args=(barrier,)) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        OpenApiViewExtension._registry.remove(NeverInstalled)
+        query_parameters.cache_clear()
+
+    assert failures == []

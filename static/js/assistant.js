@@ -160,9 +160,13 @@ class AssistantPanel extends FramePanel {
   }
 
   async newConversation() {
+    // Off until the answer: a second press (a double-click) would start another, empty one.
+    const button = byId("assistant-new");
+    button.disabled = true;
     const created = await api("POST", this.urls.conversations, {
       body: { workspaceId: config.workspaceId },
     });
+    button.disabled = false;
     if (!created.ok) {
       announce(this.status, failure("No new conversation", created), "error");
       return;

@@ -3,7 +3,7 @@
 // saves nothing), and issue (shown once) or revoke its tokens. Owners get the controls;
 // the routes refuse anyone else whatever the page shows.
 
-import { announce, api, byId, config, failure, listAll } from "./shared.js";
+import { announce, api, byId, config, failure, listAll, submitOnce } from "./shared.js";
 
 const listStatus = byId("bot-list-status");
 const editStatus = byId("bot-status");
@@ -182,7 +182,6 @@ async function loadTokens() {
 }
 
 async function issueToken(event) {
-  event.preventDefault();
   const name = byId("bot-token-name").value;
   const result = await api("POST", botUrl(openBot, "/tokens"), { body: { name } });
   if (!result.ok) return announce(tokenStatus, failure("Not issued", result), "error");
@@ -205,5 +204,5 @@ for (const id of ["bot-spec", "bot-runtime", "bot-auto-memory"]) {
 }
 byId("bot-edit").addEventListener("submit", save);
 byId("bot-create")?.addEventListener("submit", create);
-byId("bot-token-issue")?.addEventListener("submit", issueToken);
+if (byId("bot-token-issue")) submitOnce(byId("bot-token-issue"), issueToken);
 loadBots();

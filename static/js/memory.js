@@ -8,6 +8,7 @@ import {
   byteLength,
   config,
   dialogChoice,
+  downloadLink,
   element,
   failure,
 } from "./shared.js";
@@ -43,6 +44,9 @@ class MemoryFrame extends DocumentEditor {
       "clear-retry": () => this.clear(),
       undo: () => this.undo(),
       mode: () => this.changeMode(),
+    });
+    this.part("download").addEventListener("click", (event) => {
+      downloadLink(event, this.status, "Downloaded the saved memory (never an unsaved draft).");
     });
   }
 

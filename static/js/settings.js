@@ -1,7 +1,7 @@
 // Settings: the workspace's members (add, remove, leave) and your access tokens (create, shown
 // once; list; revoke), each through the JSON API that scripts use too.
 
-import { announce, api, byId, config, failure, listAll } from "./shared.js";
+import { announce, api, byId, config, failure, listAll, submitOnce } from "./shared.js";
 
 // "2026-12-01T03:31:26.123Z" as "2026-12-01 03:31 UTC", as the key sessions table shows times.
 function when(iso) {
@@ -153,8 +153,7 @@ async function revokeToken(token) {
 function setUpTokenCreate() {
   const form = byId("token-create");
   const secret = byId("token-secret");
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
+  submitOnce(form, async () => {
     const body = {
       name: form.elements.name.value.trim(),
       scope: form.elements.scope.value,

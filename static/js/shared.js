@@ -93,6 +93,43 @@ export async function listAll(url) {
   return { ok: true, status: 200, data: rows };
 }
 
+// A download link's file, fetched first so that a refusal (a credential in a note, a session
+// that ended) is said in `status` in words instead of saved as a file or a failed download;
+// only a whole file is handed to the browser, under the name the server gave it.
+export async function downloadLink(event, status, done) {
+  event.preventDefault();
+  const link = event.currentTarget;
+  announce(status, "Preparing the download…", "info", { focus: false });
+  let response;
+  try {
+    response = await fetch(link.href, { credentials: "same-origin" });
+  } catch {
+    announce(status, failure("Not downloaded", { code: "NETWORK_ERROR", detail: {} }), "error");
+    return;
+  }
+  if (!response.ok) {
+    const error = (await response.json().catch(() => null))?.error ?? {};
+    const result = { code: error.code ?? `HTTP_${response.status}`, detail: error.detail ?? {} };
+    announce(status, failure("Not downloaded", { ...result, message: error.message }), "error");
+    return;
+  }
+  const url = URL.createObjectURL(await response.blob());
+  const save = document.createElement("a");
+  save.href = url;
+  save.download = attachmentName(response) ?? link.getAttribute("download");
+  save.click();
+  URL.revokeObjectURL(url);
+  announce(status, done, "success", { focus: false });
+}
+
+// The file name of an attachment: `filename*` (RFC 6266, any script) before `filename`.
+function attachmentName(response) {
+  const header = response.headers.get("Content-Disposition") ?? "";
+  const encoded = /filename\*=utf-8''([^;]+)/i.exec(header);
+  if (encoded) return decodeURIComponent(encoded[1]);
+  return /filename="([^"]+)"/.exec(header)?.[1] ?? null;
+}
+
 // A new element with its class, text, attributes and children.
 export function element(tag, { className, text, attrs } = {}, children = []) {
   const node = document.createElement(tag);
@@ -101,6 +138,22 @@ export function element(tag, { className, text, attrs } = {}, children = []) {
   for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
   for (const child of children) node.append(child);
   return node;
+}
+
+// Run `action` on each submit of `form` (not leaving the page), its submit button off until
+// the action settles: pressed twice (a double-click), the form would send its request twice.
+export function submitOnce(form, action) {
+  const submit = form.querySelector('button[type="submit"]');
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (submit.disabled) return;
+    submit.disabled = true;
+    try {
+      await action(event);
+    } finally {
+      submit.disabled = false;
+    }
+  });
 }
 
 // Put a result in a status region; by default move focus there, so keyboard and screen

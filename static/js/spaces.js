@@ -5,7 +5,7 @@
 // document's revision (X-Base-Version), with the Memory frame's conflict view: a refused
 // Save keeps the draft and shows the saved text beside it.
 
-import { DocumentEditor, announce, api, byId, config, failure } from "./shared.js";
+import { DocumentEditor, announce, api, byId, config, downloadLink, failure } from "./shared.js";
 
 const QUALIFIERS = ["project", "bot", "run"];
 const visibilitySelect = byId("space-visibility");
@@ -195,10 +195,14 @@ function documentRow(document) {
 }
 
 async function spaceLoad() {
+  const asked = space;
   const [usage, listing] = await Promise.all([
     api("GET", spaceUrl("usage")),
     api("GET", spaceUrl("docs")),
   ]);
+  // Another space was opened while this one loaded (a slow answer arriving last): showing it
+  // now would list one space's documents under the other's name.
+  if (asked !== space) return false;
   const refused = [usage, listing].find((result) => !result.ok);
   if (refused) {
     byId("space-view").hidden = true;
@@ -271,6 +275,9 @@ async function importPreview() {
 }
 
 async function importRunNow() {
+  // Pressed again before the answer, it would import the archive a second time (with
+  // rename, a second copy of each document). A refusal leaves it off too: preview again.
+  importRun.disabled = true;
   const report = await importSend(false);
   if (report === null) return;
   importReset();
@@ -281,14 +288,22 @@ async function importRunNow() {
 async function spaceOpen() {
   if (!(await leaveDocument("opening another space"))) return;
   space = pickedSpace();
+  documentRequests += 1; // a document still on its way belongs to the space left
   editor.close();
   importReset();
   if (await spaceLoad()) announce(pickStatus, `Opened ${spaceLabel()}.`, "info", { focus: false });
 }
 
+// Counts the documents asked for: an answer to any but the last is dropped (a slow network
+// answering out of order), or it would replace the document opened since, and a draft begun
+// there, without asking.
+let documentRequests = 0;
+
 async function documentOpen(path) {
   if (!(await leaveDocument("opening another document"))) return;
+  const request = ++documentRequests;
   const result = await readDocument(path);
+  if (request !== documentRequests) return;
   if (!result.ok) {
     announce(listStatus, failure(`Could not open ${path}`, result), "error");
     return;
@@ -301,7 +316,9 @@ async function documentNew(path) {
   if (!(await leaveDocument("creating a document"))) return;
   // A path that holds a document already (perhaps written since the list was loaded) opens
   // it: an empty draft there could only meet a conflict on Save.
+  const request = ++documentRequests;
   const existing = await readDocument(path);
+  if (request !== documentRequests) return;
   if (!existing.ok && existing.code !== "NOT_FOUND") {
     announce(listStatus, failure(`Could not create ${path}`, existing), "error");
     return;
@@ -332,5 +349,8 @@ byId("space-import").addEventListener("submit", (event) => {
 });
 byId("space-import").addEventListener("change", importReset);
 importRun.addEventListener("click", importRunNow);
+byId("space-export").addEventListener("click", (event) => {
+  downloadLink(event, byId("space-export-status"), `Downloaded ${spaceLabel()}.`);
+});
 showQualifiers();
 spaceOpen();

@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Route, expect
 
 from workspaces.models import ApiToken, User, Workspace, WorkspaceMembership
 from workspaces.services import team_membership_ensure
@@ -167,3 +167,20 @@ def test_an_admin_adds_and_removes_a_member_and_a_member_leaves(new_context, liv
     gone = leaving.goto(f"/workspaces/{tenant.workspace.pk}/memory/")
     assert gone is not None
     assert gone.status == 404
+
+
+def test_a_double_click_on_create_token_creates_one_token(browser_context, live_server, tenant):
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, f"/workspaces/{tenant.workspace.pk}/settings/")
+    held: list[Route] = []
+    page.route("**/api/v1/tokens", lambda route: held.append(route), times=1)
+    page.get_by_label("Name").fill("laptop CLI")
+
+    page.get_by_role("button", name="Create token").dblclick()
+
+    # While the first is on its way, Create is off: a second token, never shown, would live on.
+    expect(page.get_by_role("button", name="Create token")).to_be_disabled()
+    held[0].continue_()
+    expect(page.locator("#token-secret-value")).to_have_text(re.compile(r"^iap_\S+$"))
+    expect(page.locator("#token-rows tr", has_text="laptop CLI")).to_have_count(1)
+    assert ApiToken.objects.filter(user=tenant.member, name="laptop CLI").count() == 1

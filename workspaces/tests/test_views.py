@@ -10,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from conftest import assert_error
+from workspaces import selectors
 from workspaces.models import (
     KeySession,
     KeySessionRevocation,
@@ -458,3 +459,25 @@ def test_a_closed_orgs_api_refusal_carries_when_the_purge_is_due(tenant):
     assert error["detail"]["deletionDueAt"] == tenant.org.deletion_due_at.isoformat().replace(
         "+00:00", "Z"
     )
+
+
+def test_a_page_that_fails_is_this_sites_error_page_with_a_way_back(client, tenant, monkeypatch):
+    """A page that fails (a bug, the database gone) answers this site's page: what happened,
+    what to do, and the way back; Django's bare "Server Error (500)" had neither, nor the
+    site's look."""
+    signed_in(client, tenant.member)
+    client.raise_request_exception = False
+
+    def fail(**_: object) -> None:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(selectors, "workspace_list_for_member", fail)
+
+    response = client.get(reverse("workspaces:list"))
+
+    assert response.status_code == 500
+    text = response.content.decode()
+    assert "<title>Something went wrong · Workspace Memory</title>" in text
+    assert "<h1>Something went wrong</h1>" in text
+    assert f'href="{reverse("workspaces:list")}"' in text
+    assert "the database went away" not in text

@@ -7,6 +7,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 from django.core.cache import cache
 from django.db import connection
@@ -20,14 +21,20 @@ from automation.api.views import AutomationMemoryApi
 from automation.models import Admission, CommitFence, DeliveryCredential, RecallStatus, Turn
 from automation.providers import ModelProvider, ProviderUnavailable, ScriptedProvider
 from automation.runtime import turn_run
+from automation.selectors import (
+    admission_by_credential_digest,
+    admission_with_recall_facts_by_credential_digest,
+)
 from automation.services import Recall
 from automation.tokens import delivery_credential_cache_key
-from conftest import assert_error
+from conftest import assert_error, postgres_only
 from memory.models import MEMORY_PATH, Proposal
 from memory.selectors import memory_current_get
 from memory.services import memory_policy_set, memory_save
 from memory.tests.secret_corpus import CREDENTIALS, PROSE, fake
+from workspaces import sql
 from workspaces.models import FileVersion
+from workspaces.tokens import bearer_secret_digest
 
 CHANGE = {"expectedVersion": 1, "changes": [{"op": "add", "line": "- likes green tea"}]}
 
@@ -406,6 +413,88 @@ def test_a_recall_reads_its_credential_and_facts_in_one_statement_then_its_recei
     assert Admission._meta.db_table in lookup
     assert FileVersion._meta.db_table in lookup
     assert "UPDATE" in receipt
+
+
+def test_a_credentials_lookup_leaves_what_no_request_reads_and_loads_it_on_access(runtime):
+    # The recall and capture above read none of it (a recall makes its two statements);
+    # anything that does still reads it from the database.
+    runtime.get(runtime.url, {"purpose": "recall"})  # sets the receipt's timestamp
+    raw = runtime.headers["HTTP_AUTHORIZATION"].partition(" ")[2]
+
+    admission = admission_by_credential_digest(bearer_secret_digest(raw))
+
+    assert admission is not None
+    assert admission.get_deferred_fields() == {
+        "admitted_at",
+        "committed_at",
+        "capture_refused_at",
+        "recalled_at",
+    }
+    owner, workspace = admission.owner, admission.workspace
+    assert "email" in owner.get_deferred_fields()
+    assert workspace.get_deferred_fields() == {"created_at"}
+    stored = Admission.objects.select_related("owner", "workspace").get(pk=admission.pk)
+    assert stored.recalled_at is not None
+    with CaptureQueriesContext(connection) as loads:
+        assert admission.recalled_at == stored.recalled_at
+        assert admission.admitted_at == stored.admitted_at
+        assert (owner.email, owner.date_joined) == (stored.owner.email, stored.owner.date_joined)
+        assert workspace.created_at == stored.workspace.created_at
+    assert len(loads.captured_queries) == 5
+
+
+def _loaded_values(instance: Any) -> dict[str, Any]:
+    deferred = instance.get_deferred_fields()
+    return {
+        field.attname: getattr(instance, field.attname)
+        for field in type(instance)._meta.concrete_fields
+        if field.attname not in deferred
+    }
+
+
+def test_a_recalls_lookup_reads_the_same_in_either_format(runtime, monkeypatch):
+    runtime.get(runtime.url, {"purpose": "recall"})
+    digest = bearer_secret_digest(runtime.headers["HTTP_AUTHORIZATION"].partition(" ")[2])
+    now = timezone.now()
+    found = admission_with_recall_facts_by_credential_digest(digest, now=now)
+    monkeypatch.setattr(sql, "results_binary", lambda cursor: None)  # the text format
+
+    in_text = admission_with_recall_facts_by_credential_digest(digest, now=now)
+
+    assert found is not None
+    assert in_text is not None
+    (admission, facts), (text_admission, text_facts) = found, in_text
+    assert facts == text_facts
+    assert facts.memory_ciphertext
+    for loaded, text_loaded in (
+        (admission, text_admission),
+        (admission.owner, text_admission.owner),
+        (admission.workspace, text_admission.workspace),
+        (admission.workspace.team, text_admission.workspace.team),
+        (admission.workspace.team.org, text_admission.workspace.team.org),
+    ):
+        assert _loaded_values(loaded) == _loaded_values(text_loaded)
+    assert admission.expires_at.tzinfo == text_admission.expires_at.tzinfo
+
+
+@postgres_only
+def test_a_recalls_lookup_reads_its_row_in_the_binary_format(runtime, monkeypatch):
+    # The ciphertext then travels as it is stored, not as hex for libpq to decode.
+    connection.ensure_connection()
+    driver = type(connection.create_cursor())
+    formats = []
+    execute = driver.execute
+
+    def recorded(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        formats.append(self.format)
+        return execute(self, query, params, **kwargs)
+
+    monkeypatch.setattr(driver, "execute", recorded)
+
+    assert runtime.get(runtime.url, {"purpose": "recall"}).json()["status"] == "provided"
+
+    # The lookup, then the receipt (which reads nothing back).
+    assert formats == [psycopg.pq.Format.BINARY, psycopg.pq.Format.TEXT]
 
 
 # The secret corpus, one line per change: a change is one line, so the corpus' multi-line

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import hashlib
+import time
 
 import psycopg
 import pytest
 from django.db import connection
 from django.db.backends.postgresql.base import Cursor as ClientBindingCursor
 
-from conftest import backend_terminate, postgres_only
+from conftest import backend_terminate, postgres_only, run_concurrently
 from memory.errors import StoreUnavailable
 from memory.models import SpaceDocument, SpaceKey
 from memory.spaces.database import DatabaseStore
 from memory.spaces.handle import Visibility
-from memory.tests.spaces.conftest import handle_of, store_write
+from memory.spaces.store import PendingWrite, WriteBatch
+from memory.tests.spaces.conftest import ROOMY, handle_of, store_write
 from workspaces.crypto import deployment_key_id
 from workspaces.errors import DocumentUnreadable
 from workspaces.services import data_keys_rewrap
@@ -193,3 +195,82 @@ def test_sealed_bodies_are_stored_out_of_line_without_a_compression_attempt():
             [SpaceDocument._meta.db_table, "body_ciphertext"],
         )
         assert cursor.fetchone() == ("e",)
+
+
+@postgres_only
+def test_a_batch_read_as_it_is_written_copies_its_new_documents_before_the_end(team):
+    """The server stores an import's new documents while the rest is read: before the
+    reader answers its writes, a second connection sees the batch's COPY holding rows."""
+    store = DatabaseStore()
+    handle = handle_of(team)
+    store_write(store, handle, "a.md", b"old", expected=0)  # the tenant's key exists
+    # More than the client buffers before it sends (32 KiB).
+    offered = [PendingWrite(f"n/{index:02d}.md", b"x" * 4096, 0) for index in range(40)]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (backend,) = cursor.fetchone()
+
+    def copied() -> int:
+        with connection.cursor() as cursor:
+            for _ in range(500):
+                cursor.execute(
+                    "SELECT tuples_processed FROM pg_stat_progress_copy WHERE pid = %s",
+                    [backend],
+                )
+                row = cursor.fetchone()
+                if row is not None and row[0] > 0:
+                    return int(row[0])
+                time.sleep(0.01)
+        return 0
+
+    seen = []
+
+    class Reader:
+        def read(self, offer):
+            for write in offered:
+                offer(write)
+
+        def writes(self):
+            seen.extend(run_concurrently(copied))
+            return offered
+
+    batch = WriteBatch(
+        writes=(), updated_by="import:7", quotas=ROOMY, deadline=time.monotonic() + 5
+    )
+    store.write_many_as_read(handle, batch, Reader())
+
+    assert seen[0] > 0
+    assert [meta.path for meta in store.list(handle)] == ["a.md"] + [w.path for w in offered]
+    stored = store.read(handle, "n/39.md")
+    assert stored is not None
+    assert stored.body == b"x" * 4096
+
+
+@postgres_only
+@pytest.mark.parametrize(
+    "answered",
+    [[], [PendingWrite("n.md", b"another body", 0)]],
+    ids=["not in the batch", "another body"],
+)
+def test_a_document_offered_unlike_the_batch_it_is_in_writes_nothing(team, answered):
+    """The COPY holds what was offered: a batch that does not write exactly that is refused
+    whole rather than left with a row it does not hold."""
+    store = DatabaseStore()
+    handle = handle_of(team)
+    store_write(store, handle, "a.md", b"old", expected=0)
+
+    class Reader:
+        def read(self, offer):
+            offer(PendingWrite("n.md", b"offered", 0))
+
+        def writes(self):
+            return answered
+
+    batch = WriteBatch(
+        writes=(), updated_by="import:7", quotas=ROOMY, deadline=time.monotonic() + 5
+    )
+    with pytest.raises(ValueError, match=r"n\.md"):
+        store.write_many_as_read(handle, batch, Reader())
+
+    assert [meta.path for meta in store.list(handle)] == ["a.md"]
+    assert store.usage(handle).used_bytes == 3

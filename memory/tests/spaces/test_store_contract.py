@@ -544,6 +544,88 @@ def test_a_checked_batch_answers_the_same_and_writes_nothing(adapter, team):
         )
 
 
+class Reader:
+    """A batch still being read (`write_many_as_read`): offers `offered` while reading,
+    then answers `writes`, or raises `refusal` there (after the store may have written the
+    offered documents)."""
+
+    def __init__(self, offered, writes, refusal=None):
+        self.offered, self.answered, self.refusal = offered, writes, refusal
+
+    def read(self, offer):
+        for path, body, expected in self.offered:
+            offer(PendingWrite(path, body, expected))
+
+    def writes(self):
+        if self.refusal is not None:
+            raise self.refusal
+        return [PendingWrite(path, body, expected) for path, body, expected in self.answered]
+
+
+def test_a_batch_written_as_it_is_read_writes_what_the_reader_answers(adapter, team):
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"old", expected=0)
+    new = [("b.md", b"bee", 0), ("c/d.md", b"", 0)]
+    # `a.md` is offered as new though the space holds it: the judgement refuses or writes
+    # it, whatever was offered.
+    writes = [*new, ("a.md", b"newer", 1), ("e.md", b"not offered", 0)]
+
+    metas = adapter.store.write_many_as_read(
+        handle, batch(), Reader([*new, ("a.md", b"newer", 0)], writes)
+    )
+
+    assert [(m.path, m.revision, m.size, m.updated_by) for m in metas] == [
+        ("b.md", 1, 3, "import:7"),
+        ("c/d.md", 1, 0, "import:7"),
+        ("a.md", 2, 5, "import:7"),
+        ("e.md", 1, 11, "import:7"),
+    ]
+    assert snapshot(adapter, handle) == (
+        {
+            "a.md": (b"newer", 2),
+            "b.md": (b"bee", 1),
+            "c/d.md": (b"", 1),
+            "e.md": (b"not offered", 1),
+        },
+        19,
+        19,
+    )
+    assert adapter.store.read(handle, "b.md").meta.checksum == body_checksum(b"bee")
+
+
+@pytest.mark.parametrize(
+    ("writes", "refusal", "error"),
+    [
+        ([("n.md", b"x", 0)], InvalidDocumentPath("refused by the reader"), InvalidDocumentPath),
+        ([("n.md", b"x", 0), ("a.md", b"y", 0)], None, VersionConflict),
+        ([("n.md", b"x", 0), ("a.md/n.md", b"y", 0)], None, InvalidDocumentPath),
+        ([("n.md", b"x", 0), ("n.md/m.md", b"y", 0)], None, InvalidDocumentPath),
+        ([("n.md", b"x" * 200, 0)], None, SpaceQuotaExceeded),
+    ],
+    ids=["by the reader", "create-only on existing", "path conflict", "within", "past the quota"],
+)
+def test_a_batch_refused_after_its_documents_were_offered_writes_nothing(
+    adapter, team, writes, refusal, error
+):
+    handle, new = handle_of(team), handle_of(team, name="new")
+    adapter.write(handle, "a.md", b"kept", expected=0)
+    before = snapshot(adapter, handle)
+    quotas = Quotas(space_bytes=100, tenant_bytes=0)
+    # A refusal that needs `a.md` is judged in the space holding it; the others in a new
+    # space as well, which is not created.
+    targets = [handle] if any(path.startswith("a.md") for path, _, _ in writes) else [handle, new]
+
+    for target in targets:
+        with pytest.raises(error):
+            adapter.store.write_many_as_read(
+                target, batch(quotas=quotas), Reader(writes, writes, refusal)
+            )
+
+    assert snapshot(adapter, handle) == before
+    assert snapshot(adapter, new) == ({}, 0, 4)
+    assert adapter.store.spaces(team.pk) == [handle]
+
+
 def test_read_all_answers_every_document_as_read_does(adapter, team):
     handle = handle_of(team)
     for path in ("b.md", "a/c.md", "a.md"):
