@@ -252,3 +252,11 @@ postgres_only = pytest.mark.skipif(
     connection.vendor != "postgresql",
     reason="races need real concurrent PostgreSQL connections; CI runs these on PostgreSQL",
 )
+
+
+@pytest.fixture
+def turns_held(monkeypatch) -> None:
+    """Admitted turns stay queued, as while an out-of-process agent runtime holds the turn:
+    no worker runs them here, so their delivery credential stays live (a turn that has
+    ended ends its credential with it)."""
+    monkeypatch.setattr("automation.services.turn_enqueue", lambda *, turn_id: None)

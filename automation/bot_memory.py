@@ -45,7 +45,7 @@ from memory.spaces.selectors import space_document_metas, space_document_read
 from memory.spaces.services import SpaceWriter, WriterKind, space_document_write
 from memory.spaces.store import DocumentMeta
 from workspaces.errors import NotFound, VersionConflict
-from workspaces.models import Bot, TeamMembership
+from workspaces.models import Bot, TeamMembership, User
 from workspaces.paths import document_path_require_canonical
 from workspaces.sql import starts_with
 
@@ -111,18 +111,22 @@ class BotMemoryAccess:
             raise BotMemoryToolDenied(tool=tool.value)
 
 
-def bot_memory_access(*, bot: Bot, run: str = "") -> BotMemoryAccess:
+def bot_memory_access(*, bot: Bot, issuer: User, run: str = "") -> BotMemoryAccess:
     """The gate: the space `bot`'s spec names (`run` completes a `private` one) and the
-    tools it may call. BotMemoryDisabled without an enabled spec; SpaceInvalid for a
-    `private` space without a valid run; BotMemoryUserUnavailable for a `user` or `private`
-    space whose person is no longer an active member of the bot's team."""
+    tools it may call, for a token of the bot that `issuer` issued. BotMemoryDisabled
+    without an enabled spec; SpaceInvalid for a `private` space without a valid run;
+    BotMemoryUserUnavailable for a `user` or `private` space whose person is no longer an
+    active member of the bot's team, or is not `issuer`: a person's own space reaches a bot
+    only through a token that person issued, never through a co-owner's token of that bot."""
     spec = bot.memory_spec
     handle = None
     if spec is not None:
         handle = memory_spec_space(spec, team_id=bot.team_id, bot_slug=bot.slug, run=run)
     if spec is None or handle is None:
         raise BotMemoryDisabled()
-    if handle.visibility in USER_BOUND and not _member_active(bot, handle.user_id):
+    if handle.visibility in USER_BOUND and (
+        handle.user_id != issuer.pk or not _member_active(bot, handle.user_id)
+    ):
         raise BotMemoryUserUnavailable()
     return BotMemoryAccess(bot=bot, spec=spec, handle=handle, tools=bot_memory_tools(bot), run=run)
 

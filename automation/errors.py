@@ -89,7 +89,7 @@ class BotMemoryToolDenied(DomainError):
 
 class BotMemoryUserUnavailable(DomainError):
     """The `user` or `private` space of the spec belongs to someone who is no longer an
-    active member of the bot's team."""
+    active member of the bot's team, or who did not issue the bot token presented."""
 
     code = "BOT_MEMORY_USER_UNAVAILABLE"
     status = 403

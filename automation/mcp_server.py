@@ -623,7 +623,7 @@ RUN_HEADER = "x-memory-run"
 
 def _bot_access(credential: Credential, run: str) -> BotMemoryAccess:
     assert credential.bot is not None  # `_caller(..., bot=True)` let only a bot through
-    return bot_memory_access(bot=credential.bot, run=run)
+    return bot_memory_access(bot=credential.bot, issuer=credential.user, run=run)
 
 
 def _bot_arguments(shape: type[RunInput], **arguments: str) -> dict[str, Any]:

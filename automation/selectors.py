@@ -37,6 +37,7 @@ from workspaces.models import (
     KeySession,
     Org,
     Team,
+    TeamMembership,
     User,
     Workspace,
     WorkspaceMembership,
@@ -116,9 +117,19 @@ def turn_expiry_refuse(*, admission: Admission, slot: CredentialSlot, now: datet
 
     Every use of a turn's authority starts here (recall, the document routes and tools),
     so a dead credential is refused the same way everywhere, before anything is read.
+    `detail.reason` says which: `expired`, or `turn_ended` for a slot that expired before
+    its admission did, which only the end of its turn does (`turn_finish`): the two are
+    written with one expiry, and a newer turn replaces the credential rather than expire it.
     """
-    if admission.expires_at <= now or (slot.is_current and not slot.is_unexpired):
-        raise CredentialExpired("This turn's delivery credential is past its expiry.")
+    if admission.expires_at <= now:
+        raise CredentialExpired(
+            "This turn's delivery credential is past its expiry.", reason="expired"
+        )
+    if slot.is_current and not slot.is_unexpired:
+        raise CredentialExpired(
+            "This turn has ended; its delivery credential no longer authorizes anything.",
+            reason="turn_ended",
+        )
 
 
 def document_actor_for_turn(
@@ -600,7 +611,10 @@ def _grant_offsets() -> tuple[int, ...]:
 
 def _admission_grant_sql() -> tuple[str, str]:
     """The columns and the joined tables (aliases a, u, w, t, o) of an admission with its
-    owner and its workspace's team and org."""
+    owner and its workspace's team and org; none while the owner is not a member of that
+    team. A turn acts with its sender's authority, which leaving the team (a membership
+    deleted by staff) ends at once, as it ends the sender's own tokens: the credential then
+    names no admission (TOKEN_INVALID)."""
     select = ", ".join(
         columns(model, alias, deferred=deferred)
         for (model, deferred), alias in zip(_GRANT_MODELS.items(), "auwto", strict=True)
@@ -608,6 +622,7 @@ def _admission_grant_sql() -> tuple[str, str]:
     joins = f"""{table(Admission)} a
         JOIN {table(User)} u ON u.id = a.owner_id
         JOIN {table(Workspace)} w ON w.id = a.workspace_id
+        JOIN {table(TeamMembership)} tm ON tm.team_id = w.team_id AND tm.user_id = a.owner_id
         JOIN {table(Team)} t ON t.id = w.team_id
         JOIN {table(Org)} o ON o.id = t.org_id"""
     return select, joins

@@ -50,6 +50,7 @@ from workspaces.models import (
     WorkspaceMembership,
 )
 from workspaces.services import (
+    cached_secrets_discard,
     key_session_cached_data_key,
     key_session_open,
     key_session_revoke,
@@ -283,11 +284,34 @@ def transcript_append(
 
 
 def turn_finish(*, turn: Turn, failure_code: str = "") -> None:
-    """Mark a running turn completed (or failed, with a code and never any text)."""
+    """Mark a running turn completed (or failed, with a code and never any text), and end
+    its delivery credential with it.
+
+    A credential authorizes one turn: once the turn has ended, nothing may act under it,
+    though its admission's expiry is still minutes away. The conversation's credential slot,
+    while it still holds this turn's credential, expires now, in the same transaction, so
+    every check that reads the slot refuses it from here on: recall and the document routes
+    (TOKEN_EXPIRED, `detail.reason` `turn_ended`) and the commit fence (clause
+    `credential_unexpired`). Its cached copy, the runtime's, is dropped after the commit.
+    """
     state = Turn.State.FAILED if failure_code else Turn.State.COMPLETED
-    Turn.objects.filter(pk=turn.pk, state=Turn.State.RUNNING).update(
-        state=state, finished_at=timezone.now(), failure_code=failure_code
-    )
+    admission = turn.admission
+    now = timezone.now()
+    with transaction.atomic():
+        finished = Turn.objects.filter(pk=turn.pk, state=Turn.State.RUNNING).update(
+            state=state, finished_at=now, failure_code=failure_code
+        )
+        if finished:
+            DeliveryCredential.objects.filter(
+                conversation_id=admission.conversation_id,
+                credential_digest=admission.credential_digest,
+                expires_at__gt=now,
+            ).update(expires_at=now)
+            transaction.on_commit(
+                lambda: cached_secrets_discard(
+                    cache_keys=[delivery_credential_cache_key(admission.pk)]
+                )
+            )
 
 
 def turn_claim(*, turn_id: uuid.UUID) -> bool:

@@ -12,6 +12,8 @@ the admin form all judge a spec alike. The codes (docs/bots.md):
 - C049 error: a field this spec does not have (ours; the seed has no code for it).
 - C050 error: a field of the wrong type, or a value that cannot be a space's name,
   qualifier or autoload glob (ours).
+- C051 error: a `user` other than the person saving the spec (ours; only on save, since the
+  validate route and the diagnostics know no person).
 - C131 error: an auto-memory value other than on/off/true/false/1/0/blank.
 - C132 warning: auto-memory on for a runtime that ignores it (`kimi`, `grok`, `codex`).
 - C170 error: an unknown `visibility`.
@@ -318,6 +320,7 @@ def bot_create(
             field="slug",
         )
     setting = bot_spec_require_valid(runtime=runtime, memory=memory, auto_memory=auto_memory)
+    _spec_user_require_own(memory, before=None, person=actor or staff)
     with violation_raises(BotSlugTaken, slug=slug):
         bot = Bot.objects.create(
             team=team,
@@ -378,6 +381,9 @@ def bot_update(
             memory=current.memory_spec,
             auto_memory=current.auto_memory if auto_memory is KEEP else auto_memory,
         )
+        _spec_user_require_own(
+            current.memory_spec, before=before["memory_spec"], person=actor or staff
+        )
         changed = [field for field in _EDITABLE if getattr(current, field) != before[field]]
         if changed:
             current.save(update_fields=changed)
@@ -386,6 +392,32 @@ def bot_update(
             )
     bot.refresh_from_db()
     return bot
+
+
+def _spec_user_require_own(
+    memory: Mapping[str, Any] | None, *, before: Mapping[str, Any] | None, person: User | None
+) -> None:
+    """A `user` or `private` space is one person's own notes, so a spec may name only the
+    space of the person saving it (`BotSpecInvalid`, `detail.field` `user`, otherwise): a team
+    owner could otherwise read any member's notes through a bot. A `user` the stored spec
+    already names may stay (renaming a bot is not giving it a space); the system itself
+    (`person` None: a command, a migration) is not judged."""
+    user_id = None if memory is None else memory.get("user")
+    if person is None or user_id is None or user_id == person.pk:
+        return
+    if before is not None and before.get("user") == user_id:
+        return
+    diagnostic = _error(
+        "C051",
+        "user",
+        "`user` must be your own id: a bot may be given only the `user` or `private` space "
+        "of the person who configures it.",
+    )
+    raise BotSpecInvalid(
+        "A bot may be given only your own user or private space; nothing was saved.",
+        diagnostics=[diagnostic.as_json()],
+        field="user",
+    )
 
 
 def _bot_audit(bot: Bot, *, actor: User | None, action: str, **detail: object) -> None:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from importlib import import_module
 from typing import ClassVar, Literal
 
 import jwt
 from django.conf import settings
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
@@ -52,6 +55,8 @@ class Credential:
     team: Team
     token_id: int | None = None
     bot: Bot | None = None
+    # A browser session's key (kind `session`), which a JWT minted from it ends with.
+    session_key: str | None = None
 
 
 def _refuse(code: str, message: str) -> AuthenticationFailed:
@@ -59,7 +64,8 @@ def _refuse(code: str, message: str) -> AuthenticationFailed:
 
 
 class TokenRevoked(AuthenticationFailed):
-    """A personal access token, or the one a JWT was minted from, that was revoked."""
+    """A personal access token, or the one a JWT was minted from, that was revoked; or the
+    browser session a JWT was minted from, that ended."""
 
     default_detail = "Token revoked."
     default_code = "TOKEN_REVOKED"
@@ -168,6 +174,8 @@ class BearerAuthentication(BaseAuthentication):
         )
         if membership is None:
             raise _refuse("TOKEN_INVALID", "Token owner unavailable.")
+        if claims.session_key is not None:
+            _browser_session_require_live(session_key=claims.session_key, user=membership.user)
         # Only the person API mints JWTs, and only for its own scope.
         self._scope_require(ApiToken.Scope.API)
         org_require_active(org=membership.team.org)
@@ -244,6 +252,22 @@ def _parent_token_require_live(claims: JwtClaims, *, token_id: int) -> None:
         raise _refuse("TOKEN_EXPIRED", "The token this JWT was minted from expired.")
 
 
+def _browser_session_require_live(*, session_key: str, user: User) -> None:
+    """A JWT minted from a browser session ends with that session: signed out (from the
+    frame or the admin), expired, or signed in before the person's password changed (the
+    session's auth hash no longer matches, which Django itself judges only on the session's
+    next use). Read from the session store on every request, like a token, so no cache
+    delays a sign-out."""
+    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    signed_in = session.get(SESSION_KEY) == str(user.pk)
+    session_hash = session.get(HASH_SESSION_KEY) or ""
+    if not signed_in or not any(
+        constant_time_compare(session_hash, current)
+        for current in (user.get_session_auth_hash(), *user.get_session_auth_fallback_hash())
+    ):
+        raise TokenRevoked("The browser session this JWT was minted from has ended.")
+
+
 class TeamSessionAuthentication(SessionAuthentication):
     """The signed-in browser session (with DRF's CSRF check), bound to the session's active team."""
 
@@ -262,7 +286,12 @@ class TeamSessionAuthentication(SessionAuthentication):
         if membership is None:
             raise NoActiveTeam()
         org_require_active(org=membership.team.org)
-        return user, Credential(kind="session", user=user, team=membership.team)
+        return user, Credential(
+            kind="session",
+            user=user,
+            team=membership.team,
+            session_key=request.session.session_key,
+        )
 
 
 def request_credential(request: Request) -> Credential:

@@ -426,8 +426,9 @@ def jwt_issue(*, credential: Credential) -> tuple[str, datetime]:
     """Sign a short-lived JWT for the credential's person and team; return it and its expiry.
 
     A JWT cannot renew itself (`CredentialKindRefused`): short-lived means it ends unless a
-    longer-lived credential (a PAT or the browser session) asks again. One minted from a PAT
-    names it, so revoking the PAT ends the JWT too.
+    longer-lived credential (a PAT or the browser session) asks again. It names what it was
+    minted from, a PAT or the browser session, and ends with it: revoking the PAT, signing
+    out of the session (or a password change, which ends every session) ends the JWT too.
     """
     if credential.kind == "jwt":
         raise CredentialKindRefused("A JWT cannot be exchanged for another JWT.")
@@ -436,6 +437,7 @@ def jwt_issue(*, credential: Credential) -> tuple[str, datetime]:
         team_id=credential.team.pk,
         now=timezone.now(),
         token_id=credential.token_id,
+        session_key=credential.session_key,
     )
 
 

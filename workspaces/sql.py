@@ -340,9 +340,10 @@ _API_TOKEN_DEFERRED = {
 
 def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
     """The token whose SHA-256 is `digest` (with its owner, team and org, and bot), and
-    whether its owner is still in its team; whatever its state: the caller judges
-    revocation and expiry, read afresh on every request."""
-    row = fetch_one(_api_token_sql(connection.vendor), [digest])
+    whether its owner still holds what minting it took: membership of its team, and for a
+    bot's token, ownership of it (only an owner issues one); whatever its state: the caller
+    judges revocation and expiry, read afresh on every request."""
+    row = fetch_one(_api_token_sql(connection.vendor), [TeamMembership.Role.OWNER.value, digest])
     if row is None:
         return None
     starts = {}
@@ -367,7 +368,7 @@ def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
 def _api_token_sql(vendor: str) -> str:
     # Raw: it runs on every token-authenticated request, and the ORM spent longer compiling
     # this query (four joins and an EXISTS) than PostgreSQL spent answering it. Built once
-    # per process: the identifiers come from model metadata; the digest is a parameter.
+    # per process: the identifiers come from model metadata; the values are parameters.
     token, user, team, org, bot = (
         columns(model, alias, deferred=deferred)
         for (model, deferred), alias in zip(_API_TOKEN_DEFERRED.items(), "kutob", strict=True)
@@ -377,6 +378,7 @@ def _api_token_sql(vendor: str) -> str:
             EXISTS (
                 SELECT 1 FROM {table(TeamMembership)} m
                 WHERE m.team_id = k.team_id AND m.user_id = k.user_id
+                    AND (k.bot_id IS NULL OR m.role = %s)
             )
         FROM {table(ApiToken)} k
         JOIN {table(User)} u ON u.id = k.user_id

@@ -52,10 +52,10 @@ RUN_HELP = (
 
 
 def _access(request: Request, run: str) -> BotMemoryAccess:
-    bot = request_credential(request).bot
-    if bot is None:  # only a bot token authenticates here
+    credential = request_credential(request)
+    if credential.bot is None:  # only a bot token authenticates here
         raise CredentialKindRefused("Only a bot's token reaches this route.")
-    return bot_memory_access(bot=bot, run=run)
+    return bot_memory_access(bot=credential.bot, issuer=credential.user, run=run)
 
 
 class ToolResult(serializers.Serializer):

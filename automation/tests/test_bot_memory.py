@@ -52,7 +52,7 @@ def person_writes(tenant: Any, handle: SpaceHandle, path: str, text: str, expect
 
 
 def test_list_on_an_empty_space_says_empty(tenant):
-    access = bot_memory_access(bot=make_bot(tenant))
+    access = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant))
 
     listing = memory_list(access=access)
 
@@ -62,7 +62,7 @@ def test_list_on_an_empty_space_says_empty(tenant):
 
 def test_a_write_by_bot_a_lands_in_its_own_space_attributed_to_it(tenant):
     bot = make_bot(tenant, "alpha")
-    access = bot_memory_access(bot=bot)
+    access = bot_memory_access(issuer=tenant.admin, bot=bot)
 
     answer = memory_write(access=access, path="notes/plan.md", content="# Plan\n")
 
@@ -76,9 +76,9 @@ def test_a_write_by_bot_a_lands_in_its_own_space_attributed_to_it(tenant):
 
 
 def test_bot_b_cannot_read_bot_a_space(tenant):
-    alpha = bot_memory_access(bot=make_bot(tenant, "alpha"))
+    alpha = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant, "alpha"))
     memory_write(access=alpha, path="secret-plan.md", content="alpha only\n")
-    beta = bot_memory_access(bot=make_bot(tenant, "beta"))
+    beta = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant, "beta"))
 
     with pytest.raises(NotFound):
         memory_read(access=beta, path="secret-plan.md")
@@ -92,7 +92,7 @@ def test_bot_b_cannot_read_bot_a_space(tenant):
     "path", ["../escape.md", "notes/../../escape.md", "/etc/passwd.md", "notes\\..\\x.md", "./a.md"]
 )
 def test_a_traversal_path_is_refused_and_nothing_is_written(tenant, path):
-    access = bot_memory_access(bot=make_bot(tenant))
+    access = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant))
 
     with pytest.raises(InvalidDocumentPath):
         memory_write(access=access, path=path, content="x\n")
@@ -104,7 +104,7 @@ def test_a_traversal_path_is_refused_and_nothing_is_written(tenant, path):
 
 
 def test_a_write_over_a_change_the_bot_has_not_seen_is_refused_with_read_again(tenant):
-    access = bot_memory_access(bot=make_bot(tenant))
+    access = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant))
     memory_write(access=access, path="plan.md", content="bot v1\n")
     person_writes(tenant, access.handle, "plan.md", "person v2\n", expected=1)
 
@@ -126,7 +126,7 @@ def test_a_write_over_a_change_the_bot_has_not_seen_is_refused_with_read_again(t
 
 
 def test_a_document_the_bot_never_read_is_not_overwritten(tenant):
-    access = bot_memory_access(bot=make_bot(tenant))
+    access = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant))
     person_writes(tenant, access.handle, "theirs.md", "a person's note\n", expected=0)
 
     with pytest.raises(MemoryWriteStale):
@@ -138,7 +138,9 @@ def test_a_document_the_bot_never_read_is_not_overwritten(tenant):
 
 def test_one_run_never_writes_over_a_change_another_run_of_the_bot_made(tenant):
     bot = make_bot(tenant)
-    first, second = (bot_memory_access(bot=bot, run=run) for run in ("run-1", "run-2"))
+    first, second = (
+        bot_memory_access(issuer=tenant.admin, bot=bot, run=run) for run in ("run-1", "run-2")
+    )
     memory_write(access=first, path="plan.md", content="v1\n")
     assert memory_read(access=second, path="plan.md") == "v1\n"
     assert memory_read(access=first, path="plan.md") == "v1\n"
@@ -158,18 +160,24 @@ def test_one_run_never_writes_over_a_change_another_run_of_the_bot_made(tenant):
 
 def test_calls_without_a_run_share_one_view_of_what_the_bot_saw(tenant):
     bot = make_bot(tenant)
-    memory_write(access=bot_memory_access(bot=bot), path="plan.md", content="v1\n")
+    memory_write(
+        access=bot_memory_access(issuer=tenant.admin, bot=bot), path="plan.md", content="v1\n"
+    )
 
     assert "revision 2" in memory_write(
-        access=bot_memory_access(bot=bot), path="plan.md", content="v2\n"
+        access=bot_memory_access(issuer=tenant.admin, bot=bot), path="plan.md", content="v2\n"
     )
     # A run has seen nothing yet, so it may not write over v2 unread.
     with pytest.raises(MemoryWriteStale):
-        memory_write(access=bot_memory_access(bot=bot, run="r"), path="plan.md", content="x\n")
+        memory_write(
+            access=bot_memory_access(issuer=tenant.admin, bot=bot, run="r"),
+            path="plan.md",
+            content="x\n",
+        )
 
 
 def test_a_document_deleted_since_the_bot_read_it_is_stale_until_read_again(tenant):
-    access = bot_memory_access(bot=make_bot(tenant))
+    access = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant))
     memory_write(access=access, path="gone.md", content="v1\n")
     writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
     space_document_delete(handle=access.handle, path="gone.md", expected_revision=1, writer=writer)
@@ -183,7 +191,7 @@ def test_a_document_deleted_since_the_bot_read_it_is_stale_until_read_again(tena
 
 
 def test_a_listing_forgets_what_is_no_longer_there(tenant):
-    access = bot_memory_access(bot=make_bot(tenant))
+    access = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant))
     memory_write(access=access, path="notes/a.md", content="a\n")
     writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
     space_document_delete(
@@ -197,7 +205,7 @@ def test_a_listing_forgets_what_is_no_longer_there(tenant):
 
 
 def test_a_listing_forgets_only_its_own_directory_in_its_own_case(tenant):
-    access = bot_memory_access(bot=make_bot(tenant))
+    access = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant))
     memory_write(access=access, path="Notes/a.md", content="a\n")
 
     assert memory_list(access=access, path="notes") == EMPTY_LISTING
@@ -206,7 +214,7 @@ def test_a_listing_forgets_only_its_own_directory_in_its_own_case(tenant):
 
 
 def test_every_write_meets_the_memory_space_refusals(tenant, settings):
-    access = bot_memory_access(bot=make_bot(tenant))
+    access = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant))
     settings.MEMORY_MAX_DOCUMENT_BYTES = 64
 
     with pytest.raises(SecretDetected):
@@ -221,7 +229,7 @@ def test_every_write_meets_the_memory_space_refusals(tenant, settings):
 
 def test_a_read_only_spec_gives_no_write_tool_and_refuses_a_write(tenant):
     bot = make_bot(tenant, write=False)
-    access = bot_memory_access(bot=bot)
+    access = bot_memory_access(issuer=tenant.admin, bot=bot)
 
     assert bot_memory_tools(bot) == (BotMemoryTool.READ, BotMemoryTool.LIST)
     with pytest.raises(BotMemoryToolDenied) as denied:
@@ -232,7 +240,7 @@ def test_a_read_only_spec_gives_no_write_tool_and_refuses_a_write(tenant):
 
 
 def test_a_write_only_spec_may_not_read_or_list(tenant):
-    access = bot_memory_access(bot=make_bot(tenant, read=False))
+    access = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant, read=False))
 
     for tool in (memory_read, memory_list):
         with pytest.raises(BotMemoryToolDenied):
@@ -246,36 +254,42 @@ def test_a_bot_without_enabled_memory_has_no_tools(tenant, spec):
     bot = tenant.bot_create("quiet", memory=spec)
 
     with pytest.raises(BotMemoryDisabled):
-        bot_memory_access(bot=bot)
+        bot_memory_access(issuer=tenant.admin, bot=bot)
 
     assert bot_memory_tools(bot) == ()
 
 
 def test_a_user_space_follows_its_person_out_of_the_team(tenant):
-    bot = tenant.bot_create("mine", memory={"visibility": "user", "user": tenant.member.pk})
-    access = bot_memory_access(bot=bot)
+    bot = tenant.bot_create("mine", memory={"visibility": "user", "user": tenant.admin.pk})
+    access = bot_memory_access(issuer=tenant.admin, bot=bot)
     memory_write(access=access, path="a.md", content="x\n")
-    assert access.handle.user_id == tenant.member.pk
+    assert access.handle.user_id == tenant.admin.pk
 
-    User.objects.filter(pk=tenant.member.pk).update(is_active=False)
+    User.objects.filter(pk=tenant.admin.pk).update(is_active=False)
 
     with pytest.raises(BotMemoryUserUnavailable):
-        bot_memory_access(bot=bot)
+        bot_memory_access(issuer=tenant.admin, bot=bot)
     outsider = User.objects.create_user(username="outsider", password="pw-outsider-1")
     bot_spec_set(
         bot=bot, actor=None, memory={"visibility": "user", "user": outsider.pk}, auto_memory=None
     )
     with pytest.raises(BotMemoryUserUnavailable):
-        bot_memory_access(bot=bot)
+        bot_memory_access(issuer=tenant.admin, bot=bot)
 
 
 def test_a_private_space_is_one_run(tenant):
-    bot = tenant.bot_create("runner", memory={"visibility": "private", "user": tenant.member.pk})
+    bot = tenant.bot_create("runner", memory={"visibility": "private", "user": tenant.admin.pk})
 
     with pytest.raises(SpaceInvalid):
-        bot_memory_access(bot=bot)
-    first = bot_memory_access(bot=bot, run="run-1")
+        bot_memory_access(issuer=tenant.admin, bot=bot)
+    first = bot_memory_access(issuer=tenant.admin, bot=bot, run="run-1")
     memory_write(access=first, path="scratch.md", content="x\n")
 
-    assert memory_list(access=bot_memory_access(bot=bot, run="run-2")) == EMPTY_LISTING
-    assert memory_list(access=bot_memory_access(bot=bot, run="run-1")) == "scratch.md"
+    assert (
+        memory_list(access=bot_memory_access(issuer=tenant.admin, bot=bot, run="run-2"))
+        == EMPTY_LISTING
+    )
+    assert (
+        memory_list(access=bot_memory_access(issuer=tenant.admin, bot=bot, run="run-1"))
+        == "scratch.md"
+    )

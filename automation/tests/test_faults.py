@@ -175,7 +175,7 @@ class Runtime:
 
 
 def test_a_capture_whose_backend_is_killed_at_the_fence_commits_nothing_and_can_retry(
-    assistant,
+    assistant, turns_held
 ):
     admission = assistant.send()
     agent = Runtime(assistant, admission)
@@ -193,7 +193,7 @@ def test_a_capture_whose_backend_is_killed_at_the_fence_commits_nothing_and_can_
 
 
 def test_a_capture_killed_with_its_locks_held_fails_as_djangos_error_on_the_drivers_cursor(
-    assistant, monkeypatch
+    assistant, monkeypatch, turns_held
 ):
     # No execute wrapper: the capture's statements go on the driver's own cursor
     # (`workspaces.sql.driver_cursor`), whose errors must still be Django's.
@@ -295,7 +295,10 @@ def test_redis_stopped_during_requests_refuses_only_what_needs_a_key_session(
     member = assistant.tenant.client_for(assistant.tenant.member)
     member.raise_request_exception = False
     workspace_id = assistant.tenant.workspace.pk
-    admission = assistant.send()
+    # The agent's turn stays queued, its runtime out of process; the member's turn runs.
+    with pytest.MonkeyPatch.context() as held:
+        held.setattr(services, "turn_enqueue", lambda *, turn_id: None)
+        admission = assistant.send()
     agent = Runtime(assistant, admission)
 
     # when: Redis stops while a capture is inside its fence (its key was already resolved)

@@ -214,7 +214,7 @@ def test_the_context_prompt_gives_the_index_then_the_autoload_block(mcp_url, ten
 
 
 def test_a_private_space_takes_its_run_from_the_header(mcp_url, tenant):  # noqa: F811
-    _, token = bot_token(tenant, "runner", {"visibility": "private", "user": tenant.member.pk})
+    _, token = bot_token(tenant, "runner", {"visibility": "private", "user": tenant.admin.pk})
 
     missing = call_tool(mcp_url, token, "memory_list")
     call_tool(mcp_url, token, "memory_write", {"X-Memory-Run": "r1"}, path="a.md", content="x\n")

@@ -64,7 +64,7 @@ def populate(assistant) -> None:
     bot_token_issue(bot=tenant.bot_create("helper"), actor=tenant.admin, name="ci")
     space_write(DatabaseStore(), org_space(tenant.team), b"a space document")
     reader = tenant.bot_create("reader", memory={"visibility": "org", "name": "notes"})
-    memory_read(access=bot_memory_access(bot=reader), path="a.md")
+    memory_read(access=bot_memory_access(issuer=tenant.admin, bot=reader), path="a.md")
     memory_line_keep(workspace=tenant.workspace, reviewer=tenant.member, base_version=2, line=1)
 
 

@@ -106,7 +106,9 @@ def _world(tenant: Tenant, capture_on_commit: Callable[..., Any]) -> TenantWorld
 
 
 @pytest.fixture
-def make_world(make_tenant, django_capture_on_commit_callbacks) -> Callable[[], TenantWorld]:
+def make_world(
+    make_tenant, django_capture_on_commit_callbacks, turns_held
+) -> Callable[[], TenantWorld]:
     return lambda: _world(make_tenant(), django_capture_on_commit_callbacks)
 
 

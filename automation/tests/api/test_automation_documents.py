@@ -87,7 +87,7 @@ def delivery_client(admission: Admission) -> APIClient:
 
 
 @pytest.fixture
-def admission(assistant, django_capture_on_commit_callbacks) -> Admission:
+def admission(assistant, django_capture_on_commit_callbacks, turns_held) -> Admission:
     with django_capture_on_commit_callbacks(execute=True):
         return assistant.send()
 

@@ -18,7 +18,9 @@ from rest_framework.test import APIClient
 
 from automation import services
 from automation.api.views import AutomationMemoryApi
-from automation.models import Admission, CommitFence, DeliveryCredential, RecallStatus
+from automation.models import Admission, CommitFence, DeliveryCredential, RecallStatus, Turn
+from automation.providers import ModelProvider, ProviderUnavailable, ScriptedProvider
+from automation.runtime import turn_run
 from automation.selectors import (
     admission_by_credential_digest,
     admission_with_recall_facts_by_credential_digest,
@@ -59,7 +61,7 @@ class Runtime:
 
 
 @pytest.fixture
-def runtime(assistant, django_capture_on_commit_callbacks) -> Runtime:
+def runtime(assistant, django_capture_on_commit_callbacks, turns_held) -> Runtime:
     with django_capture_on_commit_callbacks(execute=True):
         admission = assistant.send()
     return Runtime(assistant, admission)
@@ -114,7 +116,7 @@ PROBES = {
 
 @pytest.mark.parametrize("case", sorted(WITHOUT_WRITE_AUTHORITY))
 def test_a_turn_without_write_authority_learns_nothing_about_the_content(
-    make_assistant, django_capture_on_commit_callbacks, case
+    make_assistant, django_capture_on_commit_callbacks, turns_held, case
 ):
     assistant, retire = WITHOUT_WRITE_AUTHORITY[case](make_assistant)
     with django_capture_on_commit_callbacks(execute=True):
@@ -291,6 +293,63 @@ def test_recall_refuses_an_expired_turn_as_the_document_routes_do(
         == receipt_before
     )
     assert idle_restarts == []
+
+
+class _ModelDown:
+    def complete(self, **_call: Any) -> Any:
+        raise ProviderUnavailable()
+
+
+TURN_ENDS: dict[str, type[ModelProvider]] = {"completed": ScriptedProvider, "failed": _ModelDown}
+
+
+@pytest.mark.parametrize("ending", sorted(TURN_ENDS))
+def test_a_turns_credential_authorizes_nothing_once_the_turn_has_ended(
+    runtime, assistant, django_capture_on_commit_callbacks, idle_restarts, ending
+):
+    workspace = assistant.tenant.workspace
+    assert runtime.get(runtime.url, {"purpose": "recall"}).json()["status"] == "provided"
+    with django_capture_on_commit_callbacks(execute=True):
+        turn_run(turn_id=runtime.admission.turn.pk, provider=TURN_ENDS[ending]())
+    assert Turn.objects.get(pk=runtime.admission.turn.pk).state == ending
+    receipt_before = Admission.objects.values_list("recall_count", "recalled_at").get(
+        pk=runtime.admission.pk
+    )
+    idle_restarts.clear()
+
+    recall = runtime.get(runtime.url, {"purpose": "recall"})
+    document = runtime.get(
+        f"/api/v1/automation/workspaces/{workspace.pk}/documents", {"path": "notes/a.md"}
+    )
+    capture = runtime.put(runtime.url, CHANGE, format="json")
+
+    for refused in (recall, document):
+        error = assert_error(refused, 401, "TOKEN_EXPIRED")
+        assert error["detail"] == {"reason": "turn_ended"}
+    assert assert_error(capture, 403, "CAPTURE_RETIRED")["detail"]["predicate"] == (
+        "credential_unexpired"
+    )
+    assert (
+        Admission.objects.values_list("recall_count", "recalled_at").get(pk=runtime.admission.pk)
+        == receipt_before
+    )
+    assert memory_current_get(workspace=workspace).version == 1
+    assert idle_restarts == []
+    assert cache.get(delivery_credential_cache_key(runtime.admission.pk)) is None
+
+
+def test_a_turns_end_leaves_a_newer_turns_credential_alone(
+    runtime, assistant, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        newer_admission = assistant.send("a newer message")
+    newer = Runtime(assistant, newer_admission)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        turn_run(turn_id=runtime.admission.turn.pk, provider=ScriptedProvider())
+
+    assert newer.get(newer.url, {"purpose": "recall"}).json()["status"] == "provided"
+    assert runtime.get(runtime.url, {"purpose": "recall"}).json()["status"] == "superseded"
 
 
 def test_a_provided_recall_restarts_the_key_sessions_idle_timeout(
@@ -503,7 +562,9 @@ SAVED_CREDENTIAL = f"- deploy token: ghp_{fake(36)}"
 
 
 @pytest.fixture
-def runtime_with_saved_credential(make_assistant, django_capture_on_commit_callbacks) -> Runtime:
+def runtime_with_saved_credential(
+    make_assistant, django_capture_on_commit_callbacks, turns_held
+) -> Runtime:
     """A turn on a memory in which a person saved a credential on line 2."""
     assistant = make_assistant(memory=f"# Notes\n{SAVED_CREDENTIAL}\n")
     with django_capture_on_commit_callbacks(execute=True):
@@ -567,3 +628,19 @@ def test_a_flagged_capture_is_422_with_the_proposal_and_its_rules(runtime, assis
     assert "workspace-memory" not in response.content.decode()
     assert memory_current_get(workspace=assistant.tenant.workspace).version == 1
     assert not CommitFence.objects.exists()
+
+
+def test_a_turns_credential_ends_when_its_sender_leaves_the_team(runtime, assistant):
+    workspace = assistant.tenant.workspace
+    assistant.tenant.member.team_memberships.all().delete()
+
+    recall = runtime.get(runtime.url, {"purpose": "recall"})
+    document = runtime.get(
+        f"/api/v1/automation/workspaces/{workspace.pk}/documents", {"path": "notes/a.md"}
+    )
+    capture = runtime.put(runtime.url, CHANGE, format="json")
+
+    for refused in (recall, document, capture):
+        assert_error(refused, 401, "TOKEN_INVALID")
+    assert Admission.objects.get(pk=runtime.admission.pk).recall_count == 0
+    assert memory_current_get(workspace=workspace).version == 1

@@ -14,7 +14,7 @@ from automation.tests.conftest import bot_space
 from conftest import assert_error
 from memory.spaces.quotas import store_get
 from memory.spaces.services import SpaceWriter, space_document_write
-from workspaces.models import Bot
+from workspaces.models import Bot, TeamMembership
 from workspaces.services import api_token_create, bot_token_issue
 
 SPEC = {"visibility": "bot", "project": "app", "autoload": ["notes/**"]}
@@ -186,7 +186,7 @@ def test_the_context_lists_autoload_omissions(tenant, bot, settings):
 
 
 def test_a_private_spec_takes_the_run(tenant):
-    runner = tenant.bot_create("runner", memory={"visibility": "private", "user": tenant.member.pk})
+    runner = tenant.bot_create("runner", memory={"visibility": "private", "user": tenant.admin.pk})
     client = client_of(tenant, runner)
 
     missing = client.post(TOOLS + "list", {}, format="json")
@@ -201,3 +201,37 @@ def test_a_private_spec_takes_the_run(tenant):
     assert written.status_code == 200
     assert other_run.json() == {"text": "(empty)"}
     assert 'path="a.md"' in context.json()["index"]
+
+
+@pytest.mark.parametrize("visibility", ["user", "private"])
+def test_a_bot_reaches_a_persons_own_space_only_with_that_persons_token(tenant, visibility):
+    runner = tenant.bot_create("runner", memory={"visibility": visibility, "user": tenant.admin.pk})
+    TeamMembership.objects.filter(team=tenant.team, user=tenant.member).update(
+        role=TeamMembership.Role.OWNER
+    )
+    _, raw = bot_token_issue(bot=runner, actor=tenant.member, name="co-owner's")
+    co_owners = APIClient()
+    co_owners.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    body = {"path": "a.md", "content": "the owner's note\n", "run": "r1"}
+    assert client_of(tenant, runner).post(TOOLS + "write", body, format="json").status_code == 200
+
+    answers = [
+        co_owners.post(TOOLS + "read", {"path": "a.md", "run": "r1"}, format="json"),
+        co_owners.post(TOOLS + "list", {"run": "r1"}, format="json"),
+        co_owners.get("/api/v1/bots/runner/memory/context?run=r1"),
+    ]
+
+    for answer in answers:
+        assert_error(answer, 403, "BOT_MEMORY_USER_UNAVAILABLE")
+        assert "owner's note" not in answer.content.decode()
+
+
+def test_a_bot_token_ends_when_its_issuer_is_no_longer_a_team_owner(tenant, bot):
+    client = client_of(tenant, bot)
+    assert client.post(TOOLS + "list", {}, format="json").status_code == 200
+
+    TeamMembership.objects.filter(team=tenant.team, user=tenant.admin).update(
+        role=TeamMembership.Role.MEMBER
+    )
+
+    assert_error(client.post(TOOLS + "list", {}, format="json"), 401, "TOKEN_INVALID")

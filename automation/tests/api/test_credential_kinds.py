@@ -112,7 +112,7 @@ def test_an_mcp_token_or_a_bot_token_is_refused_on_every_person_route(assistant)
 
 
 def test_a_delivery_credential_on_a_route_for_people_is_403_not_401(
-    assistant, django_capture_on_commit_callbacks
+    assistant, django_capture_on_commit_callbacks, turns_held
 ):
     with django_capture_on_commit_callbacks(execute=True):
         admission = assistant.send()

@@ -43,7 +43,7 @@ def send(client, conversation_id, text="hello", key="k1", **headers):
 
 
 def test_send_admits_the_turn_freezing_its_authority(
-    client, tenant, conversation_id, django_capture_on_commit_callbacks
+    client, tenant, conversation_id, django_capture_on_commit_callbacks, turns_held
 ):
     memory_policy_set(
         workspace=tenant.workspace, mode="auto", expected_revision=0, actor=tenant.member
@@ -61,9 +61,9 @@ def test_send_admits_the_turn_freezing_its_authority(
     assert response.status_code == 202
     body = response.json()
     admission = Admission.objects.get(pk=body["admissionId"])
-    # The response left before the commit callbacks ran; then the turn ran eagerly.
+    # The turn stays queued for its runtime, which the credential reaches through the cache.
     assert (body["turn"]["id"], body["turn"]["state"]) == (str(admission.turn.pk), "queued")
-    assert Turn.objects.get(pk=admission.turn.pk).state == "completed"
+    assert Turn.objects.get(pk=admission.turn.pk).state == "queued"
     assert (admission.mode, admission.policy_revision, admission.clear_generation) == ("auto", 1, 0)
     assert (admission.ai_consent_revision, admission.key_session_id) == (0, session.pk)
     assert (admission.acknowledged_version, admission.save_in_flight) == (3, True)

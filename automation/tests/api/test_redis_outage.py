@@ -120,7 +120,7 @@ def runtime_credential(assistant, capture) -> tuple[Admission, str]:
 
 
 def test_with_redis_down_recall_is_unavailable_and_says_so_in_the_receipt(
-    assistant, django_capture_on_commit_callbacks
+    assistant, django_capture_on_commit_callbacks, turns_held
 ):
     admission, credential = runtime_credential(assistant, django_capture_on_commit_callbacks)
     url = f"/api/v1/automation/workspaces/{assistant.tenant.workspace.pk}/memory"
@@ -136,7 +136,7 @@ def test_with_redis_down_recall_is_unavailable_and_says_so_in_the_receipt(
 
 
 def test_with_redis_down_the_automatic_writer_is_503_and_writes_nothing(
-    assistant, django_capture_on_commit_callbacks
+    assistant, django_capture_on_commit_callbacks, turns_held
 ):
     admission, credential = runtime_credential(assistant, django_capture_on_commit_callbacks)
     url = f"/api/v1/automation/workspaces/{assistant.tenant.workspace.pk}/memory"

@@ -302,3 +302,31 @@ def test_another_teams_bot_is_404_on_every_verb(make_tenant, owner, method, suff
 
 def test_a_bot_that_does_not_exist_is_404(owner):
     assert_error(owner.get("/api/v1/bots/nobody"), 404, "NOT_FOUND")
+
+
+@pytest.mark.parametrize("visibility", ["user", "private"])
+@pytest.mark.parametrize("method", ["post", "patch"])
+def test_an_owner_cannot_give_a_bot_another_persons_own_space(tenant, owner, visibility, method):
+    spec = {"visibility": visibility, "user": tenant.member.pk}
+    url, body = {
+        "post": ("/api/v1/bots", {"id": "helper", "name": "H", "runtime": "claw", "memory": spec}),
+        "patch": ("/api/v1/bots/first", {"memory": spec}),
+    }[method]
+
+    response = getattr(owner, method)(url, body, format="json")
+
+    error = assert_error(response, 400, "BOT_SPEC_INVALID")
+    assert error["detail"]["field"] == "user"
+    assert [d["field"] for d in error["detail"]["diagnostics"]] == ["user"]
+    assert not Bot.objects.filter(slug="helper").exists()
+    assert Bot.objects.get(slug="first").memory_spec is None
+
+
+@pytest.mark.parametrize("visibility", ["user", "private"])
+def test_an_owner_may_give_a_bot_their_own_space(tenant, owner, visibility):
+    spec = {"visibility": visibility, "user": tenant.admin.pk}
+
+    response = owner.patch("/api/v1/bots/first", {"memory": spec}, format="json")
+
+    assert response.status_code == 200, response.content
+    assert Bot.objects.get(slug="first").memory_spec == spec

@@ -5,6 +5,7 @@ from typing import Any
 
 import jwt
 import pytest
+from django.conf import settings
 from django.core.cache import caches
 from django.utils import timezone
 from rest_framework.exceptions import Throttled
@@ -425,3 +426,72 @@ def test_a_bot_scope_cannot_be_asked_of_the_person_token_route(tenant):
 
     assert_error(response, 400, "VALIDATION_FAILED")
     assert not ApiToken.objects.filter(name="x").exists()
+
+
+def session_jwt(client: APIClient) -> APIClient:
+    """A client bearing a JWT minted from `client`'s signed-in browser session."""
+    return bearer(client.post("/api/v1/auth/jwt").json()["token"])
+
+
+def test_signing_out_ends_the_jwts_minted_from_that_session_at_once(tenant):
+    browser, other_browser = APIClient(), APIClient()
+    browser.force_login(tenant.member)
+    other_browser.force_login(tenant.member)
+    minted, other_minted = session_jwt(browser), session_jwt(other_browser)
+    assert minted.get(WORKSPACES_URL).status_code == 200
+
+    browser.post("/accounts/logout/")
+
+    assert_error(minted.get(WORKSPACES_URL), 401, "TOKEN_REVOKED")
+    assert other_minted.get(WORKSPACES_URL).status_code == 200
+
+
+def test_a_password_change_ends_the_jwts_minted_from_browser_sessions(tenant):
+    browser = APIClient()
+    browser.force_login(tenant.member)
+    minted = session_jwt(browser)
+    _, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+
+    tenant.member.set_password("a new password for this test")
+    tenant.member.save(update_fields=["password"])
+
+    assert_error(minted.get(WORKSPACES_URL), 401, "TOKEN_REVOKED")
+    # A personal access token is not a sign-in: it and its JWTs outlive a password change.
+    assert bearer(raw).get(WORKSPACES_URL).status_code == 200
+
+
+def test_a_deactivated_persons_tokens_and_jwts_are_refused_at_once(tenant):
+    browser = APIClient()
+    browser.force_login(tenant.member)
+    _, raw = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    credentials = {
+        "token": bearer(raw),
+        "jwt from the token": bearer(bearer(raw).post("/api/v1/auth/jwt").json()["token"]),
+        "jwt from the session": session_jwt(browser),
+    }
+
+    tenant.member.is_active = False
+    tenant.member.save(update_fields=["is_active"])
+
+    for name, client in credentials.items():
+        assert client.get(WORKSPACES_URL).status_code == 401, name
+        assert_error(client.get(WORKSPACES_URL), 401, "TOKEN_INVALID")
+    assert browser.get(WORKSPACES_URL).status_code in (401, 403)
+
+
+def test_a_session_claim_moved_into_another_persons_jwt_is_401(tenant):
+    browser = APIClient()
+    browser.force_login(tenant.member)
+    minted = browser.post("/api/v1/auth/jwt").json()["token"]
+    claims = jwt.decode(minted, options={"verify_signature": False})
+    forged, _ = jwt_encode(user_id=tenant.admin.pk, team_id=tenant.team.pk, now=timezone.now())
+    forged_claims = {
+        **jwt.decode(forged, options={"verify_signature": False}),
+        "ses": claims["ses"],
+    }
+
+    response = bearer(jwt.encode(forged_claims, settings.JWT_SIGNING_KEY, algorithm="HS256")).get(
+        WORKSPACES_URL
+    )
+
+    assert_error(response, 401, "TOKEN_INVALID")
