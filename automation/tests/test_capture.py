@@ -287,6 +287,35 @@ def test_a_version_conflict_keeps_the_newer_text_and_returns_a_proposal(assistan
     assert Admission.objects.get(pk=admission.pk).status == "admitted"
 
 
+@pytest.mark.parametrize("same_size", [True, False])
+def test_a_save_between_the_captures_read_and_its_fence_is_a_conflict_and_a_proposal(
+    assistant, at_checkpoint, same_size
+):
+    # The capture's write reuses its memory read (the file and the replaced size) instead
+    # of reading the file again in its transaction: the compare-and-set alone must refuse.
+    admission = assistant.send()
+    person = "- likes tee\n" if same_size else "- likes tea\n- edited by a person\n"
+    at_checkpoint(
+        "validated",
+        lambda: memory_save(
+            workspace=assistant.tenant.workspace,
+            author=assistant.tenant.member,
+            base_version=1,
+            content=person,
+        ),
+    )
+
+    with pytest.raises(CaptureConflict) as conflict:
+        assistant.capture(admission, expected_version=1)
+
+    proposal = Proposal.objects.get(pk=conflict.value.detail["proposalId"])
+    assert (proposal.base_version, proposal.reason) == (2, "version_conflict")
+    assert memory_current_get(workspace=assistant.tenant.workspace).content == person
+    assert revisions(assistant.tenant) == [(1, "save"), (2, "save")]
+    assert not CommitFence.objects.exists()
+    assert Admission.objects.get(pk=admission.pk).status == "admitted"
+
+
 def test_capture_into_memory_over_the_recall_bound_is_refused(assistant, settings):
     memory_save(
         workspace=assistant.tenant.workspace,
