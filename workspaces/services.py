@@ -933,11 +933,12 @@ class _Bump:
 
 
 def _write_transaction(bump: _Bump, *, savepoint: bool) -> AbstractContextManager[Any]:
-    """The transaction a write after `bump` needs: none on PostgreSQL, outside any other,
-    when the write charges no storage, for its one statement (`_bump_insert_sql`) is
-    atomic by itself; that spares a Save its BEGIN and COMMIT (bench/README.md)."""
+    """The transaction a write after `bump` needs: none on PostgreSQL in autocommit (outside
+    any other transaction) when the write charges no storage, for its one statement
+    (`_bump_insert_sql`) is atomic by itself and commits by itself; that spares a Save its
+    BEGIN and COMMIT (bench/README.md)."""
     postgresql = connection.vendor == "postgresql"
-    if bump.quota_team_id is None and postgresql and not connection.in_atomic_block:
+    if bump.quota_team_id is None and postgresql and connection.get_autocommit():
         return nullcontext()
     return transaction.atomic(savepoint=savepoint)
 
