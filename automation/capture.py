@@ -173,6 +173,9 @@ def capture_commit(
                     data_key=data_key,
                     # This transaction is the unit: any refusal rolls all of it back.
                     savepoint=False,
+                    # Read above at `expected_version`: the compare-and-set decides whether
+                    # it still is, so the transaction reads no file row of its own.
+                    current=current,
                 )
                 _fence_commit(
                     cursor,

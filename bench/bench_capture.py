@@ -225,12 +225,10 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("RELEASE SAVEPOINT", "release", ()),
     ("SAVEPOINT", "savepoint", ()),
     (
-        "SELECT f.id, f.current_version",
-        "target",
-        ("workspace", "workspace", "memory_path"),
-    ),
-    (
-        # The version bump and the revision's insert, one statement on PostgreSQL.
+        # The version bump, the revision's insert and the org's quota, read with its row
+        # held against a quota being set, one statement on PostgreSQL; with no quota (as
+        # here) the team's usage is not kept, so no UPDATE of it follows. The file's id and
+        # the replaced revision's size come from the memory read.
         "WITH bumped AS",
         "write",
         (
@@ -247,11 +245,9 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "automatic",
             "capture",
             "write_now",
+            "team",
         ),
     ),
-    # The org's quota, read with its row held against a quota being set; with none (as
-    # here) the team's usage is not kept, so no UPDATE of it follows.
-    ("SELECT o.memory_quota_bytes", "quota", ("team",)),
     (
         # The fence row and the admission's commit, one statement on PostgreSQL.
         'WITH fence AS ( INSERT INTO "automation_commitfence"',
@@ -281,9 +277,7 @@ _ONCE = (
     "read",
     "begin",
     "locks",
-    "target",
     "write",
-    "quota",
     "fence",
     "commit",
 )
@@ -400,8 +394,7 @@ def _plan_check(steps: list[str]) -> None:
             raise RuntimeError(f"{FENCE_NAME}: expected one {step!r} statement, got {steps}")
     at = steps.index
     ordered = (
-        at("begin") < at("locks") < at("target") < at("write")
-        and at("read") < at("target") < at("write") < at("quota") < at("fence") < at("commit")
+        at("read") < at("begin") < at("locks") < at("write") < at("fence") < at("commit")
         and steps[-1] == "commit"
         and steps.count("savepoint") == steps.count("release")
     )
@@ -433,7 +426,7 @@ class RawCapture:
             "auto": MemoryPolicy.Mode.AUTO.value,
             "team": side.workspace.team_id,
         }
-        self.read_columns: tuple[int, int] | None = None
+        self.read_columns: tuple[int, int, int] | None = None
 
     def capture(self, admission: Admission, line: str) -> int:
         side = self.side
@@ -460,29 +453,29 @@ class RawCapture:
                     row = cur.fetchone()
                     if row is None:
                         raise RuntimeError("raw side: memory missing")
-                    version_at, size_at = self._read_columns(cur)
+                    file_at, version_at, size_at = self._read_columns(cur)
                     if row[version_at] != side.version:
                         raise RuntimeError(f"raw side: memory is not at {side.version}")
                     values["size_bytes"] = row[size_at] + len(line.encode()) + 1
-                elif step == "target":
-                    target = cur.fetchone()
-                    if target is None or target[1] != side.version:
-                        raise RuntimeError(f"raw side: version {side.version} is not current")
-                    values["file_id"], values["version"] = target[0], side.version + 1
+                    values["file_id"], values["version"] = row[file_at], side.version + 1
                 elif step == "write":
                     inserted = cur.fetchone()
                     if inserted is None:
                         raise RuntimeError(f"raw side: version {side.version} is not current")
                     values["revision_id"] = inserted[0]
-                elif step in ("quota", "fence") and cur.rowcount != 1:
+                elif step == "fence" and cur.rowcount != 1:
                     raise RuntimeError(f"raw side: {step} wrote {cur.rowcount} rows")
         side.version = values["version"]
         return side.version
 
-    def _read_columns(self, cur: psycopg.Cursor[Any]) -> tuple[int, int]:
+    def _read_columns(self, cur: psycopg.Cursor[Any]) -> tuple[int, int, int]:
         if self.read_columns is None:
             names = [column.name for column in cur.description or ()]
-            self.read_columns = (names.index("version"), names.index("size_bytes"))
+            self.read_columns = (
+                names.index("file_id"),
+                names.index("version"),
+                names.index("size_bytes"),
+            )
         return self.read_columns
 
 

@@ -31,6 +31,8 @@ class MemoryText:
     content: str
     version: int
     bytes: int
+    # The document's file, where the read gives it (None: never written).
+    file_id: int | None = None
 
     @property
     def is_recallable(self) -> bool:
@@ -90,7 +92,9 @@ def memory_current_get(*, workspace: Workspace, data_key: bytes | None = None) -
         file_id=file_id,
         version=version,
     )
-    return MemoryText(content=plaintext.decode(), version=version, bytes=size_bytes)
+    return MemoryText(
+        content=plaintext.decode(), version=version, bytes=size_bytes, file_id=file_id
+    )
 
 
 def memory_version_get(*, workspace: Workspace, version: int) -> FileVersion:

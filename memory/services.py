@@ -21,6 +21,7 @@ from memory.models import MEMORY_PATH, LineReview, MemoryPolicy, Proposal
 from memory.provenance import memory_line_origins
 from memory.secrets import secret_find
 from memory.selectors import (
+    MemoryText,
     PolicyState,
     memory_current_get,
     memory_policy_get,
@@ -32,7 +33,12 @@ from workspaces.crypto import RecordAddress, record_seal
 from workspaces.errors import NotFound, VersionConflict
 from workspaces.models import AuditEvent, FileVersion, User, Workspace
 from workspaces.selectors import file_version_plaintext
-from workspaces.services import file_write, workspace_audit_record, workspace_key_ensure
+from workspaces.services import (
+    WriteTarget,
+    file_write,
+    workspace_audit_record,
+    workspace_key_ensure,
+)
 
 
 def memory_policy_row_ensure(*, workspace: Workspace) -> None:
@@ -155,9 +161,12 @@ def memory_revision_write(
     change_kind: str,
     data_key: bytes | None,
     savepoint: bool = True,
+    current: MemoryText | None = None,
 ) -> FileVersion:
     """Write `content` as the memory document's next revision after `base_version`, by
-    compare-and-set (`file_write`, whose `data_key` and `savepoint` these are).
+    compare-and-set (`file_write`, whose `data_key` and `savepoint` these are). `current`
+    is the memory at `base_version` as the caller has just read it with `data_key`: the
+    write then sends no read of its own (`file_write`'s `target`).
 
     The one write of the memory path under every memory change: a person's Save, Clear,
     Undo or applied proposal, and the capture. The author kind follows from the change:
@@ -176,6 +185,14 @@ def memory_revision_write(
         author_kind=author_kind,
         change_kind=change_kind,
         savepoint=savepoint,
+        target=(
+            None
+            if current is None or current.file_id is None
+            # The key as stored is not read: the caller gives the key itself.
+            else WriteTarget(
+                file_id=current.file_id, previous_bytes=current.bytes, wrapped_key=None
+            )
+        ),
     )
 
 

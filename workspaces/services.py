@@ -6,6 +6,7 @@ import functools
 import logging
 import secrets
 import uuid
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -767,6 +768,7 @@ def file_write(
     author_kind: str,
     change_kind: str,
     savepoint: bool = True,
+    target: WriteTarget | None = None,
 ) -> FileVersion:
     """Write a new revision of a file by compare-and-set on its current version.
 
@@ -780,7 +782,9 @@ def file_write(
     by one read that unwraps no key. `savepoint` False is for a caller whose own
     transaction already makes the write all or nothing and ends on any refusal (the
     capture): it saves a SAVEPOINT and its RELEASE, and a refusal other than
-    VersionConflict leaves that transaction unusable.
+    VersionConflict leaves that transaction unusable. `target` is the file at `base_version`
+    as the caller has just read it with its own `data_key` (the capture, which read memory
+    to edit it): it spares the write its read, and the compare-and-set still decides.
     """
     encoded = document_encode(plaintext)
     now = timezone.now()
@@ -800,16 +804,17 @@ def file_write(
             sealed = _revision_sealed(
                 workspace=workspace, file_id=file_id, version=1, encoded=encoded, data_key=data_key
             )
-            written = _revision_insert(cursor, sealed | attribution, author=author, bump=None)
+            written, _ = _revision_insert(cursor, sealed | attribution, author=author, bump=None)
             # Last, as in every write: the usage row's lock is held only until the commit.
             team_storage_charge(workspace=workspace, delta=len(encoded))
     else:
         # One cursor for the read and the write: opening one costs about as much Python as
         # the execute it serves.
         with driver_cursor() as cursor:
-            target = _write_target(
-                cursor, workspace=workspace, path=path, base_version=base_version
-            )
+            if target is None:
+                target = _write_target(
+                    cursor, workspace=workspace, path=path, base_version=base_version
+                )
             if data_key is None:
                 data_key = (
                     data_key_unwrap(target.wrapped_key)
@@ -825,14 +830,20 @@ def file_write(
                 encoded=encoded,
                 data_key=data_key,
             )
-            bump = _Bump(path=path, base_version=base_version)
-            with transaction.atomic(savepoint=savepoint):
-                written = _revision_insert(cursor, sealed | attribution, author=author, bump=bump)
-                if written is not None:
-                    # After the file row's lock, as the last lock of the write. Exact: the
-                    # revision replaced is `base_version`'s, which no write changes.
-                    delta = len(encoded) - target.previous_bytes
-                    team_storage_charge(workspace=workspace, delta=delta)
+            # Exact: the revision replaced is `base_version`'s, which no write changes.
+            delta = len(encoded) - target.previous_bytes
+            bump = _Bump(
+                path=path,
+                base_version=base_version,
+                quota_team_id=None if delta == 0 else workspace.team_id,
+            )
+            with _write_transaction(bump, savepoint=savepoint):
+                written, quota = _revision_insert(
+                    cursor, sealed | attribution, author=author, bump=bump
+                )
+                if written is not None and delta != 0:
+                    # After the file row's lock, as the last lock of the write.
+                    team_storage_charge(workspace=workspace, delta=delta, quota=quota)
     if written is None:
         # Raised once its transaction has ended: the compare-and-set lost to a writer that
         # moved the file after the read and changed nothing, so that transaction commits
@@ -843,7 +854,9 @@ def file_write(
 
 
 @dataclass(frozen=True)
-class _WriteTarget:
+class WriteTarget:
+    """The file a write based on a version replaces."""
+
     file_id: int
     # The size of the revision the new one replaces, for the storage charge.
     previous_bytes: int
@@ -853,7 +866,7 @@ class _WriteTarget:
 
 def _write_target(
     cursor: Cursor, *, workspace: Workspace, path: str, base_version: int
-) -> _WriteTarget:
+) -> WriteTarget:
     """The live file at `path` as a write based on `base_version` finds it, or the
     VersionConflict carrying the version it holds (0 if there is none).
 
@@ -869,7 +882,7 @@ def _write_target(
     file_id, version, is_live, previous_bytes, wrapped_key = row
     if version != base_version or not is_live:
         raise VersionConflict(currentVersion=version)
-    return _WriteTarget(
+    return WriteTarget(
         file_id=file_id,
         previous_bytes=previous_bytes or 0,
         wrapped_key=None if wrapped_key is None else bytes(wrapped_key),
@@ -916,14 +929,30 @@ class _Bump:
 
     path: str
     base_version: int
+    # The team whose org's quota the write will charge against (None: the write changes no
+    # size and charges nothing).
+    quota_team_id: int | None
+
+
+def _write_transaction(bump: _Bump, *, savepoint: bool) -> AbstractContextManager[Any]:
+    """The transaction a write after `bump` needs: none on PostgreSQL in autocommit (outside
+    any other transaction) when the write charges no storage, for its one statement
+    (`_bump_insert_sql`) is atomic by itself and commits by itself; that spares a Save its
+    BEGIN and COMMIT (bench/README.md)."""
+    postgresql = connection.vendor == "postgresql"
+    if bump.quota_team_id is None and postgresql and connection.get_autocommit():
+        return nullcontext()
+    return transaction.atomic(savepoint=savepoint)
 
 
 def _revision_insert(
     cursor: Cursor, fields: dict[str, Any], *, author: User | None, bump: _Bump | None
-) -> FileVersion | None:
+) -> tuple[FileVersion | None, int | None]:
     """Insert the revision whose every field but its id is in `fields`, after `bump` if
     given; return it as the ORM would load it, with `author` (its `author_id`'s user)
-    attached, or None when the bump matched nothing (and nothing was written).
+    attached, or None when the bump matched nothing (and nothing was written). With it,
+    on PostgreSQL, the quota `_org_quota_held` reads, when the bump names a team to charge
+    and the revision was written; None otherwise.
 
     The bump is one conditional UPDATE: a concurrent writer blocks on the row lock, then
     re-reads the bumped version and matches nothing.
@@ -940,21 +969,24 @@ def _revision_insert(
         bump_params = [params[-1], fields["file_id"], bump.path, bump.base_version]
         if connection.vendor == "postgresql":
             # The bump and the insert as one data-modifying statement: the insert takes its
-            # row from the bump's, so it writes nothing when the bump matched nothing.
-            cursor.execute(_bump_insert_sql(), bump_params + params)
+            # row from the bump's, so it writes nothing when the bump matched nothing; and
+            # the quota's read after them, in the same round trip.
+            charged = bump.quota_team_id is not None
+            quota_params = [bump.quota_team_id] if charged else []
+            cursor.execute(_bump_insert_sql(charged), bump_params + params + quota_params)
         else:
             # SQLite has no data-modifying WITH; its write lock, taken at BEGIN, already
             # keeps every other writer out between the two statements.
             cursor.execute(_bump_sql(), bump_params)
             if cursor.rowcount != 1:
-                return None
+                return None, None
             cursor.execute(_revision_insert_sql(), params)
     row = cursor.fetchone()
     if row is None:
-        return None
+        return None, None
     revision = loaded(FileVersion, {"id": row[0], **fields})
     FileVersion.author.field.set_cached_value(revision, author)
-    return revision
+    return revision, (None if len(row) == 1 else _org_quota_of(row[1]))
 
 
 # What `_revision_insert` writes, in its statement's order: every field but the id.
@@ -989,18 +1021,24 @@ def _bump_sql() -> str:
 
 
 @functools.cache
-def _bump_insert_sql() -> str:
+def _bump_insert_sql(charged: bool) -> str:
     # PostgreSQL's data-modifying WITH, which the ORM cannot write: a Save's whole write in
-    # one round trip. The parameters are `_bump_sql`'s, then the revision's fields.
+    # one round trip. The parameters are `_bump_sql`'s, then the revision's fields, then
+    # when `charged` the team whose org's quota `_org_quota_held_sql` reads. That read is a
+    # subquery of the select list over the inserted row: evaluated once the row exists,
+    # after the bump has locked the file's row (the org's lock comes after the file's, as
+    # in every write), and not at all when the bump matched nothing.
     names = ", ".join(_REVISION_FIELDS)
     slots = ", ".join(["%s"] * len(_REVISION_FIELDS))
+    insert = f"INSERT INTO {table(FileVersion)} ({names}) SELECT {slots} FROM bumped RETURNING id"
+    quota = f", ({_org_quota_held_sql(connection.vendor)})" if charged else ""
     return (
-        f"WITH bumped AS ({_bump_sql()} RETURNING id) "
-        f"INSERT INTO {table(FileVersion)} ({names}) SELECT {slots} FROM bumped RETURNING id"
+        f"WITH bumped AS ({_bump_sql()} RETURNING id), inserted AS ({insert}) "
+        f"SELECT id{quota} FROM inserted"
     )
 
 
-def team_storage_charge(*, workspace: Workspace, delta: int) -> None:
+def team_storage_charge(*, workspace: Workspace, delta: int, quota: int | None = None) -> None:
     """Add `delta` bytes to the storage usage of the workspace's team, if its org has a
     quota.
 
@@ -1012,11 +1050,13 @@ def team_storage_charge(*, workspace: Workspace, delta: int) -> None:
     never below zero. Under no quota (0) the usage is not kept: every change of a team's
     documents would update its one row, whose lock each holds until its commit has been
     flushed, so a team's writes would take turns (bench/README.md, http_throughput_*).
-    `org_quota_set` counts it afresh when a quota is set.
+    `org_quota_set` counts it afresh when a quota is set. `quota` is the org's quota if the
+    caller's transaction has read it as `_org_quota_held` does (a write's statement does).
     """
     if delta == 0:
         return
-    quota = _org_quota_held(team_id=workspace.team_id)
+    if quota is None:
+        quota = _org_quota_held(team_id=workspace.team_id)
     if quota == 0:
         return
     tenant_counter_charge(
@@ -1033,9 +1073,14 @@ def _org_quota_held(*, team_id: int) -> int:
     quota set in the meantime waits for the change, then counts it; a change that waited
     for a quota being set sees that quota, and charges the usage counted with it."""
     row = fetch_one(_org_quota_held_sql(connection.vendor), [team_id])
-    if row is None:
+    return _org_quota_of(None if row is None else row[0])
+
+
+def _org_quota_of(value: int | None) -> int:
+    """The quota `_org_quota_held_sql` read (None: it found no team)."""
+    if value is None:
         raise Team.DoesNotExist
-    return int(row[0])
+    return int(value)
 
 
 @functools.cache

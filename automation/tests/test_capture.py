@@ -287,6 +287,35 @@ def test_a_version_conflict_keeps_the_newer_text_and_returns_a_proposal(assistan
     assert Admission.objects.get(pk=admission.pk).status == "admitted"
 
 
+@pytest.mark.parametrize("same_size", [True, False])
+def test_a_save_between_the_captures_read_and_its_fence_is_a_conflict_and_a_proposal(
+    assistant, at_checkpoint, same_size
+):
+    # The capture's write reuses its memory read (the file and the replaced size) instead
+    # of reading the file again in its transaction: the compare-and-set alone must refuse.
+    admission = assistant.send()
+    person = "- likes tee\n" if same_size else "- likes tea\n- edited by a person\n"
+    at_checkpoint(
+        "validated",
+        lambda: memory_save(
+            workspace=assistant.tenant.workspace,
+            author=assistant.tenant.member,
+            base_version=1,
+            content=person,
+        ),
+    )
+
+    with pytest.raises(CaptureConflict) as conflict:
+        assistant.capture(admission, expected_version=1)
+
+    proposal = Proposal.objects.get(pk=conflict.value.detail["proposalId"])
+    assert (proposal.base_version, proposal.reason) == (2, "version_conflict")
+    assert memory_current_get(workspace=assistant.tenant.workspace).content == person
+    assert revisions(assistant.tenant) == [(1, "save"), (2, "save")]
+    assert not CommitFence.objects.exists()
+    assert Admission.objects.get(pk=admission.pk).status == "admitted"
+
+
 def test_capture_into_memory_over_the_recall_bound_is_refused(assistant, settings):
     memory_save(
         workspace=assistant.tenant.workspace,
@@ -383,16 +412,20 @@ def test_a_capture_sends_a_fixed_number_of_statements_and_no_savepoint(assistant
             changes=[MemoryChange(op="add", line="- likes green tea")],
         )
 
-    # The judge, the key session's row, the memory read, the write's read of the file, the
-    # compare-and-set with the revision, the storage charge, then on PostgreSQL the fence's
-    # locks and one statement for the fence row and the admission's commit, on SQLite (no
-    # locks: the transaction is IMMEDIATE, and no INSERT inside WITH) the compare-and-set
-    # and the revision apart, and the fence row and the admission's commit apart. One more
-    # fails this test.
-    expected = 8 if connection.vendor == "postgresql" else 9
+    # The judge, the key session's row and the memory read; then, on PostgreSQL, BEGIN, the
+    # fence's locks, the compare-and-set with the revision and the quota's read, one
+    # statement for the fence row and the admission's commit, COMMIT: eight round trips.
+    # The write reads no file row of its own (the memory read gave it). On SQLite (no
+    # locks: the transaction is IMMEDIATE, and no INSERT inside WITH) the compare-and-set,
+    # the revision and the quota's read apart, and the fence row and the admission's commit
+    # apart. One more fails this test.
     sent = [query["sql"] for query in captured.captured_queries]
     work = [sql for sql in sent if sql.split()[0].upper() not in ("BEGIN", "COMMIT")]
-    assert len(work) == expected, work
+    if connection.vendor == "postgresql":
+        assert len(sent) == 8, sent
+        assert len(work) == 6, work
+    else:
+        assert len(work) == 8, work
     assert not any("SAVEPOINT" in sql for sql in sent)
     assert revisions(assistant.tenant) == [(1, "save"), (2, "capture")]
 

@@ -25,7 +25,7 @@ def fail_after_revision_insert(monkeypatch):
     real_insert = workspaces.services._revision_insert
 
     def insert_then_fail(*args, **kwargs):
-        inserted = real_insert(*args, **kwargs)
+        inserted, _quota = real_insert(*args, **kwargs)
         assert inserted is not None
         assert FileVersion.objects.filter(pk=inserted.pk).exists()
         raise InjectedFailure()
@@ -137,7 +137,9 @@ def test_a_save_sends_a_read_then_the_compare_and_set_with_the_revision_insert(
     statements = work_statements(captured)
     assert statements[0].lstrip().startswith("SELECT")
     if connection.vendor == "postgresql":
-        # The bump and the insert are one statement.
+        # The bump and the insert are one statement, atomic by itself: with no storage to
+        # charge, no BEGIN or COMMIT either. Two round trips.
+        assert len(captured.captured_queries) == 2, captured.captured_queries
         assert len(statements) == 2, statements
         assert statements[1].startswith('WITH bumped AS (UPDATE "workspaces_file"')
         assert 'INSERT INTO "workspaces_fileversion"' in statements[1]
@@ -147,6 +149,26 @@ def test_a_save_sends_a_read_then_the_compare_and_set_with_the_revision_insert(
         assert statements[2].startswith('INSERT INTO "workspaces_fileversion"')
     assert not any("SAVEPOINT" in query["sql"] for query in captured.captured_queries)
     assert memory_current_get(workspace=tenant.workspace).content == same_size
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_save_that_changes_the_size_reads_the_quota_with_its_write(tenant, memory_revision):
+    longer = "- likes green tea\n"
+
+    with CaptureQueriesContext(connection) as captured:
+        services.memory_save(
+            workspace=tenant.workspace, author=tenant.member, base_version=1, content=longer
+        )
+
+    # then: the storage charge needs the transaction and the org's quota, read with its row
+    # held; on PostgreSQL that read is part of the write's statement. Four round trips.
+    sent = [query["sql"] for query in captured.captured_queries]
+    if connection.vendor == "postgresql":
+        assert [sql.split()[0] for sql in sent] == ["SELECT", "BEGIN", "WITH", "COMMIT"], sent
+        assert "FOR KEY SHARE" in sent[2]
+    else:
+        assert len(work_statements(captured)) == 4, sent
+    assert memory_current_get(workspace=tenant.workspace).content == longer
 
 
 class TransactionRefused:

@@ -251,7 +251,8 @@ def test_a_quota_set_while_a_write_is_in_flight_counts_that_write(tenant, monkey
     # Without a quota a write keeps no usage; a quota set meanwhile must not count the
     # documents before that write commits, or its bytes would never be counted.
     write(tenant.workspace, "a.md", "x" * 10)
-    charging, release = held_after(monkeypatch, "_org_quota_held")
+    # The write holds the org's row from its statement (the quota's read rides on it).
+    charging, release = held_after(monkeypatch, "_revision_insert")
 
     def quota_setter():
         charging.wait(timeout=30)
