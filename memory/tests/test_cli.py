@@ -941,6 +941,32 @@ def test_a_stdout_closed_early_ends_the_command_without_a_traceback(remote, tmp_
     assert "stdout was closed before all the output was written" in errors
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("stdout", ["closed", "full"])
+@pytest.mark.parametrize(
+    "subcommand", [["ls"], ["cat", "a.md"], ["export", "--out", "-"]], ids=" ".join
+)
+def test_a_stdout_closed_or_full_is_one_line_and_exit_1(remote, tmp_path, subcommand, stdout):
+    # `>&-` left sys.stdout None and `> /dev/full` failed each write: both were a traceback.
+    _, flags = remote
+    run_manage("put", "a.md", *flags, "--file", _file(tmp_path, b"x\n"), "--base-version", "0")
+    command = [sys.executable, "manage.py", "memory", *subcommand, *flags]
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_project.settings"}
+
+    with open(os.devnull if stdout == "closed" else "/dev/full", "wb") as target:
+        result = subprocess.run(
+            ["sh", "-c", '"$@" >&-', "sh", *command] if stdout == "closed" else command,
+            cwd=BASE_DIR, env=environment, stdout=target, stderr=subprocess.PIPE, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    reason = "stdout is closed" if stdout == "closed" else "cannot write to stdout"
+    assert reason in result.stderr
+
+
 # A NOT_FOUND says what was not found
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
@@ -61,7 +61,7 @@ from workspaces.models import Team, TeamMembership, User
 
 EXIT_CODES = (
     "Exit codes: 0 done; 1 refused (the message names the refusal's code and what to do, "
-    "and nothing was changed), or stdout closed early; 2 usage (a malformed command line or "
+    "and nothing was changed), or stdout closed or full; 2 usage (a malformed command line or "
     "space flags); 130 interrupted (Ctrl-C)."
 )
 MIRROR_EXIT_CODES = (
@@ -88,6 +88,29 @@ class UsageError(CommandError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, returncode=2)
+
+
+class StdoutUnwritable(Exception):
+    """stdout takes no more output: its reader left early (`| head -1`), or it is full (`>
+    /dev/full`). Told apart from any other OSError, which is no fault of stdout's."""
+
+
+@contextmanager
+def _stdout_writes() -> Iterator[None]:
+    try:
+        yield
+    except OSError as error:
+        raise StdoutUnwritable(error.strerror) from error
+
+
+class _Stdout(OutputWrapper):
+    def write(self, *args: Any, **kwargs: Any) -> None:
+        with _stdout_writes():
+            super().write(*args, **kwargs)
+
+    def flush(self) -> None:
+        with _stdout_writes():
+            super().flush()
 
 
 def _hint(code: str, detail: dict[str, Any], subcommand: str) -> str | None:
@@ -341,21 +364,29 @@ class Command(BaseCommand):
         )
 
     def execute(self, *args: Any, **options: Any) -> str | None:
-        """The command, ended without a traceback by Ctrl-C or by a reader that left early
-        (`| head -1`)."""
+        """The command, ended without a traceback by Ctrl-C, or by a stdout that is closed
+        (`>&-`), full, or whose reader left early (`| head -1`)."""
+        if sys.stdout is None:
+            # Python's stdout when descriptor 1 was closed: checked before anything is done,
+            # as the command's result could not be told.
+            raise Refused("stdout is closed; nothing was done")
+        if not options.get("stdout"):
+            self.stdout = _Stdout(sys.stdout)
         try:
             result = super().execute(*args, **options)
-            # Flushed here, a closed pipe is met below, not in the interpreter's exit.
-            sys.stdout.flush()
+            # Flushed here, a failing stdout is met below, not in the interpreter's exit.
+            self.stdout.flush()
         except KeyboardInterrupt:
             raise CommandError(
                 "interrupted: a write already sent may have been stored; check with `memory ls`",
                 returncode=130,
             ) from None
-        except BrokenPipeError:
+        except StdoutUnwritable as error:
             # Python's advice: stdout at /dev/null, so that the exit's flush does not fail too.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise Refused("stdout was closed before all the output was written") from None
+            if isinstance(error.__cause__, BrokenPipeError):
+                raise Refused("stdout was closed before all the output was written") from None
+            raise Refused(f"cannot write to stdout: {error}") from None
         return result
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -858,8 +889,9 @@ def _stdout_spool() -> Iterator[Any]:
     with tempfile.TemporaryFile() as spool:
         yield spool
         spool.seek(0)
-        shutil.copyfileobj(spool, sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+        with _stdout_writes():
+            shutil.copyfileobj(spool, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
 
 
 @contextmanager
