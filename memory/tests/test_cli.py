@@ -985,6 +985,44 @@ def test_a_remote_url_with_no_memory_routes_says_to_check_it(remote, subcommand)
     assert "check --remote" in message
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("base_path", ["/api/v1", "/elsewhere"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["cat", "a.md"],
+        ["put", "a.md", "--base-version", "0"],
+        ["rm", "a.md", "--base-version", "1"],
+    ],
+    ids=lambda command: command[0],
+)
+def test_a_remote_url_with_no_memory_routes_is_no_missing_document(
+    remote, tmp_path, command, base_path
+):
+    # It said "no such document in this space", as a document's NOT_FOUND.
+    _, flags = remote
+    put_body = ["--file", _file(tmp_path, b"x\n")] if command[0] == "put" else []
+    memory("put", "a.md", *flags, "--file", _file(tmp_path, b"x\n"), "--base-version", "0")
+    flags = [flag + base_path if flag.startswith("http") else flag for flag in flags]
+
+    code, message, _ = refused(*command, *put_body, *flags)
+
+    # Under /elsewhere the answer is the web frame's page, not the API's body: HTTP_404.
+    assert code == 1
+    assert "the server has no memory routes under that URL: it is not this API" in message
+    assert "check --remote" in message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_missing_document_remotely_is_still_said_to_be_missing(remote):
+    _, flags = remote
+
+    code, message, _ = refused("cat", "nosuch.md", *flags)
+
+    assert code == 1
+    assert message.startswith("NOT_FOUND: no such document in this space")
+
+
 @pytest.mark.django_db
 def test_a_mirror_of_a_bot_that_does_not_exist_says_so(tenant, tmp_path):
     code, message, _ = refused(

@@ -113,9 +113,17 @@ class _Stdout(OutputWrapper):
             super().flush()
 
 
-def _hint(code: str, detail: dict[str, Any], subcommand: str) -> str | None:
+def _hint(
+    code: str, detail: dict[str, Any], subcommand: str, *, routes_missing: bool = False
+) -> str | None:
     """What to do about a refusal of `subcommand`, from its detail; None when its message
-    says it all."""
+    says it all. `routes_missing`: a remote 404 from a URL with no memory routes under it."""
+    if routes_missing:
+        return (
+            "the server has no memory routes under that URL: it is not this API, or not at "
+            "that path; check --remote (the server's address, like https://host:port, "
+            "without /api/v1)"
+        )
     match code:
         case "VERSION_CONFLICT" if subcommand == "import":
             # Another write to the space between the import's plan and its write.
@@ -136,18 +144,6 @@ def _hint(code: str, detail: dict[str, Any], subcommand: str) -> str | None:
             )
         case "NOT_FOUND" if "field" not in detail and subcommand in {"cat", "put", "rm"}:
             return "no such document in this space; check PATH and the space flags (`memory ls`)"
-        case "NOT_FOUND" if "field" not in detail and subcommand in {
-            "ls",
-            "du",
-            "export",
-            "import",
-        }:
-            # These name no document and, locally, meet no NOT_FOUND without a field: the
-            # route itself is missing, as under `--remote https://host/api/v1`.
-            return (
-                "the server has no memory routes under that URL; check --remote (the server's "
-                "address, like https://host:port, without /api/v1)"
-            )
         case "INVALID_DOCUMENT_PATH":
             if "target" in detail:
                 return (
@@ -409,19 +405,33 @@ class Command(BaseCommand):
                     "import": self.import_,
                 }
                 actions[options["subcommand"]](self.client(options), options)
-        except (DomainError, RemoteRefusal) as error:
+        except DomainError as error:
             raise self.refusal(
                 error.code, error.message, error.detail, subcommand=options["subcommand"]
+            ) from None
+        except RemoteRefusal as error:
+            raise self.refusal(
+                error.code,
+                error.message,
+                error.detail,
+                subcommand=options["subcommand"],
+                routes_missing=error.routes_missing,
             ) from None
         except RemoteUnreachable as error:
             raise Refused(f"cannot reach the server: {error}") from None
 
     def refusal(
-        self, code: str, message: str, detail: dict[str, Any], *, subcommand: str
+        self,
+        code: str,
+        message: str,
+        detail: dict[str, Any],
+        *,
+        subcommand: str,
+        routes_missing: bool = False,
     ) -> CommandError:
         if self.as_json:
             self.stdout.write(json.dumps(error_body(code, message, detail)))
-        hint = _hint(code, detail, subcommand)
+        hint = _hint(code, detail, subcommand, routes_missing=routes_missing)
         text = f"{code}: {hint}" if hint else f"{code}: {message}"
         return UsageError(text) if code in USAGE_CODES else Refused(text)
 
