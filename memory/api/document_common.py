@@ -30,7 +30,7 @@ from memory_project.api.schema import Refusal, operation
 from memory_project.api.serializers import QuerySerializer, StrictSerializer
 from workspaces.api.access import caller_membership
 from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSALS, entity_tag
-from workspaces.api.input import validated
+from workspaces.api.input import NO_BODY_REFUSALS, validated
 from workspaces.errors import (
     DocumentExists,
     DocumentTooLarge,
@@ -296,7 +296,7 @@ class DocumentSchemas:
     def delete(self) -> Callable[..., Any]:
         return operation(
             f"Delete a {self.noun}",
-            *self._changing(),
+            *self._changing(*NO_BODY_REFUSALS),
             parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS],
             responses={200: self.state},
         )

@@ -13,6 +13,7 @@ from memory import documents
 from memory.api import document_common as common
 from workspaces.api.access import MEMBER_REFUSALS
 from workspaces.api.headers import base_version_from, flag_from
+from workspaces.api.input import no_body_require
 from workspaces.models import File
 
 SCHEMAS = common.DocumentSchemas(
@@ -60,8 +61,10 @@ class DocumentApi(APIView):
 
     @SCHEMAS.delete()
     def delete(self, request: Request, workspace_id: int) -> Response:
+        actor = common.person_actor(request, workspace_id)
+        no_body_require(request)
         file = documents.document_delete(
-            actor=common.person_actor(request, workspace_id),
+            actor=actor,
             raw_path=request.query_params.get("path", ""),
             base_version=base_version_from(request),
         )

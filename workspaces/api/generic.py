@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from memory_project.api.schema import Refusal, refuses
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
-from workspaces.api.input import validated
+from workspaces.api.input import NO_BODY_REFUSALS, no_body_require, validated
 from workspaces.authentication import Credential, request_credential
 from workspaces.errors import NotFound
 from workspaces.models import User, Workspace
@@ -75,7 +75,7 @@ class WorkspaceSettingApi(APIView):
 # may not see it, declared here for every subclass) and revokes it; it names the
 # operation's `summary` and declares with `refuses` what else it refuses with. (A comment,
 # not a docstring: see WorkspaceSettingApi.)
-@refuses(NotFound)
+@refuses(NotFound, *NO_BODY_REFUSALS)
 class RevokeApi(APIView):
     summary: str
 
@@ -84,7 +84,9 @@ class RevokeApi(APIView):
         extend_schema_view(delete=extend_schema(summary=cls.summary, responses={204: None}))(cls)
 
     def delete(self, request: Request, **route: Any) -> Response:
-        self.revoke(request_credential(request), **route)
+        credential = request_credential(request)
+        no_body_require(request)
+        self.revoke(credential, **route)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def revoke(self, credential: Credential, **route: Any) -> None:

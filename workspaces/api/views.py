@@ -158,11 +158,13 @@ class WorkspaceMemberApi(APIView):
         *MEMBER_REFUSALS,
         WorkspaceAdminRequired,
         LastWorkspaceAdmin,
+        *NO_BODY_REFUSALS,
         responses={204: None},
         description="Remove a member (admins only), or leave: your own user id.",
     )
     def delete(self, request: Request, workspace_id: int, user_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
+        no_body_require(request)
         services.workspace_member_remove(
             workspace=membership.workspace, actor=membership.user, user_id=user_id
         )
