@@ -43,6 +43,7 @@ from workspaces.selectors import (
     file_get,
     file_list,
     file_read_text,
+    team_member_names,
     team_owner_is,
     workspace_data_key,
 )
@@ -257,6 +258,9 @@ def team_memory(request: HttpRequest) -> HttpResponse:
     config = {
         "visibilities": visibilities,
         "maxDocumentBytes": settings.MEMORY_MAX_DOCUMENT_BYTES,
+        # A document's writer is stored as `user:<id>` (or `import:<id>`); the page shows
+        # the member's name. A bot, the mirror and a former member stay as stored.
+        "people": {str(pk): name for pk, name in team_member_names(team=team).items()},
         "urls": {
             "usage": reverse("space-usage"),
             "docs": reverse("space-document-list"),

@@ -198,6 +198,15 @@ def test_team_memory_names_the_active_team_and_the_space_routes(member_client, t
     }
 
 
+def test_team_memory_names_the_teams_members_for_the_attributions(member_client, tenant):
+    response = member_client.get(reverse("memory:spaces"))
+
+    # By id, as a document's `updatedBy` (`user:<id>`, `import:<id>`) names its writer.
+    assert response.context["frame_config"]["people"] == {
+        str(user.pk): user.username for user in (tenant.admin, tenant.member)
+    }
+
+
 def test_team_memory_is_linked_from_the_workspace_navigation(member_client, tenant):
     response = member_client.get(url("memory:frame", tenant))
 
