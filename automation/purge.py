@@ -328,7 +328,7 @@ def _admin_history_delete(model: type[models.Model], pks: list[object]) -> list[
     # The admin's history of a row names it (`object_repr`: an org's, a team's, a
     # workspace's name) and says what changed. It refers to the row by content type and
     # text id, not a foreign key, so nothing deletes it with the row.
-    entries = list(
+    entries: list[object] = list(
         LogEntry.objects.filter(
             content_type=ContentType.objects.get_for_model(model),
             object_id__in=[str(pk) for pk in pks],

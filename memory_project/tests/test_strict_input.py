@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from rest_framework.exceptions import ValidationError
+from rest_framework.test import APIClient
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from conftest import assert_error
@@ -158,7 +160,7 @@ def test_a_body_sent_to_a_route_that_takes_none_is_refused(
 BODYLESS_DELETES = ["token", "member", "document", "space document"]
 
 
-def _bodyless_delete(tenant, route: str) -> tuple[object, str, dict[str, str]]:
+def _bodyless_delete(tenant, route: str) -> tuple[APIClient, str, dict[str, Any]]:
     """The client, URL and headers of a DELETE of `route` that would succeed without a body."""
     client = tenant.client_for(tenant.member)
     workspace = f"/api/v1/workspaces/{tenant.workspace.pk}"

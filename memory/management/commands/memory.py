@@ -104,9 +104,14 @@ def _stdout_writes() -> Iterator[None]:
 
 
 class _Stdout(OutputWrapper):
-    def write(self, *args: Any, **kwargs: Any) -> None:
+    def write(  # type: ignore[override]  # as OutputWrapper's own (django-stubs)
+        self,
+        msg: str = "",
+        style_func: Callable[[str], str] | None = None,
+        ending: str | None = None,
+    ) -> None:
         with _stdout_writes():
-            super().write(*args, **kwargs)
+            super().write(msg, style_func, ending)
 
     def flush(self) -> None:
         with _stdout_writes():
