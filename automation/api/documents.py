@@ -16,7 +16,6 @@ from memory import documents
 from memory.api import document_common as common
 from memory.documents import DocumentActor, Operation
 from workspaces.api.headers import base_version_from
-from workspaces.api.input import no_body_require
 from workspaces.errors import KeySessionUnavailable, NotFound, RateLimited
 from workspaces.models import File
 
@@ -47,10 +46,7 @@ class AutomationDocumentApi(AutomationDocumentView):
     def delete(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
         (path,) = _paths(actor, Operation.DELETE, request.query_params.get("path", ""))
-        no_body_require(request)
-        file = documents.document_delete(
-            actor=actor, raw_path=path, base_version=base_version_from(request)
-        )
+        file = common.document_delete(request, actor, path)
         return Response(shapes.State(file).data)
 
 

@@ -13,7 +13,6 @@ from memory import documents
 from memory.api import document_common as common
 from workspaces.api.access import MEMBER_REFUSALS
 from workspaces.api.headers import base_version_from, flag_from
-from workspaces.api.input import no_body_require
 from workspaces.models import File
 
 SCHEMAS = common.DocumentSchemas(
@@ -62,12 +61,7 @@ class DocumentApi(APIView):
     @SCHEMAS.delete()
     def delete(self, request: Request, workspace_id: int) -> Response:
         actor = common.person_actor(request, workspace_id)
-        no_body_require(request)
-        file = documents.document_delete(
-            actor=actor,
-            raw_path=request.query_params.get("path", ""),
-            base_version=base_version_from(request),
-        )
+        file = common.document_delete(request, actor, request.query_params.get("path", ""))
         return Response(common.DocumentStateSerializer(file).data)
 
 
