@@ -36,7 +36,7 @@ run: migrate
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	$(BIN)/python manage.py seed_demo
 	@echo "Serving on http://$(HOST):$(PORT)/ (API docs at /api/docs/, admin at /admin/)"
-	$(BIN)/gunicorn -c python:memory_project.gunicorn_conf memory_project.wsgi --bind $(HOST):$(PORT)
+	$(BIN)/python -m memory_project.serve --bind $(HOST):$(PORT)
 
 # The MCP server for external clients, at http://$(HOST):$(MCP_PORT)/mcp (bearer tokens).
 mcp: migrate

@@ -62,6 +62,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt, UserMessage
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -79,7 +80,7 @@ from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from automation import bot_memory
 from automation.api import serializers as shapes
@@ -196,12 +197,60 @@ def bearer_credential(authorization: str, client_address: str = "") -> Credentia
     )
 
 
-class BearerCredentialMiddleware:
-    """Answers any HTTP request without a credential the MCP server takes, in the API's
-    error shape; otherwise puts the Credential on the request's scope for the tools."""
+def _is_allowed(value: str, allowed: list[str]) -> bool:
+    """`value` (a Host or an Origin) matches `allowed` as the SDK matches it: exactly, or
+    `base:*` for base with any port."""
+    return value in allowed or any(
+        pattern.endswith(":*") and value.startswith(pattern[:-1]) for pattern in allowed
+    )
 
-    def __init__(self, app: ASGIApp) -> None:
+
+def _transport_refusal(
+    headers: Headers, method: str, security: TransportSecuritySettings | None
+) -> BearerRefused | None:
+    """The SDK's own checks of the Host, the Origin and a POST's Content-Type, made first
+    here to answer them as the API does: the SDK answers in plain text, and only after the
+    credential was looked up."""
+    if security is not None and security.enable_dns_rebinding_protection:
+        if not _is_allowed(headers.get("host", ""), security.allowed_hosts):
+            return BearerRefused(
+                "HOST_NOT_ALLOWED", "This server does not answer for that host.", 400
+            )
+        origin = headers.get("origin")
+        if origin and not _is_allowed(origin, security.allowed_origins):
+            return BearerRefused("CROSS_ORIGIN_REJECTED", "Cross-origin request rejected.", 403)
+    content_type = headers.get("content-type", "").lower()
+    if method == "POST" and not content_type.startswith("application/json"):
+        return BearerRefused(
+            "UNSUPPORTED_MEDIA_TYPE", "The MCP server takes a body of application/json.", 415
+        )
+    return None
+
+
+async def _chunked_body(receive: Receive) -> tuple[list[Message], int]:
+    """The messages of a body sent without a length, read until it ends or is past
+    REQUEST_MAX_BODY_BYTES (as memory_project/wsgi.py reads one for the API), and its size."""
+    messages: list[Message] = []
+    size = 0
+    while size <= settings.REQUEST_MAX_BODY_BYTES:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return messages, size
+
+
+class BearerCredentialMiddleware:
+    """Answers any HTTP request the MCP server does not take (its Host, Origin or
+    Content-Type, a body over the limit, no credential the server takes) in the API's error
+    shape; otherwise puts the Credential on the request's scope for the tools."""
+
+    def __init__(self, app: ASGIApp, security: TransportSecuritySettings | None = None) -> None:
         self.app = app
+        self.security = security
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -210,14 +259,22 @@ class BearerCredentialMiddleware:
         request_headers = Headers(scope=scope)
         client = scope.get("client") or ("", 0)
         try:
-            # As the API refuses it, before the credential is looked up; a body sent
-            # without a length is bounded by the SDK as it arrives (in its own words).
+            refusal = _transport_refusal(request_headers, scope["method"], self.security)
+            if refusal is not None:
+                raise refusal
+            # As the API refuses it, before the credential is looked up.
             length = request_headers.get("content-length", "")
             is_length = length.isascii() and length.isdigit()
             if is_length and len(length) <= MAX_CONTENT_LENGTH_DIGITS:
                 too_large = body_length_refusal(int(length))
                 if too_large is not None:
                     raise BearerRefused(*too_large)
+            elif "transfer-encoding" in request_headers:
+                received, size = await _chunked_body(receive)
+                too_large = body_length_refusal(size)
+                if too_large is not None:
+                    raise BearerRefused(*too_large)
+                receive = _replay(received, receive)
             authorization = request_headers.get("authorization", "")
             credential = await _in_db_thread(bearer_credential)(authorization, client[0])
         except BearerRefused as refusal:
@@ -233,6 +290,15 @@ class BearerCredentialMiddleware:
             return
         scope[CREDENTIAL_SCOPE_KEY] = credential
         await self.app(scope, receive, send)
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    """`receive` that first hands over `messages`, already read from it."""
+
+    async def replayed() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return replayed
 
 
 class _AuthenticationRequired(DomainError):
@@ -922,7 +988,8 @@ def mcp_asgi_app(*, host: str = "127.0.0.1") -> Starlette:
 
     Stateless streamable HTTP with JSON responses: each POST stands alone, carries its own
     credential and answers in its body. `host` is where it is bound: on a loopback address
-    the SDK also checks the Host and Origin headers (DNS rebinding protection).
+    the SDK also checks the Host and Origin headers (DNS rebinding protection), which
+    `BearerCredentialMiddleware` checks first, by the SDK's settings, to answer as the API.
     """
     server = build_mcp_server()
     mcp_app = server.streamable_http_app(
@@ -943,6 +1010,10 @@ def mcp_asgi_app(*, host: str = "127.0.0.1") -> Starlette:
 
     return Starlette(
         routes=mcp_app.routes,
-        middleware=[Middleware(BearerCredentialMiddleware)],
+        middleware=[
+            Middleware(
+                BearerCredentialMiddleware, security=server.session_manager.security_settings
+            )
+        ],
         lifespan=lifespan,
     )

@@ -174,11 +174,17 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
     # anything they could decrypt.
     _forget_cached_secrets(KeySession, _org_key_session_ids(org_id))
     unwrapped_keys_forget()
-    deleted = {step.label: _purge_step(step, org_id) for step in PURGE_PLAN if step.destroys_keys}
+    history: list[object] = []  # the admin's history of the rows deleted
+    deleted = {
+        step.label: _purge_step(step, org_id, history) for step in PURGE_PLAN if step.destroys_keys
+    }
     _require_no_keys_left(org_id)
     for step in PURGE_PLAN:
         if not step.destroys_keys:
-            deleted[step.label] = _purge_step(step, org_id)
+            deleted[step.label] = _purge_step(step, org_id, history)
+    # The org's own history before the receipt that counts it; the org row goes last.
+    history.extend(_admin_history_delete(Org, [org_id]))
+    deleted[LogEntry._meta.label] = history
     counts = {label: len(pks) for label, pks in deleted.items()}
     # Digested and signed before the last transaction, which stays as short as the others.
     receipt = _receipt_signed(
@@ -200,7 +206,6 @@ def org_purge(*, org_id: int, now: datetime | None = None) -> bool:
         # By now nothing references the org, so the collector's look for related rows is
         # one empty read.
         Org.objects.filter(pk=org_id, status=Org.Status.PURGING).delete()
-        _admin_history_delete(Org, [org_id])
         receipt.save(force_insert=True)
     return True
 
@@ -278,8 +283,9 @@ def _stalled(now: datetime) -> Q:
     return Q(status=Org.Status.PURGING, purge_claimed_at__lte=now - PURGE_RECLAIM_AFTER)
 
 
-def _purge_step(step: PurgeStep, org_id: int) -> list[object]:
-    """Delete the org's rows of one step; return their primary keys."""
+def _purge_step(step: PurgeStep, org_id: int, history: list[object]) -> list[object]:
+    """Delete the org's rows of one step, and their admin history, whose primary keys go
+    to `history`; return the rows' primary keys."""
     deleted: list[object] = []
     rows = step.rows(org_id).order_by("pk")
     while rows.exists():
@@ -298,7 +304,7 @@ def _purge_step(step: PurgeStep, org_id: int) -> list[object]:
                 # A key has no admin history to delete: its admin is view-only
                 # (`WrappedDataKeyAdmin`), so no LogEntry names one.
                 if not step.destroys_keys:
-                    _admin_history_delete(step.model, batch)
+                    history.extend(_admin_history_delete(step.model, batch))
                 Org.objects.filter(pk=org_id).update(purge_claimed_at=timezone.now())
             deleted.extend(batch)
             last = batch[-1]
@@ -317,14 +323,20 @@ def _rows_delete(model: type[models.Model], pks: list[object]) -> None:
         )
 
 
-def _admin_history_delete(model: type[models.Model], pks: list[object]) -> None:
+def _admin_history_delete(model: type[models.Model], pks: list[object]) -> list[object]:
+    """Delete the admin's history of the rows `pks` of `model`; return its primary keys."""
     # The admin's history of a row names it (`object_repr`: an org's, a team's, a
     # workspace's name) and says what changed. It refers to the row by content type and
     # text id, not a foreign key, so nothing deletes it with the row.
-    LogEntry.objects.filter(
-        content_type=ContentType.objects.get_for_model(model),
-        object_id__in=[str(pk) for pk in pks],
-    ).delete()
+    entries: list[object] = list(
+        LogEntry.objects.filter(
+            content_type=ContentType.objects.get_for_model(model),
+            object_id__in=[str(pk) for pk in pks],
+        ).values_list("pk", flat=True)
+    )
+    if entries:
+        _rows_delete(LogEntry, entries)
+    return entries
 
 
 def _forget_cached_secrets(model: type[models.Model], pks: list[object]) -> None:

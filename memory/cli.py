@@ -42,11 +42,22 @@ TIMEOUT_SECONDS = 60
 
 
 class RemoteRefusal(Exception):
-    """The server refused: the API's error body, with the HTTP status it came with."""
+    """The server refused: the API's error body, with the HTTP status it came with.
+    `routes_missing`: the 404 came from a base URL under which there are no memory routes,
+    not from a missing document or space."""
 
-    def __init__(self, *, code: str, message: str, detail: dict[str, Any], status: int) -> None:
+    def __init__(
+        self,
+        *,
+        code: str,
+        message: str,
+        detail: dict[str, Any],
+        status: int,
+        routes_missing: bool = False,
+    ) -> None:
         super().__init__(message)
         self.code, self.message, self.detail, self.status = code, message, detail, status
+        self.routes_missing = routes_missing
 
 
 class RemoteUnreachable(Exception):
@@ -261,7 +272,9 @@ class RemoteSpaceClient:
                 f"no answer from {self.base_url}: {type(error).__name__}"
             ) from None
         if response.status_code >= 300:
-            raise _refusal(response)
+            refusal = _refusal(response)
+            refusal.routes_missing = response.status_code == 404 and not self.has_memory_routes()
+            raise refusal
         received = response.headers.get("Content-Type", "")
         if answer is not None and received.split(";")[0].strip().lower() != answer:
             raise self.not_the_api(response)
@@ -278,6 +291,20 @@ class RemoteSpaceClient:
         if not isinstance(answer, dict):
             raise self.not_the_api(response)
         return answer
+
+    def has_memory_routes(self) -> bool:
+        """Whether the memory routes are under the base URL, asked after a 404: the API
+        answers a missing route and a missing document alike (NOT_FOUND, docs/errors.md).
+        Their usage route asked about no space is refused as SPACE_INVALID (or the token's
+        refusal) where they are, and is a 404 only where they are not."""
+        try:
+            with self.session.get(
+                self.base_url + "usage", timeout=TIMEOUT_SECONDS, allow_redirects=False
+            ) as response:
+                return response.status_code != 404
+        except requests.RequestException:
+            # No way to tell now: the refusal stands as the server gave it.
+            return True
 
     def not_the_api(self, response: requests.Response) -> RemoteUnreachable:
         response.close()

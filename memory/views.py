@@ -22,7 +22,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from memory.documents import ActorKind, DocumentActor, document_search
 from memory.models import MEMORY_PATH, MemoryPolicy
@@ -43,6 +43,7 @@ from workspaces.selectors import (
     file_get,
     file_list,
     file_read_text,
+    team_member_names,
     team_owner_is,
     workspace_data_key,
 )
@@ -66,7 +67,7 @@ MODE_SENTENCES = {
 
 
 @login_required
-@require_GET
+@require_safe
 def memory_frame(request: HttpRequest, workspace_id: int) -> HttpResponse:
     page = workspace_page(request, workspace_id)
     workspace = page.workspace
@@ -117,14 +118,14 @@ class DiffLine:
 
 
 @login_required
-@require_GET
+@require_safe
 def memory_changes(request: HttpRequest, workspace_id: int) -> HttpResponse:
     page = workspace_page(request, workspace_id)
     return render(request, "memory/changes.html", _changes_context(request, page))
 
 
 @login_required
-@require_GET
+@require_safe
 def memory_revision(request: HttpRequest, workspace_id: int, version: int) -> HttpResponse:
     """One revision with its line diff against the previous one: the whole Changes page, or
     only the detail when htmx asks for it (the list stays, the URL is pushed)."""
@@ -147,7 +148,7 @@ def memory_revision(request: HttpRequest, workspace_id: int, version: int) -> Ht
 
 
 @login_required
-@require_GET
+@require_safe
 def notes(request: HttpRequest, workspace_id: int) -> HttpResponse:
     page = workspace_page(request, workspace_id)
     files = [
@@ -167,7 +168,7 @@ def notes(request: HttpRequest, workspace_id: int) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def note(request: HttpRequest, workspace_id: int) -> HttpResponse:
     """A note's editor. The memory document is never a note: it redirects to the frame."""
     page = workspace_page(request, workspace_id)
@@ -217,7 +218,7 @@ def note(request: HttpRequest, workspace_id: int) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def search(request: HttpRequest, workspace_id: int) -> HttpResponse:
     """Notes and memory containing the query, searched as the API's person search does
     (bounded per request, continued by cursor). The query is neither logged nor stored."""
@@ -242,7 +243,7 @@ def search(request: HttpRequest, workspace_id: int) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def team_memory(request: HttpRequest) -> HttpResponse:
     """The active team's memory spaces. Everything on it is read and written by the page
     script through the space routes, as the session's team: the same tenant the page names."""
@@ -257,6 +258,9 @@ def team_memory(request: HttpRequest) -> HttpResponse:
     config = {
         "visibilities": visibilities,
         "maxDocumentBytes": settings.MEMORY_MAX_DOCUMENT_BYTES,
+        # A document's writer is stored as `user:<id>` (or `import:<id>`); the page shows
+        # the member's name. A bot, the mirror and a former member stay as stored.
+        "people": {str(pk): name for pk, name in team_member_names(team=team).items()},
         "urls": {
             "usage": reverse("space-usage"),
             "docs": reverse("space-document-list"),
@@ -375,7 +379,7 @@ def _note_url(workspace_id: int, path: str | None = None) -> str:
 
 
 @login_required
-@require_GET
+@require_safe
 def team_bots(request: HttpRequest) -> HttpResponse:
     """The active team's bots. The page script lists, creates and edits them and issues and
     revokes their tokens through the bot routes, as the session's team; the routes decide

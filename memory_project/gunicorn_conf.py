@@ -1,6 +1,6 @@
-"""gunicorn's settings, for `make run` and production alike:
+"""gunicorn's settings, for `make run` and production alike, loaded by
 
-    gunicorn -c python:memory_project.gunicorn_conf memory_project.wsgi --bind HOST:PORT
+    python -m memory_project.serve --bind HOST:PORT
 
 With REDIS_URL set it starts one worker process per core (WEB_CONCURRENCY overrides the
 count); without it, on the embedded default, exactly one (see `_workers`).

@@ -80,6 +80,12 @@ def team_members_outside_workspace(*, workspace: Workspace) -> QuerySet[User]:
     )
 
 
+def team_member_names(*, team: Team) -> dict[int, str]:
+    """The username of each active member of `team`, by user id."""
+    members = User.objects.filter(team_memberships__team=team, is_active=True)
+    return dict(members.values_list("pk", "username"))
+
+
 def api_token_list_for_user(*, user: User, team: Team) -> QuerySet[ApiToken]:
     """The person's own tokens: not the bot tokens they issued, which belong to the bots."""
     return ApiToken.objects.filter(user=user, team=team, bot__isnull=True).order_by(

@@ -32,7 +32,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.timesince import timeuntil
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from workspaces import selectors, services
 from workspaces.authentication import ACTIVE_TEAM_SESSION_KEY
@@ -75,14 +75,14 @@ def sign_in_locked_out(
     return response
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def sign_out(request: HttpRequest) -> HttpResponse:
     """POST: revoke the key sessions this browser session opened, then sign out.
 
-    GET (the address typed or bookmarked) only shows the sign-out button: signing out on a
-    GET would let any page, image or prefetch sign a member out.
+    GET (the address typed or bookmarked) and HEAD only show the sign-out button: signing
+    out on either would let any page, image or prefetch sign a member out.
     """
-    if request.method == "GET":
+    if request.method in {"GET", "HEAD"}:
         if not request.user.is_authenticated:
             return redirect("workspaces:sign-in")
         return render(request, "workspaces/sign_out.html")
@@ -95,7 +95,7 @@ def sign_out(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def workspace_list(request: HttpRequest) -> HttpResponse:
     team = request_team(request)
     # A closed org's members still reach this page (and only this one): it says when the
@@ -163,7 +163,7 @@ def workspace_page(request: HttpRequest, workspace_id: int) -> WorkspacePage:
 
 
 @login_required
-@require_GET
+@require_safe
 def workspace_settings(request: HttpRequest, workspace_id: int) -> HttpResponse:
     page = workspace_page(request, workspace_id)
     sessions = selectors.key_session_liveness(

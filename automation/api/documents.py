@@ -46,9 +46,7 @@ class AutomationDocumentApi(AutomationDocumentView):
     def delete(self, request: Request, workspace_id: int) -> Response:
         actor = caller_document_actor(request, workspace_id)
         (path,) = _paths(actor, Operation.DELETE, request.query_params.get("path", ""))
-        file = documents.document_delete(
-            actor=actor, raw_path=path, base_version=base_version_from(request)
-        )
+        file = common.document_delete(request, actor, path)
         return Response(shapes.State(file).data)
 
 

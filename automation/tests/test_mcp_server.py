@@ -8,6 +8,7 @@ the tests commit their data: `transaction=True`.
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 import threading
@@ -644,3 +645,75 @@ def test_a_body_over_the_limit_is_refused_in_the_api_shape(mcp_url, tenant, sett
     assert error["code"] == "REQUEST_TOO_LARGE"
     assert error["detail"]["limitBytes"] == 1000
     assert not File.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "code"),
+    [
+        ({"Host": "evil.example"}, 400, "HOST_NOT_ALLOWED"),
+        ({"Origin": "http://evil.example"}, 403, "CROSS_ORIGIN_REJECTED"),
+        ({"Content-Type": "text/plain"}, 415, "UNSUPPORTED_MEDIA_TYPE"),
+    ],
+    ids=["host", "origin", "content-type"],
+)
+def test_the_transport_refusals_answer_in_the_api_shape_before_the_credential(
+    mcp_url, tenant, headers, status, code
+):
+    """The SDK answered these in plain text ("Invalid Host header", 421), after the credential
+    was looked up."""
+    body = json.dumps(create_note_call(tenant.workspace.pk))
+
+    response = httpx2.post(
+        mcp_url,
+        content=body,
+        headers={"Accept": "application/json", "Content-Type": "application/json", **headers},
+        timeout=10,
+    )
+
+    assert response.status_code == status
+    assert response.json()["error"]["code"] == code
+    assert not File.objects.exists()
+
+
+def test_a_chunked_body_over_the_limit_is_refused_in_the_api_shape(mcp_url, tenant, settings):
+    """Without a Content-Length the SDK's own bound met it, in plain text."""
+    settings.REQUEST_MAX_BODY_BYTES = 1000
+    call_body = create_note_call(tenant.workspace.pk)
+    call_body["params"]["arguments"]["content"] = "x" * 2000
+    encoded = json.dumps(call_body).encode()
+
+    response = httpx2.post(
+        mcp_url,
+        content=iter([encoded[:600], encoded[600:]]),
+        headers={
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {token_for(tenant, tenant.member)}",
+        },
+        timeout=10,
+    )
+
+    assert response.request.headers["Transfer-Encoding"] == "chunked"
+    assert response.status_code == 413
+    error = response.json()["error"]
+    assert error["code"] == "REQUEST_TOO_LARGE"
+    assert error["detail"]["limitBytes"] == 1000
+    assert not File.objects.exists()
+
+
+def test_a_chunked_body_within_the_limit_is_served(mcp_url, tenant):
+    encoded = json.dumps(create_note_call(tenant.workspace.pk)).encode()
+
+    response = httpx2.post(
+        mcp_url,
+        content=iter([encoded[:20], encoded[20:]]),
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {token_for(tenant, tenant.member)}",
+        },
+        timeout=10,
+    )
+
+    assert response.status_code == 200, response.text
+    assert File.objects.get().path == "notes/a.md"

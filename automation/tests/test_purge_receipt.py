@@ -15,7 +15,10 @@ from datetime import timedelta
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+from django.apps import apps
 from django.conf import settings as django_settings
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, transaction
@@ -25,11 +28,17 @@ from django.utils import timezone
 from automation import purge
 from automation.models import PurgeReceipt
 from automation.purge import PURGE_PLAN, PurgeOrderBroken, org_purge_due
-from automation.receipts import ReceiptInvalid, ReceiptKey, deployment_public_key, receipt_verify
+from automation.receipts import (
+    ReceiptInvalid,
+    ReceiptKey,
+    deleted_ids_digest,
+    deployment_public_key,
+    receipt_verify,
+)
 from automation.tests.test_purge import make_due, populate
 from conftest import violates
 from memory.models import SpaceDocument
-from workspaces.models import FileVersion, Org, WrappedDataKey
+from workspaces.models import FileVersion, Org, User, WrappedDataKey
 from workspaces.services import org_deletion_request
 from workspaces.sql import table
 
@@ -41,9 +50,19 @@ postgres_triggers = pytest.mark.skipif(
 
 
 def ids_of(org_id: int) -> dict[str, list[object]]:
-    """Every row the purge should delete, by model label, read before it runs."""
+    """Every row the purge should delete, by model label, read before it runs: the admin's
+    history of each row too."""
     ids = {step.label: list(step.rows(org_id).values_list("pk", flat=True)) for step in PURGE_PLAN}
-    return {**ids, "workspaces.Org": [org_id]}
+    ids = {**ids, "workspaces.Org": [org_id]}
+    history = [
+        entry
+        for label, pks in ids.items()
+        for entry in LogEntry.objects.filter(
+            content_type=ContentType.objects.get_for_model(apps.get_model(label)),
+            object_id__in=[str(pk) for pk in pks],
+        ).values_list("pk", flat=True)
+    ]
+    return {**ids, "admin.LogEntry": history}
 
 
 def purged_receipt(assistant) -> tuple[PurgeReceipt, dict[str, list[object]]]:
@@ -62,6 +81,27 @@ def other_key_text() -> str:
         Encoding.Raw, PrivateFormat.Raw, NoEncryption()
     )
     return base64.b64encode(seed).decode()
+
+
+def test_the_receipt_counts_the_admin_history_it_deletes(make_assistant, make_tenant):
+    # The admin's history of the org's rows went with them, uncounted and out of the digest.
+    assistant, bystander = make_assistant(), make_tenant()
+    staff = User.objects.create(username="staff", is_staff=True)
+    for row in (assistant.tenant.org, assistant.tenant.team, bystander.workspace):
+        LogEntry.objects.log_actions(
+            user_id=staff.pk, queryset=[row], action_flag=CHANGE, change_message="renamed"
+        )
+
+    row, before = purged_receipt(assistant)
+
+    signed = receipt_verify(bytes(row.document), pinned=deployment_public_key())
+    assert len(before["admin.LogEntry"]) == 2
+    assert signed["deletedRows"]["admin.LogEntry"] == 2
+    assert signed["deletedIds"]["count"] == row.deleted_rows == sum(map(len, before.values()))
+    assert signed["deletedIds"]["sha256"] == deleted_ids_digest(
+        (label, pk) for label, pks in before.items() for pk in pks
+    )
+    assert LogEntry.objects.count() == 1
 
 
 @pytest.fixture
@@ -284,8 +324,8 @@ def test_a_key_left_after_the_key_steps_stops_the_purge_before_any_revision(
     make_due(org)
     step_purge = purge._purge_step
 
-    def keys_survive(step, org_id):
-        return [] if step.destroys_keys else step_purge(step, org_id)
+    def keys_survive(step, org_id, history):
+        return [] if step.destroys_keys else step_purge(step, org_id, history)
 
     monkeypatch.setattr(purge, "_purge_step", keys_survive)
 

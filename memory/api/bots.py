@@ -12,6 +12,7 @@ runtime's config file); either way the route judges the object it denotes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -236,6 +237,6 @@ class BotTokenIssueApi(APIView):
 class BotTokenRevokeApi(RevokeApi):
     summary = "Revoke a bot's token"
 
-    def revoke(self, credential: Credential, **route: Any) -> None:
+    def revocation(self, credential: Credential, **route: Any) -> Callable[[], object]:
         bot = bot_get(team=credential.team, slug=route["bot_id"])
-        bot_token_revoke(bot=bot, token_id=route["token_id"], actor=credential.user)
+        return lambda: bot_token_revoke(bot=bot, token_id=route["token_id"], actor=credential.user)

@@ -29,8 +29,13 @@ from memory_project.api.pagination import PAGE_PARAMETERS, paginated
 from memory_project.api.schema import Refusal, operation
 from memory_project.api.serializers import QuerySerializer, StrictSerializer
 from workspaces.api.access import caller_membership
-from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSALS, entity_tag
-from workspaces.api.input import validated
+from workspaces.api.headers import (
+    BASE_VERSION_PARAMETERS,
+    BASE_VERSION_REFUSALS,
+    base_version_from,
+    entity_tag,
+)
+from workspaces.api.input import NO_BODY_REFUSALS, no_body_require, validated
 from workspaces.errors import (
     DocumentExists,
     DocumentTooLarge,
@@ -40,7 +45,7 @@ from workspaces.errors import (
     TenantQuotaExceeded,
     ValidationFailed,
 )
-from workspaces.models import ChangeKind
+from workspaces.models import ChangeKind, File
 
 
 def _path_parameter(*, required: bool) -> OpenApiParameter:
@@ -296,7 +301,7 @@ class DocumentSchemas:
     def delete(self) -> Callable[..., Any]:
         return operation(
             f"Delete a {self.noun}",
-            *self._changing(),
+            *self._changing(*NO_BODY_REFUSALS),
             parameters=[PATH_REQUIRED, *BASE_VERSION_PARAMETERS],
             responses={200: self.state},
         )
@@ -325,6 +330,15 @@ class DocumentSchemas:
         """What a change of a document refuses with: the caller, the path, X-Base-Version,
         then the operation's own `refusals`."""
         return (*self.refusals, InvalidDocumentPath, *BASE_VERSION_REFUSALS, *refusals)
+
+
+def document_delete(request: Request, actor: documents.DocumentActor, raw_path: str) -> File:
+    """Delete `raw_path` as `actor` at X-Base-Version: both actors' DELETE, which takes no
+    body."""
+    no_body_require(request)
+    return documents.document_delete(
+        actor=actor, raw_path=raw_path, base_version=base_version_from(request)
+    )
 
 
 def person_actor(request: Request, workspace_id: int) -> documents.DocumentActor:

@@ -60,11 +60,8 @@ class DocumentApi(APIView):
 
     @SCHEMAS.delete()
     def delete(self, request: Request, workspace_id: int) -> Response:
-        file = documents.document_delete(
-            actor=common.person_actor(request, workspace_id),
-            raw_path=request.query_params.get("path", ""),
-            base_version=base_version_from(request),
-        )
+        actor = common.person_actor(request, workspace_id)
+        file = common.document_delete(request, actor, request.query_params.get("path", ""))
         return Response(common.DocumentStateSerializer(file).data)
 
 

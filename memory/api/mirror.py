@@ -30,6 +30,7 @@ from memory.mirror import LocalMirrorSpace
 from memory_project.api.parsers import MarkdownParser
 from memory_project.api.schema import refuses
 from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSALS
+from workspaces.api.input import NO_BODY_REFUSALS
 from workspaces.authentication import BotBearerAuthentication, request_credential
 from workspaces.errors import (
     CredentialKindRefused,
@@ -142,7 +143,9 @@ class MirrorDocumentApi(RawBodyApi):
         parameters=[PROJECT_PARAMETER, PATH_PARAMETER, *BASE_VERSION_PARAMETERS],
         responses={204: None},
     )
-    @refuses(*MIRROR_REFUSALS, *BASE_VERSION_REFUSALS, InvalidDocumentPath, NotFound)
+    @refuses(
+        *MIRROR_REFUSALS, *BASE_VERSION_REFUSALS, *NO_BODY_REFUSALS, InvalidDocumentPath, NotFound
+    )
     def delete(self, request: Request) -> Response:
         space = _mirror_space(request)
         return document_delete(request, handle=space.handle, writer=space.writer)

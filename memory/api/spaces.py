@@ -54,6 +54,7 @@ from workspaces.api.headers import (
     base_version_from,
     entity_tag,
 )
+from workspaces.api.input import NO_BODY_REFUSALS, no_body_require
 from workspaces.authentication import request_credential
 from workspaces.errors import (
     DocumentTooLarge,
@@ -209,6 +210,7 @@ def document_put(request: Request, *, handle: SpaceHandle, writer: SpaceWriter) 
 
 def document_delete(request: Request, *, handle: SpaceHandle, writer: SpaceWriter) -> Response:
     """Delete `?path=` of `handle` at X-Base-Version, as `writer`: a space's DELETE."""
+    no_body_require(request)
     space_document_delete(
         handle=handle,
         path=request.query_params.get("path", ""),
@@ -272,6 +274,7 @@ class SpaceDocumentApi(RawBodyApi):
         NotFound,
         GlobalSpaceWriteDenied,
         *BASE_VERSION_REFUSALS,
+        *NO_BODY_REFUSALS,
         StoreUnavailable,
         StoreBusy,
     )

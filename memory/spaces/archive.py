@@ -778,6 +778,7 @@ def _entries_read(entries: Iterator[_Entry], document_read: _DocumentRead) -> _C
     if checksums is None:
         raise ArchiveInvalid(reason="checksums_invalid", entry=CHECKSUMS, problem="missing")
     _checksums_verify(manifest, checksums, actual)
+    _manifest_counts_verify(manifest, contents.documents)
     return contents
 
 
@@ -876,6 +877,33 @@ def _manifest_parse(data: bytes) -> dict[str, Any]:
     ):
         raise ArchiveInvalid(reason="manifest_invalid", entry=MANIFEST, problem="documents")
     return manifest
+
+
+def _manifest_counts_verify(manifest: dict[str, Any], documents: dict[str, bytes]) -> None:
+    """The manifest's `doc_count` and each document's `size`, where it states them (as it
+    may leave out a checksum), are the archive's: a manifest that misstates what it
+    describes is not this archive's."""
+    if "doc_count" in manifest and not _is_count(manifest["doc_count"], len(documents)):
+        raise ArchiveInvalid(
+            reason="manifest_invalid",
+            entry=MANIFEST,
+            problem="doc_count",
+            actual=len(documents),
+        )
+    for document in manifest["documents"]:
+        body = documents[document["path"]]
+        if "size" in document and not _is_count(document["size"], len(body)):
+            raise ArchiveInvalid(
+                reason="manifest_invalid",
+                entry=DOCS + document["path"],
+                problem="size",
+                actual=len(body),
+            )
+
+
+def _is_count(value: object, count: int) -> bool:
+    # JSON's true is Python's 1, which no count is.
+    return isinstance(value, int) and not isinstance(value, bool) and value == count
 
 
 def _checksums_parse(data: bytes) -> dict[str, str]:

@@ -57,7 +57,8 @@ def test_a_space_document_is_created_edited_through_a_conflict_and_deleted(
     expect(row).to_have_count(1)
     expect(row).to_contain_text("Deploys")
     expect(row).to_contain_text("ops, ci")
-    expect(row).to_contain_text(f"user:{tenant.member.pk}")
+    # The member's name, not the stored attribution `user:<id>`.
+    expect(row.locator("td").nth(4)).to_have_text(tenant.member.username)
     expect(page.locator("#space-usage-space-text")).to_contain_text(f"{len(first.encode())} of")
     screenshot(page, "spaces-list")
 

@@ -941,6 +941,32 @@ def test_a_stdout_closed_early_ends_the_command_without_a_traceback(remote, tmp_
     assert "stdout was closed before all the output was written" in errors
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("stdout", ["closed", "full"])
+@pytest.mark.parametrize(
+    "subcommand", [["ls"], ["cat", "a.md"], ["export", "--out", "-"]], ids=" ".join
+)
+def test_a_stdout_closed_or_full_is_one_line_and_exit_1(remote, tmp_path, subcommand, stdout):
+    # `>&-` left sys.stdout None and `> /dev/full` failed each write: both were a traceback.
+    _, flags = remote
+    run_manage("put", "a.md", *flags, "--file", _file(tmp_path, b"x\n"), "--base-version", "0")
+    command = [sys.executable, "manage.py", "memory", *subcommand, *flags]
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "memory_project.settings"}
+
+    with open(os.devnull if stdout == "closed" else "/dev/full", "wb") as target:
+        result = subprocess.run(
+            ["sh", "-c", '"$@" >&-', "sh", *command] if stdout == "closed" else command,
+            cwd=BASE_DIR, env=environment, stdout=target, stderr=subprocess.PIPE, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    reason = "stdout is closed" if stdout == "closed" else "cannot write to stdout"
+    assert reason in result.stderr
+
+
 # A NOT_FOUND says what was not found
 
 
@@ -957,6 +983,44 @@ def test_a_remote_url_with_no_memory_routes_says_to_check_it(remote, subcommand)
     assert code == 1
     assert message.startswith("NOT_FOUND: the server has no memory routes under")
     assert "check --remote" in message
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("base_path", ["/api/v1", "/elsewhere"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["cat", "a.md"],
+        ["put", "a.md", "--base-version", "0"],
+        ["rm", "a.md", "--base-version", "1"],
+    ],
+    ids=lambda command: command[0],
+)
+def test_a_remote_url_with_no_memory_routes_is_no_missing_document(
+    remote, tmp_path, command, base_path
+):
+    # It said "no such document in this space", as a document's NOT_FOUND.
+    _, flags = remote
+    put_body = ["--file", _file(tmp_path, b"x\n")] if command[0] == "put" else []
+    memory("put", "a.md", *flags, "--file", _file(tmp_path, b"x\n"), "--base-version", "0")
+    flags = [flag + base_path if flag.startswith("http") else flag for flag in flags]
+
+    code, message, _ = refused(*command, *put_body, *flags)
+
+    # Under /elsewhere the answer is the web frame's page, not the API's body: HTTP_404.
+    assert code == 1
+    assert "the server has no memory routes under that URL: it is not this API" in message
+    assert "check --remote" in message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_missing_document_remotely_is_still_said_to_be_missing(remote):
+    _, flags = remote
+
+    code, message, _ = refused("cat", "nosuch.md", *flags)
+
+    assert code == 1
+    assert message.startswith("NOT_FOUND: no such document in this space")
 
 
 @pytest.mark.django_db

@@ -411,6 +411,13 @@ def with_manifest(manifest: bytes) -> bytes:
     return archive_of([Entry("manifest.json", manifest), *entries[1:]])
 
 
+def with_manifest_field(field: str, value: object, *, document: bool = False) -> bytes:
+    """The valid archive whose manifest says `value` for `field` (of its one document's)."""
+    manifest = json.loads(layout(VALID)[0].data)
+    (manifest["documents"][0] if document else manifest)[field] = value
+    return archive_of(layout(VALID, manifest=manifest))
+
+
 def device(kind: bytes, name: str = "docs/x.md") -> bytes:
     return archive_of(layout(VALID, extra=[Entry(name, kind=kind)]))
 
@@ -540,6 +547,35 @@ HOSTILE: list[tuple[str, Callable[[], bytes], str, str | None, str | None]] = [
         "manifest_invalid",
         "manifest.json",
     ),
+    # The manifest must describe the documents present: it was read for its paths and sums only.
+    (
+        "manifest size wrong",
+        lambda: with_manifest_field("size", 3, document=True),
+        "ARCHIVE_INVALID",
+        "manifest_invalid",
+        "docs/a.md",
+    ),
+    (
+        "manifest size not a number",
+        lambda: with_manifest_field("size", "2", document=True),
+        "ARCHIVE_INVALID",
+        "manifest_invalid",
+        "docs/a.md",
+    ),
+    (
+        "manifest doc_count wrong",
+        lambda: with_manifest_field("doc_count", 2),
+        "ARCHIVE_INVALID",
+        "manifest_invalid",
+        "manifest.json",
+    ),
+    (
+        "manifest doc_count true",
+        lambda: with_manifest_field("doc_count", True),
+        "ARCHIVE_INVALID",
+        "manifest_invalid",
+        "manifest.json",
+    ),
     (
         "manifest not first",
         lambda: archive_of(list(reversed(layout(VALID)))),
@@ -613,6 +649,29 @@ def test_a_hostile_archive_is_refused_with_its_code_and_nothing_is_written(
     if entry is not None:
         assert refused.value.detail["entry"] == entry
     assert (contents(handle), store_get().usage(handle)) == before
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "document", "detail"),
+    [
+        ("size", 3, True, {"entry": "docs/a.md", "problem": "size", "actual": 2}),
+        ("doc_count", 0, False, {"entry": "manifest.json", "problem": "doc_count"}),
+    ],
+    ids=["size", "doc_count"],
+)
+def test_a_manifest_that_misstates_the_archive_is_refused_naming_what(
+    tenant, field, value, document, detail
+):
+    with pytest.raises(ArchiveInvalid) as refused:
+        run_import(
+            tenant,
+            space(tenant),
+            with_manifest_field(field, value, document=document),
+            ImportStrategy.SKIP,
+        )
+
+    assert refused.value.detail == {"reason": "manifest_invalid", "actual": 1, **detail}
+    assert contents(space(tenant)) == {}
 
 
 def test_a_gzip_bomb_stops_at_the_bound_without_reading_it_all(tenant):

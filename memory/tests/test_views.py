@@ -198,6 +198,15 @@ def test_team_memory_names_the_active_team_and_the_space_routes(member_client, t
     }
 
 
+def test_team_memory_names_the_teams_members_for_the_attributions(member_client, tenant):
+    response = member_client.get(reverse("memory:spaces"))
+
+    # By id, as a document's `updatedBy` (`user:<id>`, `import:<id>`) names its writer.
+    assert response.context["frame_config"]["people"] == {
+        str(user.pk): user.username for user in (tenant.admin, tenant.member)
+    }
+
+
 def test_team_memory_is_linked_from_the_workspace_navigation(member_client, tenant):
     response = member_client.get(url("memory:frame", tenant))
 
@@ -209,3 +218,42 @@ def test_team_memory_needs_a_signed_in_user(client):
 
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("workspaces:sign-in"))
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "memory:frame",
+        "memory:changes",
+        "memory:revision",
+        "memory:notes",
+        "memory:note",
+        "memory:search",
+        "memory:spaces",
+        "memory:bots",
+        "workspaces:list",
+        "workspaces:settings",
+        "workspaces:sign-out",
+    ],
+)
+def test_head_answers_a_page_as_get_does_without_its_body(member_client, tenant, page):
+    # Django's default for a page that reads; require_GET answered HEAD 405.
+    _note(tenant, "notes/a.md", "# A\n")
+    memory_save(workspace=tenant.workspace, author=tenant.member, base_version=0, content="- a\n")
+    arguments = {
+        "memory:revision": [tenant.workspace.pk, 1],
+        "memory:spaces": [],
+        "memory:bots": [],
+        "workspaces:list": [],
+        "workspaces:sign-out": [],
+    }.get(page, [tenant.workspace.pk])
+    address = reverse(page, args=arguments) + ("?path=notes/a.md" if page == "memory:note" else "")
+
+    got = member_client.get(address)
+    head = member_client.head(address)
+
+    assert got.status_code == 200
+    assert head.status_code == 200
+    assert head.content == b""
+    assert head["Content-Type"] == got["Content-Type"]
+    assert member_client.session["_auth_user_id"] == str(tenant.member.pk)

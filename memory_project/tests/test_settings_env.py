@@ -332,6 +332,39 @@ def test_gunicorn_refuses_its_own_malformed_setting_with_its_message_alone(monke
     assert refused.stderr.startswith("Configuration error: WEB_CONCURRENCY above 1")
 
 
+@pytest.mark.parametrize("raw", ["abc", "0", "-1"])
+@pytest.mark.parametrize("redis_url", ["", "redis://127.0.0.1:6379/0"], ids=["embedded", "redis"])
+def test_the_server_refuses_a_malformed_worker_count_with_its_message_alone(raw, redis_url):
+    # gunicorn reads WEB_CONCURRENCY itself when imported, before any config: "abc" stopped it
+    # with a traceback and "-1" with its own message, neither naming the variable's rule.
+    refused = run_quietly(
+        *(sys.executable, "-m", "memory_project.serve", "--bind", "127.0.0.1:0"),
+        "--check-config",
+        WEB_CONCURRENCY=raw,
+        REDIS_URL=redis_url,
+    )
+
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Configuration error: WEB_CONCURRENCY must be ")
+    assert "Traceback" not in refused.stderr
+
+
+def test_the_server_starts_gunicorn_with_the_project_config():
+    checked = run_quietly(
+        *(sys.executable, "-m", "memory_project.serve", "--bind", "127.0.0.1:0"),
+        "--check-config",
+        "--print-config",
+        WEB_CONCURRENCY="",
+        REDIS_URL="",
+    )
+
+    lines = [line.split(" = ", 1) for line in checked.stdout.splitlines() if " = " in line]
+    printed = {name.strip(): value for name, value in lines}
+    assert checked.returncode == 0, checked.stderr
+    assert printed["control_socket_disable"] == "True"
+    assert printed["workers"] == "1"
+
+
 def test_gunicorn_opens_no_control_socket_another_server_could_take_over():
     # gunicorn's default path is one per user account, shared by every server it runs.
     config = Config()

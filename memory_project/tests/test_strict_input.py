@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 from base64 import b64encode
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
 from rest_framework.exceptions import ValidationError
+from rest_framework.test import APIClient
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from conftest import assert_error
-from memory.models import Proposal
+from memory.models import Proposal, SpaceDocument
 from memory.tests.conftest import proposal_create
 from memory_project.api.serializers import ProhibitSurrogateCharacters
-from workspaces.models import File, FileVersion, KeySession
+from workspaces.models import ApiToken, File, FileVersion, KeySession, WorkspaceMembership
+from workspaces.services import api_token_create
 
 
 def _memory_files(tenant) -> int:
@@ -250,3 +253,67 @@ def test_a_body_sent_to_a_route_that_takes_none_is_refused(
     if code == "VALIDATION_FAILED":
         assert set(error["detail"]["fields"]) == {"expiresInSeconds"}
     assert _bodyless_state() == before
+
+
+# The DELETE routes take no body either: one was ignored, and the delete went ahead.
+BODYLESS_DELETES = ["token", "member", "document", "space document"]
+
+
+def _bodyless_delete(tenant, route: str) -> tuple[APIClient, str, dict[str, Any]]:
+    """The client, URL and headers of a DELETE of `route` that would succeed without a body."""
+    client = tenant.client_for(tenant.member)
+    workspace = f"/api/v1/workspaces/{tenant.workspace.pk}"
+    if route == "token":
+        token, _ = api_token_create(user=tenant.member, team=tenant.team, name="spare")
+        return client, f"/api/v1/tokens/{token.pk}", {}
+    if route == "member":
+        admin = tenant.client_for(tenant.admin)
+        return admin, f"{workspace}/members/{tenant.member.pk}", {}
+    if route == "document":
+        url = f"{workspace}/documents?path=notes/a.md"
+        client.put(url, {"content": "x\n"}, format="json", HTTP_X_BASE_VERSION="0")
+        return client, url, {"HTTP_X_BASE_VERSION": "1"}
+    url = "/api/v1/memory/doc?visibility=org&name=notes&path=a.md"
+    client.put(url, b"x\n", content_type="text/markdown", HTTP_X_BASE_VERSION="0")
+    return client, url, {"HTTP_X_BASE_VERSION": "1"}
+
+
+def _deletable_state() -> tuple[object, ...]:
+    return (
+        ApiToken.objects.filter(revoked_at__isnull=True).count(),
+        WorkspaceMembership.objects.count(),
+        File.objects.filter(deleted_at__isnull=True).count(),
+        SpaceDocument.objects.count(),
+    )
+
+
+@pytest.mark.parametrize("route", BODYLESS_DELETES)
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "code"),
+    [
+        ('{"force": true}', "application/json", 400, "VALIDATION_FAILED"),
+        ("force=1", "application/x-www-form-urlencoded", 415, "UNSUPPORTED_MEDIA_TYPE"),
+    ],
+    ids=["json field", "form"],
+)
+def test_a_body_sent_to_a_delete_is_refused_and_nothing_is_deleted(
+    tenant, route, body, content_type, status, code
+):
+    client, url, headers = _bodyless_delete(tenant, route)
+    before = _deletable_state()
+
+    response = client.delete(url, data=body, content_type=content_type, **headers)
+    refused_state = _deletable_state()
+    empty = client.delete(url, data="{}", content_type="application/json", **headers)
+
+    # A space document's route reads Markdown: a JSON body, even `{}`, is of another type.
+    markdown_route = route == "space document"
+    error = assert_error(
+        response,
+        415 if markdown_route else status,
+        code if not markdown_route else "UNSUPPORTED_MEDIA_TYPE",
+    )
+    if code == "VALIDATION_FAILED" and not markdown_route:
+        assert set(error["detail"]["fields"]) == {"force"}
+    assert refused_state == before
+    assert empty.status_code == (415 if markdown_route else 200 if route == "document" else 204)

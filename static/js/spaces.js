@@ -172,6 +172,16 @@ async function leaveDocument(purpose) {
   return editor.resolveDraft(purpose);
 }
 
+// Who last wrote a document: the member's name for `user:<id>`, and for `import:<id>` (an
+// import they ran); a bot, the mirror or a former member as the server stores it.
+function writer(updatedBy) {
+  const [kind, id] = updatedBy.split(":");
+  if (!["user", "import"].includes(kind) || !Object.hasOwn(config.people, id)) {
+    return updatedBy;
+  }
+  return kind === "import" ? `${config.people[id]} (import)` : config.people[id];
+}
+
 function documentRow(document) {
   const row = window.document.createElement("tr");
   const open = window.document.createElement("button");
@@ -184,7 +194,7 @@ function documentRow(document) {
     document.title,
     document.tags.join(", "),
     String(document.revision),
-    document.updatedBy,
+    writer(document.updatedBy),
   ];
   for (const content of cells) {
     const cell = window.document.createElement("td");

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
@@ -12,7 +13,7 @@ from rest_framework.views import APIView
 
 from memory_project.api.schema import Refusal, refuses
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
-from workspaces.api.input import validated
+from workspaces.api.input import NO_BODY_REFUSALS, no_body_require, validated
 from workspaces.authentication import Credential, request_credential
 from workspaces.errors import NotFound
 from workspaces.models import User, Workspace
@@ -71,11 +72,12 @@ class WorkspaceSettingApi(APIView):
 
 
 # DELETE of something the caller may revoke (a token, a key session), answered 204. A
-# subclass's `revoke` finds it for the caller from the route's arguments (404 if the caller
-# may not see it, declared here for every subclass) and revokes it; it names the
-# operation's `summary` and declares with `refuses` what else it refuses with. (A comment,
-# not a docstring: see WorkspaceSettingApi.)
-@refuses(NotFound)
+# subclass's `revocation` finds it for the caller from the route's arguments (404 if the
+# caller may not see it, declared here for every subclass) and returns what revokes it, run
+# once the request is known to carry no body: a body is refused only of what the caller may
+# see. It names the operation's `summary` and declares with `refuses` what else it refuses
+# with. (A comment, not a docstring: see WorkspaceSettingApi.)
+@refuses(NotFound, *NO_BODY_REFUSALS)
 class RevokeApi(APIView):
     summary: str
 
@@ -84,8 +86,10 @@ class RevokeApi(APIView):
         extend_schema_view(delete=extend_schema(summary=cls.summary, responses={204: None}))(cls)
 
     def delete(self, request: Request, **route: Any) -> Response:
-        self.revoke(request_credential(request), **route)
+        revoke = self.revocation(request_credential(request), **route)
+        no_body_require(request)
+        revoke()
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    def revoke(self, credential: Credential, **route: Any) -> None:
+    def revocation(self, credential: Credential, **route: Any) -> Callable[[], object]:
         raise NotImplementedError

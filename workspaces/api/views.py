@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -158,11 +159,13 @@ class WorkspaceMemberApi(APIView):
         *MEMBER_REFUSALS,
         WorkspaceAdminRequired,
         LastWorkspaceAdmin,
+        *NO_BODY_REFUSALS,
         responses={204: None},
         description="Remove a member (admins only), or leave: your own user id.",
     )
     def delete(self, request: Request, workspace_id: int, user_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
+        no_body_require(request)
         services.workspace_member_remove(
             workspace=membership.workspace, actor=membership.user, user_id=user_id
         )
@@ -262,11 +265,11 @@ class TokenListCreateApi(APIView):
 class TokenRevokeApi(RevokeApi):
     summary = "Revoke one of your tokens"
 
-    def revoke(self, credential: Credential, **route: Any) -> None:
+    def revocation(self, credential: Credential, **route: Any) -> Callable[[], object]:
         token = selectors.api_token_get_for_user(
             user=credential.user, team=credential.team, token_id=route["token_id"]
         )
-        services.api_token_revoke(token=token, actor=credential.user)
+        return lambda: services.api_token_revoke(token=token, actor=credential.user)
 
 
 class JwtIssueApi(APIView):
@@ -351,11 +354,11 @@ class KeySessionListCreateApi(APIView):
 class KeySessionRevokeApi(RevokeApi):
     summary = "Revoke one of your key sessions"
 
-    def revoke(self, credential: Credential, **route: Any) -> None:
+    def revocation(self, credential: Credential, **route: Any) -> Callable[[], object]:
         session = selectors.key_session_get_for_owner(
             user=credential.user, team=credential.team, session_id=route["session_id"]
         )
-        services.key_session_revoke(session=session, revoked_by=credential.user)
+        return lambda: services.key_session_revoke(session=session, revoked_by=credential.user)
 
 
 class PingApi(APIView):

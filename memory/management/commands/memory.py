@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
@@ -61,7 +61,7 @@ from workspaces.models import Team, TeamMembership, User
 
 EXIT_CODES = (
     "Exit codes: 0 done; 1 refused (the message names the refusal's code and what to do, "
-    "and nothing was changed), or stdout closed early; 2 usage (a malformed command line or "
+    "and nothing was changed), or stdout closed or full; 2 usage (a malformed command line or "
     "space flags); 130 interrupted (Ctrl-C)."
 )
 MIRROR_EXIT_CODES = (
@@ -90,9 +90,45 @@ class UsageError(CommandError):
         super().__init__(message, returncode=2)
 
 
-def _hint(code: str, detail: dict[str, Any], subcommand: str) -> str | None:
+class StdoutUnwritable(Exception):
+    """stdout takes no more output: its reader left early (`| head -1`), or it is full (`>
+    /dev/full`). Told apart from any other OSError, which is no fault of stdout's."""
+
+
+@contextmanager
+def _stdout_writes() -> Iterator[None]:
+    try:
+        yield
+    except OSError as error:
+        raise StdoutUnwritable(error.strerror) from error
+
+
+class _Stdout(OutputWrapper):
+    def write(  # type: ignore[override]  # as OutputWrapper's own (django-stubs)
+        self,
+        msg: str = "",
+        style_func: Callable[[str], str] | None = None,
+        ending: str | None = None,
+    ) -> None:
+        with _stdout_writes():
+            super().write(msg, style_func, ending)
+
+    def flush(self) -> None:
+        with _stdout_writes():
+            super().flush()
+
+
+def _hint(
+    code: str, detail: dict[str, Any], subcommand: str, *, routes_missing: bool = False
+) -> str | None:
     """What to do about a refusal of `subcommand`, from its detail; None when its message
-    says it all."""
+    says it all. `routes_missing`: a remote 404 from a URL with no memory routes under it."""
+    if routes_missing:
+        return (
+            "the server has no memory routes under that URL: it is not this API, or not at "
+            "that path; check --remote (the server's address, like https://host:port, "
+            "without /api/v1)"
+        )
     match code:
         case "VERSION_CONFLICT" if subcommand == "import":
             # Another write to the space between the import's plan and its write.
@@ -113,18 +149,6 @@ def _hint(code: str, detail: dict[str, Any], subcommand: str) -> str | None:
             )
         case "NOT_FOUND" if "field" not in detail and subcommand in {"cat", "put", "rm"}:
             return "no such document in this space; check PATH and the space flags (`memory ls`)"
-        case "NOT_FOUND" if "field" not in detail and subcommand in {
-            "ls",
-            "du",
-            "export",
-            "import",
-        }:
-            # These name no document and, locally, meet no NOT_FOUND without a field: the
-            # route itself is missing, as under `--remote https://host/api/v1`.
-            return (
-                "the server has no memory routes under that URL; check --remote (the server's "
-                "address, like https://host:port, without /api/v1)"
-            )
         case "INVALID_DOCUMENT_PATH":
             if "target" in detail:
                 return (
@@ -341,21 +365,29 @@ class Command(BaseCommand):
         )
 
     def execute(self, *args: Any, **options: Any) -> str | None:
-        """The command, ended without a traceback by Ctrl-C or by a reader that left early
-        (`| head -1`)."""
+        """The command, ended without a traceback by Ctrl-C, or by a stdout that is closed
+        (`>&-`), full, or whose reader left early (`| head -1`)."""
+        if sys.stdout is None:
+            # Python's stdout when descriptor 1 was closed: checked before anything is done,
+            # as the command's result could not be told.
+            raise Refused("stdout is closed; nothing was done")
+        if not options.get("stdout"):
+            self.stdout = _Stdout(sys.stdout)
         try:
             result = super().execute(*args, **options)
-            # Flushed here, a closed pipe is met below, not in the interpreter's exit.
-            sys.stdout.flush()
+            # Flushed here, a failing stdout is met below, not in the interpreter's exit.
+            self.stdout.flush()
         except KeyboardInterrupt:
             raise CommandError(
                 "interrupted: a write already sent may have been stored; check with `memory ls`",
                 returncode=130,
             ) from None
-        except BrokenPipeError:
+        except StdoutUnwritable as error:
             # Python's advice: stdout at /dev/null, so that the exit's flush does not fail too.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise Refused("stdout was closed before all the output was written") from None
+            if isinstance(error.__cause__, BrokenPipeError):
+                raise Refused("stdout was closed before all the output was written") from None
+            raise Refused(f"cannot write to stdout: {error}") from None
         return result
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -378,19 +410,33 @@ class Command(BaseCommand):
                     "import": self.import_,
                 }
                 actions[options["subcommand"]](self.client(options), options)
-        except (DomainError, RemoteRefusal) as error:
+        except DomainError as error:
             raise self.refusal(
                 error.code, error.message, error.detail, subcommand=options["subcommand"]
+            ) from None
+        except RemoteRefusal as error:
+            raise self.refusal(
+                error.code,
+                error.message,
+                error.detail,
+                subcommand=options["subcommand"],
+                routes_missing=error.routes_missing,
             ) from None
         except RemoteUnreachable as error:
             raise Refused(f"cannot reach the server: {error}") from None
 
     def refusal(
-        self, code: str, message: str, detail: dict[str, Any], *, subcommand: str
+        self,
+        code: str,
+        message: str,
+        detail: dict[str, Any],
+        *,
+        subcommand: str,
+        routes_missing: bool = False,
     ) -> CommandError:
         if self.as_json:
             self.stdout.write(json.dumps(error_body(code, message, detail)))
-        hint = _hint(code, detail, subcommand)
+        hint = _hint(code, detail, subcommand, routes_missing=routes_missing)
         text = f"{code}: {hint}" if hint else f"{code}: {message}"
         return UsageError(text) if code in USAGE_CODES else Refused(text)
 
@@ -858,8 +904,9 @@ def _stdout_spool() -> Iterator[Any]:
     with tempfile.TemporaryFile() as spool:
         yield spool
         spool.seek(0)
-        shutil.copyfileobj(spool, sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+        with _stdout_writes():
+            shutil.copyfileobj(spool, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
 
 
 @contextmanager
