@@ -317,3 +317,17 @@ def test_a_body_sent_to_a_delete_is_refused_and_nothing_is_deleted(
         assert set(error["detail"]["fields"]) == {"force"}
     assert refused_state == before
     assert empty.status_code == (415 if markdown_route else 200 if route == "document" else 204)
+
+
+def test_a_markdown_body_sent_to_a_space_documents_delete_is_415_and_nothing_is_deleted(tenant):
+    # The route reads Markdown for its PUT, so the parser hands a DELETE's Markdown body over
+    # as bytes: it is refused as every other body sent to this DELETE is, not as a request to
+    # send "a dictionary" (which is 415 here too).
+    client, url, headers = _bodyless_delete(tenant, "space document")
+    before = _deletable_state()
+
+    response = client.delete(url, data=b"x\n", content_type="text/markdown", **headers)
+
+    error = assert_error(response, 415, "UNSUPPORTED_MEDIA_TYPE")
+    assert "dictionary" not in error["message"]
+    assert _deletable_state() == before
