@@ -399,7 +399,7 @@ def test_a_refused_capture_leaves_its_reason_on_the_admission(assistant):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_capture_sends_a_fixed_number_of_statements_and_no_savepoint(assistant):
+def test_a_capture_sends_a_fixed_number_of_statements_and_no_savepoint(assistant, turns_held):
     admission = Admission.objects.select_related("owner", "workspace").get(pk=assistant.send().pk)
 
     with CaptureQueriesContext(connection) as captured:
