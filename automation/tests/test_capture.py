@@ -112,6 +112,21 @@ def test_an_add_already_present_writes_nothing(assistant):
     assert not CommitFence.objects.exists()
 
 
+def test_an_unchanged_capture_leaves_the_turn_its_one_capture(assistant):
+    # Only a committed capture consumes the admission (docs/architecture.md, the commit
+    # fence): a no-op writes no revision and no fence row, so the turn may still capture once.
+    admission = assistant.send()
+    assistant.capture(admission, [{"op": "add", "line": "- likes tea"}])
+
+    assert Admission.objects.get(pk=admission.pk).status == "admitted"
+    receipt = assistant.capture(admission, [{"op": "add", "line": "- likes cake"}])
+
+    assert (receipt.is_unchanged, receipt.version) == (False, 2)
+    with pytest.raises(CaptureRetired) as refused:
+        assistant.capture(admission, [{"op": "add", "line": "- likes pie"}], expected_version=2)
+    assert refused.value.detail["failed"] == ["admission_unconsumed"]
+
+
 # Each case makes exactly one clause of the fence false, after the capture's own checks
 # have passed and before its transaction, so the fence itself must refuse it.
 def _move_to_a_twin_workspace(assistant, admission) -> None:
