@@ -48,7 +48,6 @@ from django.conf import settings
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from rest_framework.renderers import JSONRenderer
 from server_urls import BARE_PATH
 from servers import Server, gunicorn_server, redis_server
 
@@ -57,6 +56,7 @@ from automation.services import conversation_create, memory_recall, message_admi
 from automation.tokens import delivery_credential_generate
 from memory.models import MEMORY_PATH
 from memory.services import memory_policy_set, memory_save
+from memory_project.api.renderers import JSONRenderer
 from workspaces.models import Org, Team, User, Workspace
 from workspaces.selectors import file_current_version, file_version_plaintext
 from workspaces.services import (

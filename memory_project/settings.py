@@ -339,7 +339,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["memory_project.api.parsers.BoundedJSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["memory_project.api.renderers.JSONRenderer"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "memory_project.api.negotiation.ContentNegotiation",
     "DEFAULT_THROTTLE_CLASSES": ["memory_project.api.throttles.RequestRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
