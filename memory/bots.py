@@ -12,8 +12,8 @@ the admin form all judge a spec alike. The codes (docs/bots.md):
 - C049 error: a field this spec does not have (ours; the seed has no code for it).
 - C050 error: a field of the wrong type, or a value that cannot be a space's name,
   qualifier or autoload glob (ours).
-- C051 error: a `user` other than the person saving the spec (ours; only on save, since the
-  validate route and the diagnostics know no person).
+- C051 error: a `user` other than the person saving the spec (ours; judged once the spec has
+  no other error, as saving judges it: the validate route names the person asking).
 - C131 error: an auto-memory value other than on/off/true/false/1/0/blank.
 - C132 warning: auto-memory on for a runtime that ignores it (`kimi`, `grok`, `codex`).
 - C170 error: an unknown `visibility`.
@@ -106,10 +106,19 @@ def auto_memory_parse(value: object) -> AutoMemorySetting:
 
 
 def memory_spec_diagnostics(
-    *, runtime: str, memory: Mapping[str, Any] | None, auto_memory: object
+    *,
+    runtime: str,
+    memory: Mapping[str, Any] | None,
+    auto_memory: object,
+    person: User | None = None,
+    before: Mapping[str, Any] | None = None,
 ) -> list[Diagnostic]:
     """Every diagnostic of a bot's spec, errors and warnings alike: the runtime's first,
-    then the fields' in `SPEC_FIELDS` order, then auto-memory's. No spec (None) has none."""
+    then the fields' in `SPEC_FIELDS` order, then auto-memory's. No spec (None) has none.
+
+    With `person`, the one who would save it in place of the stored spec `before` (None for
+    a new bot), also C051 when it names another person's space and has no other error: the
+    refusal saving it would meet, which is judged only once the rest of the spec is valid."""
     found: list[Diagnostic] = []
     if memory is not None:
         if runtime not in MEMORY_TOOL_RUNTIMES:
@@ -122,7 +131,11 @@ def memory_spec_diagnostics(
                 )
             )
         found += _spec_diagnostics(memory)
-    return found + _auto_memory_diagnostics(runtime=runtime, value=auto_memory)
+    found += _auto_memory_diagnostics(runtime=runtime, value=auto_memory)
+    if not any(each.severity is Severity.ERROR for each in found):
+        foreign = _spec_user_foreign(memory, before=before, person=person)
+        found += [] if foreign is None else [foreign]
+    return found
 
 
 def memory_spec_space(
@@ -402,21 +415,30 @@ def _spec_user_require_own(
     owner could otherwise read any member's notes through a bot. A `user` the stored spec
     already names may stay (renaming a bot is not giving it a space); the system itself
     (`person` None: a command, a migration) is not judged."""
-    user_id = None if memory is None else memory.get("user")
-    if person is None or user_id is None or user_id == person.pk:
+    diagnostic = _spec_user_foreign(memory, before=before, person=person)
+    if diagnostic is None:
         return
-    if before is not None and before.get("user") == user_id:
-        return
-    diagnostic = _error(
-        "C051",
-        "user",
-        "`user` must be your own id: a bot may be given only the `user` or `private` space "
-        "of the person who configures it.",
-    )
     raise BotSpecInvalid(
         "A bot may be given only your own user or private space; nothing was saved.",
         diagnostics=[diagnostic.as_json()],
         field="user",
+    )
+
+
+def _spec_user_foreign(
+    memory: Mapping[str, Any] | None, *, before: Mapping[str, Any] | None, person: User | None
+) -> Diagnostic | None:
+    """C051 when `person` may not save `memory` for its `user` (`_spec_user_require_own`)."""
+    user_id = None if memory is None else memory.get("user")
+    if person is None or user_id is None or user_id == person.pk:
+        return None
+    if before is not None and before.get("user") == user_id:
+        return None
+    return _error(
+        "C051",
+        "user",
+        "`user` must be your own id: a bot may be given only the `user` or `private` space "
+        "of the person who configures it.",
     )
 
 

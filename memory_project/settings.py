@@ -64,7 +64,7 @@ CSRF_FAILURE_VIEW = "memory_project.api.exceptions.csrf_failure_view"
 REQUIRE_ORIGIN = env_bool("REQUIRE_ORIGIN", True)
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "memory_project.apps.MemoryAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -16,9 +16,10 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
@@ -31,6 +32,7 @@ from workspaces.services import (
     org_deletion_request,
     org_quota_set,
     org_restore,
+    team_member_remove,
 )
 
 
@@ -299,8 +301,52 @@ class MembershipAdmin(admin.ModelAdmin):
 
 @admin.register(models.TeamMembership)
 class TeamMembershipAdmin(MembershipAdmin):
+    """Leaving a team ends the person's memberships of its workspaces and their key
+    sessions there (`team_member_remove`), so a row is removed only through that service:
+    its delete page and the action below call it, and an existing row's person and team
+    cannot be edited (that would move them out of the team around it)."""
+
     scope = "team"
     raw_id_fields = ("user", "team")
+    actions = ("remove_from_team",)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return ("user", "team") if obj is not None else ()
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        # The generic bulk delete would report success for the rows the service refused.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def delete_model(self, request: HttpRequest, obj: models.TeamMembership) -> None:
+        team_member_remove(membership=obj, actor=acting_user(request))
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # The view's transaction (its log entry included) is rolled back by the refusal.
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except DomainError as refusal:
+            self.message_user(request, refusal.message, messages.ERROR)
+            return HttpResponseRedirect(request.path)
+
+    @admin.action(description="Remove the selected people from their teams", permissions=["delete"])
+    def remove_from_team(
+        self, request: HttpRequest, queryset: QuerySet[models.TeamMembership]
+    ) -> None:
+        actor = acting_user(request)
+        for membership in queryset.select_related("user", "team").order_by("pk"):
+            try:
+                # The log entry, written first as the delete page writes it, goes with a refusal.
+                with transaction.atomic():
+                    self.log_deletions(request, queryset.filter(pk=membership.pk))
+                    team_member_remove(membership=membership, actor=actor)
+            except DomainError as refusal:
+                self.message_user(request, f"{membership}: {refusal.message}", messages.WARNING)
+            else:
+                self.message_user(request, f"{membership}: removed.")
 
 
 @admin.register(models.Workspace)

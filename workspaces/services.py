@@ -136,14 +136,17 @@ def workspace_member_add(
         named, lookup = {"userId": user_id}, {"user__id": user_id}
     else:
         named, lookup = {"username": username}, {"user__username": username}
-    team_membership = (
-        TeamMembership.objects.select_related("user")
-        .filter(team_id=workspace.team_id, user__is_active=True, **lookup)
-        .first()
-    )
-    if team_membership is None:
-        raise NotTeamMember(**named)
     with transaction.atomic():
+        # Locked, so a removal from the team either ends this membership too or comes
+        # first and leaves nobody to add (`team_member_remove`).
+        team_membership = (
+            TeamMembership.objects.select_for_update(of=("self",))
+            .select_related("user")
+            .filter(team_id=workspace.team_id, user__is_active=True, **lookup)
+            .first()
+        )
+        if team_membership is None:
+            raise NotTeamMember(**named)
         with violation_raises(AlreadyMember, userId=team_membership.user_id):
             membership = WorkspaceMembership.objects.create(
                 workspace=workspace, user=team_membership.user, role=role
@@ -174,21 +177,70 @@ def workspace_member_remove(*, workspace: Workspace, actor: User, user_id: int) 
         members = _members_locked(workspace=workspace, actor=actor)
         if user_id != actor.pk and not members.acting.is_admin:
             raise WorkspaceAdminRequired()
-        removed = members.get(user_id)
-        members.admin_loss_refuse(removed)
-        removed.delete()
-        sessions = KeySession.objects.filter(
-            workspace=workspace, user_id=user_id, revoked_at__isnull=True
-        ).order_by("pk")
-        for session in sessions:
-            key_session_revoke(session=session, revoked_by=actor)
-        _member_audit(
-            actor=actor,
-            action=AuditEvent.Action.MEMBER_REMOVED,
+        _membership_end(
             workspace=workspace,
-            member_id=user_id,
-            detail={"role": removed.role, "left": user_id == actor.pk},
+            members=members,
+            user_id=user_id,
+            actor=actor,
+            detail={"left": user_id == actor.pk},
         )
+
+
+def team_member_remove(*, membership: TeamMembership, actor: User) -> None:
+    """Remove a person from a team, and so from each of its workspaces, by staff (`actor`).
+
+    Every workspace membership ends as `workspace_member_remove` ends one, in one
+    transaction: their key sessions there are revoked (the keys leave the cache on commit)
+    and each removal is audited as `member_removed` with `"team": true`. A workspace of
+    which they are the only admin refuses the whole removal (`LastWorkspaceAdmin`, nothing
+    changed): staff make another member its admin first, as an admin leaving would.
+
+    The team membership row is deleted (so locked) first: a workspace add, which locks it
+    too, then either sees them gone or is among the memberships ended here.
+    """
+    with transaction.atomic():
+        if not TeamMembership.objects.filter(pk=membership.pk).delete()[0]:
+            raise NotFound("No such team member.", userId=membership.user_id)
+        # One workspace after another in primary-key order, each one's rows locked as a
+        # workspace removal locks them, so this and those serialize without deadlocking.
+        workspaces = Workspace.objects.filter(
+            team_id=membership.team_id, memberships__user_id=membership.user_id
+        ).order_by("pk")
+        for workspace in workspaces:
+            _membership_end(
+                workspace=workspace,
+                members=_Members(by_user=_memberships_locked(workspace)),
+                user_id=membership.user_id,
+                actor=actor,
+                detail={"left": False, "team": True},
+            )
+
+
+def _membership_end(
+    *,
+    workspace: Workspace,
+    members: _Members,
+    user_id: int,
+    actor: User,
+    detail: dict[str, object],
+) -> None:
+    """End `user_id`'s membership of `workspace`, whose rows `members` holds locked, unless
+    they are its last admin: revoke their key sessions there, and audit it."""
+    removed = members.get(user_id)
+    members.admin_loss_refuse(removed)
+    removed.delete()
+    sessions = KeySession.objects.filter(
+        workspace=workspace, user_id=user_id, revoked_at__isnull=True
+    ).order_by("pk")
+    for session in sessions:
+        key_session_revoke(session=session, revoked_by=actor)
+    _member_audit(
+        actor=actor,
+        action=AuditEvent.Action.MEMBER_REMOVED,
+        workspace=workspace,
+        member_id=user_id,
+        detail={"role": removed.role, **detail},
+    )
 
 
 def workspace_member_role_set(
@@ -220,8 +272,9 @@ def workspace_member_role_set(
 
 
 @dataclass(frozen=True)
-class _LockedMembers:
-    acting: WorkspaceMembership
+class _Members:
+    """A workspace's memberships by user id, their rows locked."""
+
     by_user: dict[int, WorkspaceMembership]
 
     def admin_loss_refuse(self, member: WorkspaceMembership) -> None:
@@ -238,20 +291,31 @@ class _LockedMembers:
         return member
 
 
+@dataclass(frozen=True)
+class _LockedMembers(_Members):
+    """The same, with the membership of the person acting on them."""
+
+    acting: WorkspaceMembership
+
+
 def _members_locked(*, workspace: Workspace, actor: User) -> _LockedMembers:
     """Lock every membership of the workspace in primary-key order (one order for every
     writer, so two admins acting on each other serialize instead of deadlocking), and
     find the actor's: `NotFound` for someone who is not a member."""
-    by_user = {
+    by_user = _memberships_locked(workspace)
+    acting = by_user.get(actor.pk)
+    if acting is None:
+        raise NotFound("No such workspace.")
+    return _LockedMembers(acting=acting, by_user=by_user)
+
+
+def _memberships_locked(workspace: Workspace) -> dict[int, WorkspaceMembership]:
+    return {
         membership.user_id: membership
         for membership in WorkspaceMembership.objects.select_for_update()
         .filter(workspace=workspace)
         .order_by("pk")
     }
-    acting = by_user.get(actor.pk)
-    if acting is None:
-        raise NotFound("No such workspace.")
-    return _LockedMembers(acting=acting, by_user=by_user)
 
 
 def _member_audit(

@@ -88,23 +88,40 @@ class BotSerializer(serializers.Serializer):
 
 
 class BotSpecValidateApi(APIView):
+    class InputSerializer(SpecSerializer):
+        bot = serializers.CharField(
+            required=False,
+            max_length=64,
+            help_text=(
+                "The id of the bot whose spec this would replace: the `user` its stored spec "
+                "names may stay (C051), as on save. Without it, the spec of a new bot."
+            ),
+        )
+
     class OutputSerializer(serializers.Serializer):
         diagnostics = DiagnosticSerializer(many=True)
 
     @operation(
         "Check a bot's memory spec",
+        NotFound,
         example=("No memory spec", {"runtime": "claw", "memory": None}),
-        request=SpecSerializer,
+        request=InputSerializer,
         responses=OutputSerializer,
-        description="The diagnostics of a bot's spec (docs/bots.md); nothing is saved.",
+        description=(
+            "The diagnostics of a bot's spec (docs/bots.md), judged as saving it would judge "
+            "the caller (C051); nothing is saved. A `bot` of another team, or none, is 404."
+        ),
     )
     def post(self, request: Request) -> Response:
-        request_credential(request)
-        data = validated(SpecSerializer(data=request.data))
+        credential = request_credential(request)
+        data = validated(self.InputSerializer(data=request.data))
+        edited = None if "bot" not in data else bot_get(team=credential.team, slug=data["bot"])
         diagnostics = memory_spec_diagnostics(
             runtime=data["runtime"],
             memory=data.get("memory"),
             auto_memory=data.get("autoMemory"),
+            person=credential.user,
+            before=None if edited is None else edited.memory_spec,
         )
         return Response({"diagnostics": [each.as_json() for each in diagnostics]})
 

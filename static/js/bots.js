@@ -121,8 +121,9 @@ const specRefusal = (result) => result.detail?.fields?.memory?.[0] ?? failure("C
 async function diagnose() {
   const seq = ++diagnoseSeq;
   const { runtime, memory, autoMemory } = editedBot();
+  // The bot's id, so the `user` its stored spec names is judged as saving it would (C051).
   const result = await api("POST", config.urls.validate, {
-    body: { runtime, memory, autoMemory },
+    body: { runtime, memory, autoMemory, ...(openBot ? { bot: openBot } : {}) },
   });
   if (seq !== diagnoseSeq) return;
   if (result.ok) showDiagnostics(result.data.diagnostics);

@@ -5,17 +5,31 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
+from django.contrib.admin.models import DELETION, LogEntry
+from django.core.cache import cache
 from django.urls import reverse
 from django.utils import timezone
 
 from workspaces.admin import id_link_column, workspace_column
-from workspaces.models import ApiToken, AuditEvent, KeySessionRevocation, Org
+from workspaces.models import (
+    ApiToken,
+    AuditEvent,
+    KeySession,
+    KeySessionRevocation,
+    Org,
+    Team,
+    TeamMembership,
+    WorkspaceMembership,
+)
 from workspaces.selectors import workspace_data_key
 from workspaces.services import (
     api_token_create,
     key_session_open,
     org_deletion_request,
+    team_membership_ensure,
+    workspace_create,
     workspace_key_ensure,
+    workspace_membership_ensure,
 )
 
 MODELS = [
@@ -266,3 +280,89 @@ def test_a_workspace_column_links_the_workspace_the_row_reaches_and_orders_by_it
     url = reverse("admin:workspaces_workspace_change", args=[tenant.workspace.pk])
     assert linked == f'<a href="{url}">{html.escape(tenant.workspace.name)}</a>'
     assert vars(column)["admin_order_field"] == "file__workspace__name"
+
+
+# ---- removal from a team ----------------------------------------------------------------------
+
+
+def team_membership_of(tenant, user) -> TeamMembership:
+    return TeamMembership.objects.get(team=tenant.team, user=user)
+
+
+@pytest.mark.parametrize("how", ["delete page", "action"])
+def test_removing_someone_from_the_team_ends_their_workspaces_and_key_sessions_there(
+    staff_client, tenant, how, django_capture_on_commit_callbacks
+):
+    # given: the member is in two of the team's workspaces, with a key session in each,
+    # and the admin has one too
+    second = workspace_create(team=tenant.team, name="second", admin=tenant.admin)
+    workspace_membership_ensure(workspace=second, user=tenant.member)
+    theirs = [key_session_open(workspace=w, user=tenant.member) for w in (tenant.workspace, second)]
+    mine = key_session_open(workspace=tenant.workspace, user=tenant.admin)
+    membership = team_membership_of(tenant, tenant.member)
+
+    # when: staff remove them from the team
+    with django_capture_on_commit_callbacks(execute=True):
+        if how == "delete page":
+            url = reverse("admin:workspaces_teammembership_delete", args=[membership.pk])
+            response = staff_client.post(url, {"post": "yes"})
+        else:
+            response = staff_client.post(
+                reverse("admin:workspaces_teammembership_changelist"),
+                {"action": "remove_from_team", "_selected_action": [membership.pk]},
+            )
+
+    # then: no membership of the team's workspaces is left, their key sessions (and only
+    # theirs) are revoked and their keys gone from the cache, and each removal is audited
+    assert response.status_code == 302
+    assert not TeamMembership.objects.filter(pk=membership.pk).exists()
+    assert not WorkspaceMembership.objects.filter(user=tenant.member).exists()
+    assert set(KeySession.objects.filter(revoked_at__isnull=False)) == set(theirs)
+    assert all(cache.get(session.cache_key) is None for session in theirs)
+    assert cache.get(mine.cache_key) is not None
+    events = AuditEvent.objects.filter(action="member_removed", target_id=str(tenant.member.pk))
+    assert {e.workspace_id for e in events} == {tenant.workspace.pk, second.pk}
+    assert {e.detail["team"] for e in events} == {True}
+    # and back in the team, they are in none of its workspaces until an admin adds them
+    team_membership_ensure(team=tenant.team, user=tenant.member)
+    assert tenant.client_for(tenant.member).get("/api/v1/workspaces").json()["results"] == []
+
+
+@pytest.mark.parametrize("how", ["delete page", "action"])
+def test_the_last_admin_of_a_workspace_cannot_be_removed_from_its_team(staff_client, tenant, how):
+    session = key_session_open(workspace=tenant.workspace, user=tenant.admin)
+    membership = team_membership_of(tenant, tenant.admin)
+
+    if how == "delete page":
+        url = reverse("admin:workspaces_teammembership_delete", args=[membership.pk])
+        response = staff_client.post(url, {"post": "yes"}, follow=True)
+    else:
+        response = staff_client.post(
+            reverse("admin:workspaces_teammembership_changelist"),
+            {"action": "remove_from_team", "_selected_action": [membership.pk]},
+            follow=True,
+        )
+
+    assert response.status_code == 200
+    assert "only admin" in response.content.decode()
+    assert TeamMembership.objects.filter(pk=membership.pk).exists()
+    assert WorkspaceMembership.objects.filter(user=tenant.admin, role="admin").count() == 1
+    session.refresh_from_db()
+    assert not session.is_revoked
+    assert not AuditEvent.objects.filter(action="member_removed").exists()
+    assert not LogEntry.objects.filter(action_flag=DELETION).exists()
+
+
+def test_a_team_memberships_person_and_team_cannot_be_edited_nor_bulk_deleted(staff_client, tenant):
+    membership = team_membership_of(tenant, tenant.member)
+    other = Team.objects.create(org=tenant.org, name="other")
+
+    staff_client.post(
+        reverse("admin:workspaces_teammembership_change", args=[membership.pk]),
+        {"user": tenant.admin.pk, "team": other.pk, "role": "member"},
+    )
+    listing = staff_client.get(reverse("admin:workspaces_teammembership_changelist"))
+
+    membership.refresh_from_db()
+    assert (membership.user, membership.team) == (tenant.member, tenant.team)
+    assert "delete_selected" not in listing.content.decode()

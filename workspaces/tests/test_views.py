@@ -175,10 +175,15 @@ def test_a_revoked_key_session_is_not_silently_reopened(client, tenant):
     assert b"The assistant has no key session in this browser" in response.content
 
 
+@pytest.mark.parametrize("sign_out", ["workspaces:sign-out", "admin:logout"])
 def test_sign_out_revokes_the_key_sessions_it_opened_then_signs_out(
-    client, make_tenant, django_capture_on_commit_callbacks
+    client, make_tenant, django_capture_on_commit_callbacks, sign_out
 ):
+    """The frame's sign-out and the admin's (staff use one browser session for both) are
+    one view."""
     tenant = make_tenant()
+    tenant.member.is_staff = True
+    tenant.member.save(update_fields=["is_staff"])
     second = Workspace.objects.create(team=tenant.team, name="second workspace")
     workspace_membership_ensure(workspace=second, user=tenant.member)
     unrelated = key_session_open(workspace=tenant.workspace, user=tenant.member)
@@ -188,7 +193,7 @@ def test_sign_out_revokes_the_key_sessions_it_opened_then_signs_out(
     opened = list(KeySession.objects.exclude(pk=unrelated.pk).filter(user=tenant.member))
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(reverse("workspaces:sign-out"))
+        response = client.post(reverse(sign_out))
 
     assert response.status_code == 302
     assert response["Location"] == reverse("workspaces:sign-in")

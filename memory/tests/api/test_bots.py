@@ -11,6 +11,7 @@ from django.utils.dateparse import parse_datetime
 from rest_framework.test import APIClient
 
 from conftest import assert_error
+from memory.bots import bot_update
 from workspaces.models import ApiToken, Bot, TeamMembership
 
 VALIDATE = "/api/v1/bots/validate"
@@ -320,6 +321,34 @@ def test_an_owner_cannot_give_a_bot_another_persons_own_space(tenant, owner, vis
     assert [d["field"] for d in error["detail"]["diagnostics"]] == ["user"]
     assert not Bot.objects.filter(slug="helper").exists()
     assert Bot.objects.get(slug="first").memory_spec is None
+
+
+@pytest.mark.parametrize("visibility", ["user", "private"])
+def test_validate_judges_the_spec_as_saving_it_would_judge_the_caller(tenant, owner, visibility):
+    def diagnostics(client, user):
+        spec = {"visibility": visibility, "user": user.pk}
+        response = client.post(VALIDATE, {"runtime": "claw", "memory": spec}, format="json")
+        assert response.status_code == 200, response.content
+        return [(d["code"], d["severity"], d["field"]) for d in response.json()["diagnostics"]]
+
+    assert diagnostics(owner, tenant.member) == [("C051", "error", "user")]
+    assert diagnostics(owner, tenant.admin) == []
+    # the member judged by their own token: their own space is theirs to give
+    assert diagnostics(tenant.client_for(tenant.member), tenant.member) == []
+
+
+def test_validate_of_a_bots_spec_lets_the_user_its_stored_spec_names_stay(tenant, owner):
+    # given: staff gave the bot the member's space; its owner edits it
+    spec = {"visibility": "user", "user": tenant.member.pk}
+    bot_update(bot=Bot.objects.get(slug="first"), actor=None, memory=spec)
+    body = {"runtime": "pi", "memory": spec, "bot": "first"}
+
+    response = owner.post(VALIDATE, body, format="json")
+
+    # then: as saving the edit would, only the runtime's warning, no C051
+    assert [d["code"] for d in response.json()["diagnostics"]] == ["C047"]
+    assert owner.patch("/api/v1/bots/first", {"runtime": "pi"}, format="json").status_code == 200
+    assert_error(owner.post(VALIDATE, body | {"bot": "nobody"}, format="json"), 404, "NOT_FOUND")
 
 
 @pytest.mark.parametrize("visibility", ["user", "private"])

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
+from django.db import transaction
 from rest_framework.test import APIClient
 
-from conftest import assert_error, postgres_only, run_concurrently
+from conftest import (
+    assert_error,
+    postgres_only,
+    run_concurrently,
+    wait_until_a_backend_waits_on_a_lock,
+)
 from workspaces.errors import LastWorkspaceAdmin, NotFound, WorkspaceAdminRequired
 from workspaces.models import (
     AuditEvent,
     KeySession,
+    TeamMembership,
     User,
     Workspace,
     WorkspaceMembership,
@@ -17,7 +26,9 @@ from workspaces.models import (
 from workspaces.services import (
     api_token_create,
     key_session_open,
+    team_member_remove,
     team_membership_ensure,
+    workspace_member_add,
     workspace_member_remove,
     workspace_member_role_set,
     workspace_membership_ensure,
@@ -529,3 +540,40 @@ def test_removing_a_member_revokes_only_their_key_sessions_there(tenant):
     assert set(KeySession.objects.filter(revoked_at__isnull=False)) == {theirs}
     mine.refresh_from_db()
     assert not mine.is_revoked
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_an_add_racing_a_removal_from_the_team_leaves_no_membership(make_tenant):
+    # given: an admin's add of a team member is written but not yet committed
+    tenant = make_tenant()
+    newcomer = team_newcomer(tenant)
+    added, release = threading.Event(), threading.Event()
+
+    def add() -> None:
+        with transaction.atomic():
+            workspace_member_add(
+                workspace=tenant.workspace, actor=tenant.admin, user_id=newcomer.pk
+            )
+            added.set()
+            release.wait(timeout=30)
+
+    def remove() -> None:
+        added.wait(timeout=30)
+        team_member_remove(
+            membership=TeamMembership.objects.get(team=tenant.team, user=newcomer),
+            actor=tenant.admin,
+        )
+
+    def referee() -> None:
+        # when: staff remove them from the team meanwhile, which waits for the add
+        try:
+            wait_until_a_backend_waits_on_a_lock(timeout=5)
+        finally:
+            release.set()
+
+    results = run_concurrently(add, remove, referee)
+
+    # then: the removal ends the membership the add made
+    assert results == [None, None, None]
+    assert not WorkspaceMembership.objects.filter(user=newcomer).exists()
