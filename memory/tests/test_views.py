@@ -209,3 +209,16 @@ def test_team_memory_needs_a_signed_in_user(client):
 
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("workspaces:sign-in"))
+
+
+def test_search_refuses_a_cursor_it_did_not_give_out_with_a_page_not_an_error(
+    member_client, tenant
+):
+    """A search's cursor is signed (memory.documents): a forged one, which skipped documents,
+    is refused, and the page says so and offers the search again rather than failing."""
+    response = member_client.get(url("memory:search", tenant), {"q": "tea", "cursor": "a.md"})
+
+    assert response.status_code == 400
+    assert response.context["results"] is None
+    assert b"Search further" not in response.content
+    assert b"not one this search gave out" in response.content
