@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Request, expect
 
 from automation.models import Admission
 from automation.tests.conftest import memory_in_auto
@@ -203,7 +203,12 @@ def test_apply_pressed_twice_while_a_save_is_on_its_way_applies_once(
     proposal = page.locator("#proposals .proposal")
     expect(proposal).to_have_count(1)
     applies: list[str] = []
-    page.on("request", lambda request: "/apply" in request.url and applies.append(request.url))
+
+    def count_apply(request: Request) -> None:
+        if "/apply" in request.url:
+            applies.append(request.url)
+
+    page.on("request", count_apply)
     held = []
     page.route(re.compile(r".*/memory$"), lambda route: held.append(route), times=1)
     page.get_by_label("Memory document (Markdown)").fill("- likes tea\n- likes cake\n")
