@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from django.conf import settings
+from django.core import signing
 from django.db.models import QuerySet
 
 from memory.models import MEMORY_PATH
@@ -33,7 +34,13 @@ from memory.namespace import (
 from memory.services import memory_write
 from memory.spaces.archive import ExportReport, archive_export
 from memory.spaces.store import DocumentMeta, StoredDocument
-from workspaces.errors import InvalidHeader, KeySessionUnavailable, NotFound, RateLimited
+from workspaces.errors import (
+    InvalidHeader,
+    KeySessionUnavailable,
+    NotFound,
+    RateLimited,
+    ValidationFailed,
+)
 from workspaces.models import File, FileVersion, User, Workspace, WorkspaceMembership
 from workspaces.paths import document_path_require_canonical
 from workspaces.ratelimit import TooManyInProgress, in_progress_slot
@@ -59,6 +66,8 @@ SEARCH_DEFAULT_LIMIT = 20
 SEARCH_MAX_LIMIT = 50
 # How long a search slot outlives a process that died holding it.
 SEARCH_SLOT_TIMEOUT_SECONDS = 120
+# A search's cursor: a path (at most 1024 UTF-8 bytes, so characters) and its signature.
+SEARCH_CURSOR_MAX_CHARS = 1024 + 64
 
 
 class ActorKind(enum.Enum):
@@ -230,6 +239,8 @@ def document_search(
     (RATE_LIMITED beyond), whichever credentials they use, so no one's searches can hold
     the server for everyone else.
     """
+    signer = _search_signer(actor.workspace, query)
+    after = None if cursor is None else _search_position(signer, cursor)
     data_key = _read_key(actor)
     if data_key is None:
         return SearchResults(hits=[], next_cursor=None)
@@ -245,7 +256,7 @@ def document_search(
                 data_key=data_key,
                 limit=min(limit, SEARCH_MAX_LIMIT),
                 byte_budget=settings.SEARCH_MAX_DECRYPTED_BYTES,
-                after=cursor,
+                after=after,
                 is_hidden=is_memory_namespace if actor.is_namespace_hidden else None,
             )
     except TooManyInProgress:
@@ -258,8 +269,23 @@ def document_search(
             SearchHit(path=file.path, version=file.current_version, snippet=snippet)
             for file, snippet in page.hits
         ],
-        next_cursor=page.resume_after,
+        next_cursor=None if page.resume_after is None else signer.sign(page.resume_after),
     )
+
+
+def _search_signer(workspace: Workspace, query: str) -> signing.Signer:
+    """What signs a search's cursor, for one workspace and query, as a list's cursor is
+    signed (memory_project.api.pagination): the position is the last path searched, so a
+    forged one silently skipped every document before it, and one from another workspace's
+    or query's search is no position in this one."""
+    return signing.Signer(salt=f"{__name__}.search:{workspace.pk}:{query}")
+
+
+def _search_position(signer: signing.Signer, cursor: str) -> str:
+    try:
+        return signer.unsign(cursor)
+    except signing.BadSignature:
+        raise ValidationFailed(fields={"cursor": ["Not a cursor this search gave out."]}) from None
 
 
 def notes_export(*, actor: DocumentActor, out: IO[bytes]) -> ExportReport:

@@ -36,7 +36,7 @@ from memory.selectors import (
     memory_version_page,
 )
 from memory.spaces.handle import QUALIFIERS, REQUIRED_QUALIFIERS, Visibility
-from workspaces.errors import DocumentUnreadable, InvalidDocumentPath, NotFound
+from workspaces.errors import DocumentUnreadable, InvalidDocumentPath, NotFound, ValidationFailed
 from workspaces.models import Bot, FileVersion, User
 from workspaces.paths import document_path_require_canonical
 from workspaces.selectors import (
@@ -226,12 +226,19 @@ def search(request: HttpRequest, workspace_id: int) -> HttpResponse:
     query = request.GET.get("q", "")[:SEARCH_QUERY_MAX_CHARS]
     cursor = request.GET.get("cursor") or None
     results = None
+    refused = False
     if query.strip():
         actor = DocumentActor.of_member(page.membership, ActorKind.PERSON)
-        results = document_search(actor=actor, query=query, cursor=cursor)
+        try:
+            results = document_search(actor=actor, query=query, cursor=cursor)
+        except ValidationFailed:
+            # Only the cursor can be refused here (the query is cut to its bound): a link
+            # edited by hand or from another search. The page offers the search again.
+            refused = True
     context = _page_context(page, "search") | {
         "query": query,
         "results": results,
+        "cursor_refused": refused,
         "memory_path": MEMORY_PATH,
         "next_url": (
             f"?{urlencode({'q': query, 'cursor': results.next_cursor})}"
@@ -239,7 +246,7 @@ def search(request: HttpRequest, workspace_id: int) -> HttpResponse:
             else None
         ),
     }
-    return render(request, "memory/search.html", context)
+    return render(request, "memory/search.html", context, status=400 if refused else 200)
 
 
 @login_required

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 import icu
+from django.core.exceptions import ValidationError
 
 # Control (Cc), format (Cf, zero-width and bidi marks, soft hyphen), surrogate (Cs) and the
 # line and paragraph separators (Zl, Zp): invisible in a path or a line of text, and not all
@@ -52,6 +53,25 @@ def is_invisible(char: str) -> bool:
     """True for a code point that displays as nothing: default-ignorable, or a control,
     format, surrogate or separator character."""
     return unicodedata.category(char) in INVISIBLE_CATEGORIES or is_default_ignorable(char)
+
+
+def first_invisible(text: str) -> str | None:
+    """The first character of `text` that displays as nothing (`is_invisible`), or None."""
+    if text.isascii() and text.isprintable():
+        return None  # the common case, judged in C
+    return next(filter(is_invisible, text), None)
+
+
+def display_name_validator(value: str) -> None:
+    """Refuse a name a person types (a workspace's, team's, bot's, token's) holding an
+    invisible character, as a space name or a document path is refused: `Research` and
+    `Re\u200bsearch`, or a right-to-left override that shows `txt.exe` as `exe.txt`, would be
+    two names that read alike. A Django validator, so the API and the admin share it."""
+    if (char := first_invisible(value)) is not None:
+        raise ValidationError(
+            f"Holds an invisible character (U+{ord(char):04X}); a name must read as what it is.",
+            code="invisible_character",
+        )
 
 
 def _nfkc(text: str) -> str:

@@ -18,6 +18,7 @@ from workspaces.constraints import (
     unique,
 )
 from workspaces.crypto import WrappedKeyField
+from workspaces.lookalikes import display_name_validator
 
 
 class User(AbstractUser):
@@ -36,7 +37,7 @@ class OrgStatus(models.TextChoices):
 class Org(models.Model):
     Status = OrgStatus
 
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, validators=[display_name_validator])
     status = models.CharField(max_length=32, choices=Status.choices, default=Status.ACTIVE)
     deletion_due_at = models.DateTimeField(null=True, blank=True)
     memory_quota_bytes = models.BigIntegerField(
@@ -96,7 +97,7 @@ class AutoMemorySetting(models.TextChoices):
 
 class Team(models.Model):
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="teams")
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, validators=[display_name_validator])
     # The team's default for its bots' auto-memory mirror: one level of the precedence
     # chain (flag > bot > team > AUTO_MEMORY environment > off).
     auto_memory_default = models.CharField(
@@ -182,7 +183,7 @@ class TeamMembership(models.Model):
 
 class Workspace(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="workspaces")
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, validators=[display_name_validator])
     ai_enabled = models.BooleanField(default=False)
     # Bumped by every accepted consent change, so work admitted under an older
     # consent can tell that consent moved even if it moved back.
@@ -268,7 +269,7 @@ class Bot(models.Model):
     # A slug ([A-Za-z0-9_-]) is also one valid space-handle segment, so a bot id can name a
     # `bot` space without escaping.
     slug = models.SlugField(max_length=64)
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, validators=[display_name_validator])
     runtime = models.CharField(max_length=16, choices=Runtime.choices)
     memory_spec = models.JSONField(null=True, blank=True)
     auto_memory = models.CharField(
@@ -311,7 +312,7 @@ class ApiToken(models.Model):
 
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=100, validators=[display_name_validator])
     # Tokens minted before scopes existed were used on the person API, so that is what
     # the migration gives them; an MCP client needs a new, MCP-only token.
     scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.API)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Model, Q, Sum
 from django.http import HttpRequest
@@ -47,6 +48,7 @@ from workspaces.errors import (
     NotTeamMember,
     OrgStateConflict,
     TeamOwnerRequired,
+    ValidationFailed,
     VersionConflict,
     WorkspaceAdminRequired,
 )
@@ -805,12 +807,23 @@ def _keys_rewrap(model: type[Model], batch_size: int) -> int:
         total += len(batch)
 
 
+def document_nul_refuse(text: str | bytes, **detail: Any) -> None:
+    """Refuse a document's text holding a NUL as a JSON body's `content` is refused (DRF's
+    own check, VALIDATION_FAILED naming `content`), whichever writer sent it: a raw Markdown
+    body, the CLI or an import entry has no serializer to do it. `detail` adds what a batch
+    needs to name the document (`path`)."""
+    if b"\x00" in text if isinstance(text, bytes) else "\x00" in text:
+        message = str(ProhibitNullCharactersValidator.message)
+        raise ValidationFailed(message, fields={"content": [message]}, **detail)
+
+
 def document_encode(plaintext: str) -> bytes:
     """`plaintext` as UTF-8, within the one ceiling every document writer keeps.
 
-    Refuses text that UTF-8 cannot hold (a lone surrogate, INVALID_TEXT) and text over
-    `MEMORY_MAX_DOCUMENT_BYTES` (DOCUMENT_TOO_LARGE).
+    Refuses text holding a NUL (VALIDATION_FAILED), text that UTF-8 cannot hold (a lone
+    surrogate, INVALID_TEXT) and text over `MEMORY_MAX_DOCUMENT_BYTES` (DOCUMENT_TOO_LARGE).
     """
+    document_nul_refuse(plaintext)
     try:
         encoded = plaintext.encode()
     except UnicodeEncodeError:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Request, expect
 
 from automation.models import Admission
 from automation.tests.conftest import memory_in_auto
@@ -188,3 +188,44 @@ def test_an_apply_pressed_while_a_message_is_answered_keeps_its_own_outcome(
     assert page.evaluate("document.getElementById('assistant-status').textContent").startswith(
         "Not applied: Memory changed to version 2"
     )
+
+
+def test_apply_pressed_twice_while_a_save_is_on_its_way_applies_once(
+    browser_context, live_server, tenant
+):
+    """Apply waits for a Save in flight before it writes; its buttons were off only once it
+    wrote, so a second press in that wait sent the suggestion a second time."""
+    memory_save(
+        workspace=tenant.workspace, author=tenant.member, base_version=0, content="- likes tea\n"
+    )
+    page = open_frame(browser_context, live_server, tenant)
+    send(page, "remember likes green tea")
+    proposal = page.locator("#proposals .proposal")
+    expect(proposal).to_have_count(1)
+    applies: list[str] = []
+
+    def count_apply(request: Request) -> None:
+        if "/apply" in request.url:
+            applies.append(request.url)
+
+    page.on("request", count_apply)
+    held = []
+    page.route(re.compile(r".*/memory$"), lambda route: held.append(route), times=1)
+    page.get_by_label("Memory document (Markdown)").fill("- likes tea\n- likes cake\n")
+    page.get_by_role("button", name="Save", exact=True).click()
+    page.wait_for_timeout(200)
+    assert len(held) == 1
+
+    apply = proposal.get_by_role("button", name=re.compile("^Apply"))
+    apply.click()
+    expect(apply).to_be_disabled()
+    # The draft is not acknowledged yet, so Apply asks first; discarded, Apply then waits for
+    # the Save on its way, and a second press would not ask (nothing is unsaved any more).
+    page.locator("#draft-dialog").get_by_role("button", name="Discard").click()
+    expect(apply).to_be_disabled()
+    apply.click(force=True)
+    held[0].continue_()
+
+    expect(page.locator("#assistant-status")).to_contain_text("Applied.")
+    assert len(applies) == 1
+    assert Proposal.objects.get(workspace=tenant.workspace).status == Proposal.Status.APPLIED

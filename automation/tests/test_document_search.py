@@ -14,6 +14,7 @@ from django.test import override_settings
 from automation import tools
 from automation.tests.api.test_automation_documents import note
 from automation.tests.test_document_tools import context
+from conftest import assert_error
 from workspaces.ratelimit import TooManyInProgress, in_progress_slot
 
 
@@ -37,9 +38,37 @@ def test_a_search_past_its_byte_budget_answers_truncated_with_a_cursor(tenant, s
     rest = client.get(search_url(tenant, q="tea", cursor=first["nextCursor"])).json()
 
     assert [hit["path"] for hit in first["results"]] == ["notes/n0.md", "notes/n1.md"]
-    assert (first["truncated"], first["nextCursor"]) == (True, "notes/n1.md")
+    assert first["truncated"] is True
     assert [hit["path"] for hit in rest["results"]] == ["notes/n2.md"]
     assert (rest["truncated"], rest["nextCursor"]) == (False, None)
+
+
+def test_a_cursor_this_search_did_not_give_out_is_refused_naming_it(tenant, make_tenant, settings):
+    """The cursor was the last path searched: a forged one (`notes/n1.md` typed by hand)
+    silently skipped every document before it. Signed, per workspace and query, as a list's
+    cursor is, a forged or foreign one is refused instead."""
+    settings.SEARCH_MAX_DECRYPTED_BYTES = 1500
+    for n in range(3):
+        note(tenant, f"notes/n{n}.md", f"tea {n} " + "x" * 994)
+    other = make_tenant()
+    note(other, "notes/n0.md", "tea " + "x" * 996)
+    note(other, "notes/n1.md", "tea " + "x" * 996)
+    client = tenant.client_for(tenant.member)
+    given = client.get(search_url(tenant, q="tea")).json()["nextCursor"]
+    foreign = other.client_for(other.member).get(search_url(other, q="tea")).json()["nextCursor"]
+
+    forged = client.get(search_url(tenant, q="tea", cursor="notes/n1.md"))
+    tampered = client.get(search_url(tenant, q="tea", cursor=given.replace("n0", "n1")))
+    from_another_workspace = client.get(search_url(tenant, q="tea", cursor=foreign))
+    from_another_query = client.get(search_url(tenant, q="x", cursor=given))
+
+    assert given is not None
+    assert foreign is not None
+    for refused in (forged, tampered, from_another_workspace, from_another_query):
+        error = assert_error(refused, 400, "VALIDATION_FAILED")
+        assert error["detail"] == {"fields": {"cursor": ["Not a cursor this search gave out."]}}
+    resumed = client.get(search_url(tenant, q="tea", cursor=given)).json()
+    assert [hit["path"] for hit in resumed["results"]] == ["notes/n1.md"]
 
 
 def test_one_person_runs_a_bounded_number_of_searches_at_once(tenant, settings):

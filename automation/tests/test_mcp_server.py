@@ -628,8 +628,12 @@ def test_a_text_argument_that_reads_as_json_is_taken_as_the_text_sent(mcp_url, t
     )
 
     assert ok(listed)["documents"] == [{"path": '["a"].md', "version": 1}]
-    # The cursor is the last path of the page before: the search resumes after it.
-    assert [hit["path"] for hit in ok(searched)["results"]] == ['["a"].md', "[1].md"]
+    # Judged as the text sent: a cursor no search gave out, in the API's words.
+    assert refusal_code(searched) == "VALIDATION_FAILED"
+    assert searched.structured_content is not None
+    assert searched.structured_content["error"]["detail"] == {
+        "fields": {"cursor": ["Not a cursor this search gave out."]}
+    }
 
 
 def test_a_body_over_the_limit_is_refused_in_the_api_shape(mcp_url, tenant, settings):

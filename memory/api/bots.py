@@ -25,7 +25,7 @@ from memory.bots import KEEP, bot_create, bot_get, bot_list, bot_update, memory_
 from memory.errors import AutoloadPatternInvalid, BotSlugTaken, BotSpecInvalid
 from memory_project.api.pagination import page_schema, paginated
 from memory_project.api.schema import operation, refuses
-from memory_project.api.serializers import StrictSerializer
+from memory_project.api.serializers import DisplayNameField, StrictSerializer
 from workspaces.api.generic import RevokeApi
 from workspaces.api.input import validated
 from workspaces.api.views import TokenOutputSerializer
@@ -129,7 +129,7 @@ class BotSpecValidateApi(APIView):
 class BotListCreateApi(APIView):
     class InputSerializer(SpecSerializer):
         id = serializers.CharField(max_length=64, help_text="A slug, unique in the team.")
-        name = serializers.CharField(max_length=200)
+        name = DisplayNameField(max_length=200)
 
     @operation("List the team's bots", ValidationFailed)
     @page_schema(BotSerializer, name="Bot")
@@ -166,7 +166,7 @@ class BotListCreateApi(APIView):
 class BotDetailApi(APIView):
     class InputSerializer(SpecSerializer):
         runtime = serializers.ChoiceField(choices=Bot.Runtime.choices, required=False)
-        name = serializers.CharField(max_length=200, required=False)
+        name = DisplayNameField(max_length=200, required=False)
 
     @operation("Read a bot", NotFound, responses=BotSerializer)
     def get(self, request: Request, bot_id: str) -> Response:
@@ -207,7 +207,7 @@ class BotTokenIssueApi(APIView):
     """A bot's tokens: listed to every member of its team, issued by an owner."""
 
     class InputSerializer(StrictSerializer):
-        name = serializers.CharField(max_length=100)
+        name = DisplayNameField(max_length=100)
 
     class CreatedSerializer(TokenOutputSerializer):
         token = serializers.CharField(help_text="Shown once; only its hash is kept.")

@@ -161,7 +161,7 @@ class SearchQuerySerializer(QuerySerializer):
     cursor = serializers.CharField(
         required=False,
         trim_whitespace=False,
-        max_length=1024,
+        max_length=documents.SEARCH_CURSOR_MAX_CHARS,
         help_text="The `nextCursor` of the previous page, to continue a truncated search.",
     )
 

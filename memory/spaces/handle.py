@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass
 
 from memory.errors import SpaceInvalid
-from workspaces.lookalikes import is_invisible
+from workspaces.lookalikes import first_invisible
 
 MAX_SEGMENT_BYTES = 128
 
@@ -92,7 +92,7 @@ def segment_problem(value: str) -> str | None:
         return "invalid_text"
     # Not only the C0 controls: `notes` and `no\u200btes` (or a right-to-left override)
     # would be two spaces that read alike, as two document paths would.
-    if not (value.isascii() and value.isprintable()) and any(map(is_invisible, value)):
+    if first_invisible(value) is not None:
         return "control_character"
     if len(encoded) > MAX_SEGMENT_BYTES:
         return "too_long"

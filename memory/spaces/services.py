@@ -58,7 +58,7 @@ from memory.spaces.store import (
 from workspaces.errors import DocumentTooLarge, InvalidText, NotFound
 from workspaces.models import AuditEvent, Team, User
 from workspaces.paths import document_path_require_canonical
-from workspaces.services import audit_record
+from workspaces.services import audit_record, document_nul_refuse
 
 # The auto-memory mirror's space name: in any visibility, only the mirror writes it.
 AUTO_MEMORY_SPACE_NAME = "auto-memory"
@@ -166,6 +166,7 @@ def space_document_write_check(
     before it writes any."""
     path = _admit(handle=handle, path=path, writer=writer)
     _ceiling_require(len(body))
+    document_nul_refuse(body, path=path)
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:

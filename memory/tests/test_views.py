@@ -257,3 +257,16 @@ def test_head_answers_a_page_as_get_does_without_its_body(member_client, tenant,
     assert head.content == b""
     assert head["Content-Type"] == got["Content-Type"]
     assert member_client.session["_auth_user_id"] == str(tenant.member.pk)
+
+
+def test_search_refuses_a_cursor_it_did_not_give_out_with_a_page_not_an_error(
+    member_client, tenant
+):
+    """A search's cursor is signed (memory.documents): a forged one, which skipped documents,
+    is refused, and the page says so and offers the search again rather than failing."""
+    response = member_client.get(url("memory:search", tenant), {"q": "tea", "cursor": "a.md"})
+
+    assert response.status_code == 400
+    assert response.context["results"] is None
+    assert b"Search further" not in response.content
+    assert b"not one this search gave out" in response.content

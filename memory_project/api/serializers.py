@@ -19,6 +19,7 @@ from rest_framework import serializers
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from workspaces.errors import ValidationFailed
+from workspaces.lookalikes import display_name_validator
 
 # The JSON types each kind of field takes, by the field's class (the first match wins):
 # bool is an int in Python, so it is named apart and refused where a number is meant.
@@ -80,6 +81,15 @@ class ProhibitSurrogateCharacters(ProhibitSurrogateCharactersValidator):
         if found is not None:
             message = self.message.format(code_point=ord(found.group()))
             raise serializers.ValidationError(message, code=self.code)
+
+
+class DisplayNameField(serializers.CharField):
+    """A name a person types (a workspace's, bot's, token's): refused, naming the field, if it
+    holds a character that displays as nothing (`display_name_validator`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.validators.append(display_name_validator)
 
 
 class StrictSerializer(serializers.Serializer):

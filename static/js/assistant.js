@@ -443,11 +443,18 @@ class AssistantPanel extends FramePanel {
 
   async apply(proposal, buttons) {
     const frame = this.frame;
-    if (!(await frame.resolveDraft("applying the suggestion"))) return;
-    await frame.waitBeforeWrite();
+    // Off from the press, not from the request: Apply first waits for a Save in flight, and
+    // a second press in that wait would send the suggestion twice.
     buttons.forEach((button) => {
       button.disabled = true;
     });
+    if (!(await frame.resolveDraft("applying the suggestion"))) {
+      buttons.forEach((button) => {
+        button.disabled = false;
+      });
+      return;
+    }
+    await frame.waitBeforeWrite();
     frame.setBusy(true);
     const result = await frame.track(
       api("POST", `${this.urls.proposals}/${proposal.id}/apply`, {

@@ -150,7 +150,6 @@ async function save(event) {
 }
 
 async function create(event) {
-  event.preventDefault();
   const body = {
     id: byId("bot-create-id").value,
     name: byId("bot-create-name").value,
@@ -204,6 +203,6 @@ for (const id of ["bot-spec", "bot-runtime", "bot-auto-memory"]) {
   byId(id).addEventListener("input", diagnoseSoon);
 }
 byId("bot-edit").addEventListener("submit", save);
-byId("bot-create")?.addEventListener("submit", create);
+if (byId("bot-create")) submitOnce(byId("bot-create"), create);
 if (byId("bot-token-issue")) submitOnce(byId("bot-token-issue"), issueToken);
 loadBots();

@@ -8,13 +8,13 @@ import {
   noteRestore,
   noteUrl,
   noteWrite,
+  submitOnce,
 } from "./shared.js";
 
 function setUpNotesList() {
   const status = byId("notes-status");
-  byId("note-create").addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const form = event.currentTarget;
+  const form = byId("note-create");
+  submitOnce(form, async () => {
     const path = form.elements.path.value;
     const result = await noteWrite(path, form.elements.content.value, 0);
     if (result.ok) {

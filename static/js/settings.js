@@ -100,8 +100,7 @@ async function removeMember(member, isLeaving) {
 function setUpMemberAdd() {
   const form = byId("member-add");
   if (!form) return;
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
+  submitOnce(form, async () => {
     const username = form.elements.username.value.trim();
     const role = form.elements.role.value;
     const result = await api("POST", config.urls.members, { body: { username, role } });

@@ -1,12 +1,11 @@
 // The workspace list: create a workspace (you become its admin), then open its memory.
 
-import { announce, api, byId, config, failure } from "./shared.js";
+import { announce, api, byId, config, failure, submitOnce } from "./shared.js";
 
 function setUpWorkspaceCreate() {
   const form = byId("workspace-create");
   const status = byId("workspace-create-status");
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
+  submitOnce(form, async () => {
     const name = form.elements.name.value.trim();
     const result = await api("POST", config.urls.workspaces, { body: { name } });
     if (!result.ok) {

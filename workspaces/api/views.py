@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from memory_project.api.pagination import page_schema, paginated
 from memory_project.api.schema import operation
-from memory_project.api.serializers import StrictSerializer
+from memory_project.api.serializers import DisplayNameField, StrictSerializer
 from workspaces import selectors, services
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
 from workspaces.api.generic import RevokeApi, WorkspaceSettingApi
@@ -36,7 +36,7 @@ from workspaces.models import ApiToken, KeySession, User, Workspace, WorkspaceMe
 
 class WorkspaceListApi(APIView):
     class InputSerializer(StrictSerializer):
-        name = serializers.CharField(max_length=200)
+        name = DisplayNameField(max_length=200)
         aiEnabled = serializers.BooleanField(
             default=False, help_text="Switch workspace AI on from the start (you are its admin)."
         )
@@ -216,7 +216,7 @@ class TokenOutputSerializer(serializers.Serializer):
 
 class TokenListCreateApi(APIView):
     class InputSerializer(StrictSerializer):
-        name = serializers.CharField(max_length=100)
+        name = DisplayNameField(max_length=100)
         # A bot's token is issued for its bot (`/api/v1/bots/{id}/tokens`), never here.
         scope = serializers.ChoiceField(
             choices=[

@@ -438,7 +438,10 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(error_body(code, message, detail)))
         hint = _hint(code, detail, subcommand, routes_missing=routes_missing)
         text = f"{code}: {hint}" if hint else f"{code}: {message}"
-        return UsageError(text) if code in USAGE_CODES else Refused(text)
+        # A document's text refused (a NUL in `content`) is the file's fault, not the command
+        # line's: a refusal, as a file that is not UTF-8 is.
+        is_usage = code in USAGE_CODES and "content" not in detail.get("fields", {})
+        return UsageError(text) if is_usage else Refused(text)
 
     # Which space, and how it is reached
 
