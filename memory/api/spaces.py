@@ -344,7 +344,7 @@ class SpaceImportApi(APIView):
         documents = PlannedSerializer(many=True)
 
     @extend_schema(summary="Import an archive into a memory space")
-    @refuses(*SPACE_QUERY_REFUSALS, ArchiveInvalid, ArchiveChecksumMismatch)
+    @refuses(*SPACE_QUERY_REFUSALS, ArchiveInvalid, ArchiveChecksumMismatch, InvalidText)
     @refuses(*SPACE_WRITE_REFUSALS)
     @extend_schema(
         parameters=[

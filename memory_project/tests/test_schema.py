@@ -125,6 +125,7 @@ def test_the_import_refuses_its_query_parameters_with_the_one_validation_code(db
 
     assert _codes(post, "400") == {
         "ARCHIVE_INVALID",
+        "INVALID_TEXT",  # an entry whose bytes are not UTF-8, answered with its path
         "MALFORMED_REQUEST",
         "SPACE_INVALID",
         "VALIDATION_FAILED",
