@@ -366,3 +366,103 @@ def test_a_team_memberships_person_and_team_cannot_be_edited_nor_bulk_deleted(st
     membership.refresh_from_db()
     assert (membership.user, membership.team) == (tenant.member, tenant.team)
     assert "delete_selected" not in listing.content.decode()
+
+
+# ---- workspace memberships --------------------------------------------------------------------
+
+
+def remove_from_workspace(client, membership: WorkspaceMembership, how: str, **kwargs):
+    if how == "delete page":
+        url = reverse("admin:workspaces_workspacemembership_delete", args=[membership.pk])
+        return client.post(url, {"post": "yes"}, **kwargs)
+    return client.post(
+        reverse("admin:workspaces_workspacemembership_changelist"),
+        {"action": "remove_from_workspace", "_selected_action": [membership.pk]},
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("how", ["delete page", "action"])
+def test_removing_someone_from_a_workspace_revokes_their_key_sessions_there_and_audits(
+    staff_client, tenant, how, django_capture_on_commit_callbacks
+):
+    theirs = key_session_open(workspace=tenant.workspace, user=tenant.member)
+    mine = key_session_open(workspace=tenant.workspace, user=tenant.admin)
+    membership = WorkspaceMembership.objects.get(workspace=tenant.workspace, user=tenant.member)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = remove_from_workspace(staff_client, membership, how)
+
+    assert response.status_code == 302
+    assert not WorkspaceMembership.objects.filter(pk=membership.pk).exists()
+    theirs.refresh_from_db()
+    assert theirs.is_revoked
+    assert cache.get(theirs.cache_key) is None
+    assert cache.get(mine.cache_key) is not None
+    event = AuditEvent.objects.get(action="member_removed", target_id=str(tenant.member.pk))
+    assert event.workspace_id == tenant.workspace.pk
+    assert event.detail["staff"] is True
+    assert event.actor == tenant.admin
+    path = f"/api/v1/workspaces/{tenant.workspace.pk}"
+    assert tenant.client_for(tenant.member).get(path).status_code == 404
+
+
+@pytest.mark.parametrize("how", ["delete page", "action"])
+def test_the_last_admin_of_a_workspace_cannot_be_removed_from_it_in_the_admin(
+    staff_client, tenant, how
+):
+    session = key_session_open(workspace=tenant.workspace, user=tenant.admin)
+    membership = WorkspaceMembership.objects.get(workspace=tenant.workspace, user=tenant.admin)
+
+    response = remove_from_workspace(staff_client, membership, how, follow=True)
+
+    assert response.status_code == 200
+    assert "only admin" in response.content.decode()
+    assert WorkspaceMembership.objects.filter(pk=membership.pk).exists()
+    session.refresh_from_db()
+    assert not session.is_revoked
+    assert not AuditEvent.objects.filter(action="member_removed").exists()
+    assert not LogEntry.objects.filter(action_flag=DELETION).exists()
+
+
+def edit_workspace_membership(client, membership: WorkspaceMembership, **data):
+    url = reverse("admin:workspaces_workspacemembership_change", args=[membership.pk])
+    fields = {"user": membership.user_id, "workspace": membership.workspace_id, "role": "member"}
+    return client.post(url, {**fields, **data}, follow=True)
+
+
+def test_a_role_changed_in_the_admin_goes_through_the_service(staff_client, tenant):
+    membership = WorkspaceMembership.objects.get(workspace=tenant.workspace, user=tenant.member)
+
+    edit_workspace_membership(staff_client, membership, role="admin")
+
+    membership.refresh_from_db()
+    assert membership.role == "admin"
+    event = AuditEvent.objects.get(action="member_role_changed")
+    assert event.detail == {"from": "member", "to": "admin"}
+    assert event.actor == tenant.admin
+
+
+def test_the_last_admin_of_a_workspace_cannot_be_demoted_in_the_admin(staff_client, tenant):
+    membership = WorkspaceMembership.objects.get(workspace=tenant.workspace, user=tenant.admin)
+
+    response = edit_workspace_membership(staff_client, membership, role="member")
+
+    assert "only admin" in response.content.decode()
+    membership.refresh_from_db()
+    assert membership.role == "admin"
+    assert not AuditEvent.objects.filter(action="member_role_changed").exists()
+
+
+def test_a_workspace_membership_cannot_be_moved_added_nor_bulk_deleted(staff_client, tenant):
+    membership = WorkspaceMembership.objects.get(workspace=tenant.workspace, user=tenant.member)
+    other = workspace_create(team=tenant.team, name="other", admin=tenant.admin)
+
+    edit_workspace_membership(staff_client, membership, user=tenant.admin.pk, workspace=other.pk)
+    listing = staff_client.get(reverse("admin:workspaces_workspacemembership_changelist"))
+    add = staff_client.get(reverse("admin:workspaces_workspacemembership_add"))
+
+    membership.refresh_from_db()
+    assert (membership.user, membership.workspace) == (tenant.member, tenant.workspace)
+    assert "delete_selected" not in listing.content.decode()
+    assert add.status_code == 403
