@@ -33,6 +33,7 @@ from workspaces.services import (
     org_quota_set,
     org_restore,
     team_member_remove,
+    user_deactivate,
     workspace_membership_staff_remove,
     workspace_membership_staff_role_set,
 )
@@ -173,6 +174,15 @@ class NoHardDeleteMixin:
 class WorkspaceUserAdmin(NoHardDeleteMixin, UserAdmin):
     list_display = ("username", "email", "is_active", "is_staff")
     list_filter = ("is_active", "is_staff")
+
+    def save_model(
+        self, request: HttpRequest, obj: models.User, form: ModelForm, change: bool
+    ) -> None:
+        super().save_model(request, obj, form, change)
+        # Unticking "active" deactivates through the service, which revokes their key
+        # sessions at once (in the view's transaction; the keys leave the cache on commit).
+        if change and "is_active" in form.changed_data and not obj.is_active:
+            user_deactivate(user=obj, actor=acting_user(request))
 
 
 class OrgQuotaForm(forms.Form):

@@ -1354,6 +1354,19 @@ def key_session_revoke(*, session: KeySession, revoked_by: User) -> KeySession:
     return session
 
 
+def user_deactivate(*, user: User, actor: User) -> None:
+    """Deactivate a person (staff, `actor`): no credential of theirs is accepted from now
+    on, and every key session they still hold is revoked at once, each audited, its key
+    leaving the cache on commit. Their sessions would otherwise stay usable by a turn
+    already running until they idled out."""
+    with transaction.atomic():
+        User.objects.filter(pk=user.pk).update(is_active=False)
+        user.is_active = False
+        sessions = KeySession.objects.filter(user=user, revoked_at__isnull=True).order_by("pk")
+        for session in sessions:
+            key_session_revoke(session=session, revoked_by=actor)
+
+
 def file_delete(*, workspace: Workspace, path: str, base_version: int) -> File:
     """Delete a live file at `base_version`: it becomes a tombstone, its revisions kept.
 

@@ -466,3 +466,40 @@ def test_a_workspace_membership_cannot_be_moved_added_nor_bulk_deleted(staff_cli
     assert (membership.user, membership.workspace) == (tenant.member, tenant.workspace)
     assert "delete_selected" not in listing.content.decode()
     assert add.status_code == 403
+
+
+# ---- deactivating a person --------------------------------------------------------------------
+
+
+def test_deactivating_someone_in_the_admin_revokes_their_key_sessions_at_once(
+    staff_client, tenant, django_capture_on_commit_callbacks
+):
+    second = workspace_create(team=tenant.team, name="second", admin=tenant.admin)
+    workspace_membership_ensure(workspace=second, user=tenant.member)
+    theirs = [key_session_open(workspace=w, user=tenant.member) for w in (tenant.workspace, second)]
+    mine = key_session_open(workspace=tenant.workspace, user=tenant.admin)
+    member = tenant.member
+    joined = timezone.localtime(member.date_joined)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post(
+            reverse("admin:workspaces_user_change", args=[member.pk]),
+            {
+                "username": member.username,
+                "email": member.email,
+                "date_joined_0": joined.strftime("%Y-%m-%d"),
+                "date_joined_1": joined.strftime("%H:%M:%S"),
+            },  # "is_active" left out: unticked
+        )
+
+    assert response.status_code == 302
+    member.refresh_from_db()
+    assert not member.is_active
+    for session in theirs:
+        session.refresh_from_db()
+        assert session.is_revoked
+        assert cache.get(session.cache_key) is None
+    assert cache.get(mine.cache_key) is not None
+    events = AuditEvent.objects.filter(action="key_session_revoked")
+    assert {e.target_id for e in events} == {str(s.pk) for s in theirs}
+    assert {e.actor for e in events} == {tenant.admin}
