@@ -164,7 +164,8 @@ class ReachesWorkspaceAdmin(ViewOnlyAdmin):
 
 class NoHardDeleteMixin:
     """A hard delete here would cascade through memory, history and keys with no audit
-    event and around the org purge; people are deactivated, orgs go through deletion."""
+    event and around the org purge; people are deactivated, orgs go through deletion,
+    tokens are revoked (their bots' with them)."""
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
@@ -292,6 +293,11 @@ class TeamAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     list_select_related = ("org",)
     search_fields = ("name", "org__name")
     raw_id_fields = ("org",)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Moving a team to another org would carry its memory out from under the org's
+        # quota, audit trail and purge.
+        return ("org", "created_at") if obj is not None else ()
 
 
 class MembershipAdmin(admin.ModelAdmin):
@@ -429,12 +435,18 @@ class WorkspaceAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     list_filter = ("ai_enabled",)
     search_fields = ("name", "team__name", "id__exact")
     raw_id_fields = ("team",)
-    # Consent changes go through the compare-and-set service so the revision moves.
-    readonly_fields = ("ai_enabled", "ai_consent_revision", "created_at")
+    # Consent changes go through the compare-and-set service so the revision moves; a
+    # workspace never moves to another team (its members, key and memory are that team's).
+    readonly_fields = ("team", "ai_enabled", "ai_consent_revision", "created_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A workspace is created by a member of its team (`workspace_create`), who becomes
+        # its first admin; one made here would have no admin, no key and no audit event.
+        return False
 
 
 @admin.register(models.ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     list_display = ("name", "user", "team", "bot", "created_at", "expires_at", "revoked_at")
     list_select_related = ("user", "team", "bot__team")
     list_filter = ("revoked_at", "expires_at")

@@ -243,16 +243,26 @@ def test_workspace_key_pages_never_show_the_key(admin_client, tenant):
         assert html.escape(repr(key)) not in page.content.decode()
 
 
-@pytest.mark.parametrize("model", ["user", "team", "workspace"])
-def test_people_teams_and_workspaces_cannot_be_hard_deleted(staff_client, tenant, model):
-    target = {"user": tenant.member, "team": tenant.team, "workspace": tenant.workspace}[model]
+@pytest.mark.parametrize("model", ["user", "team", "workspace", "apitoken", "bot"])
+def test_people_teams_workspaces_tokens_and_bots_cannot_be_hard_deleted(
+    staff_client, tenant, model
+):
+    # A token is revoked (audited), never deleted; deleting a bot would delete its tokens.
+    if model == "apitoken":
+        target, _ = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    elif model == "bot":
+        target = tenant.bot_create("helper")
+    else:
+        target = {"user": tenant.member, "team": tenant.team, "workspace": tenant.workspace}[model]
 
     response = staff_client.post(
         reverse(f"admin:workspaces_{model}_delete", args=[target.pk]), {"post": "yes"}
     )
+    listing = staff_client.get(reverse(f"admin:workspaces_{model}_changelist"))
 
     assert response.status_code == 403
     assert type(target).objects.filter(pk=target.pk).exists()
+    assert "delete_selected" not in listing.content.decode()
 
 
 def test_an_id_link_column_links_the_row_its_id_path_reaches_and_shows_the_id():
@@ -503,3 +513,28 @@ def test_deactivating_someone_in_the_admin_revokes_their_key_sessions_at_once(
     events = AuditEvent.objects.filter(action="key_session_revoked")
     assert {e.target_id for e in events} == {str(s.pk) for s in theirs}
     assert {e.actor for e in events} == {tenant.admin}
+
+
+# ---- rows a service owns ----------------------------------------------------------------------
+
+
+def test_a_workspace_is_neither_added_nor_moved_to_another_team_in_the_admin(staff_client, tenant):
+    other = Team.objects.create(org=tenant.org, name="other")
+    url = reverse("admin:workspaces_workspace_change", args=[tenant.workspace.pk])
+
+    staff_client.post(url, {"name": "renamed", "team": other.pk})
+    add = staff_client.get(reverse("admin:workspaces_workspace_add"))
+
+    tenant.workspace.refresh_from_db()
+    assert (tenant.workspace.name, tenant.workspace.team) == ("renamed", tenant.team)
+    assert add.status_code == 403
+
+
+def test_a_team_is_not_moved_to_another_org_in_the_admin(staff_client, tenant):
+    other = Org.objects.create(name="other")
+    url = reverse("admin:workspaces_team_change", args=[tenant.team.pk])
+
+    staff_client.post(url, {"name": "renamed", "org": other.pk})
+
+    tenant.team.refresh_from_db()
+    assert (tenant.team.name, tenant.team.org) == ("renamed", tenant.org)
