@@ -469,7 +469,8 @@ class ApiTokenAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    @admin.action(description="Revoke the selected tokens")
+    # An action naming no permission is offered to anyone who may view the list.
+    @admin.action(description="Revoke the selected tokens", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[models.ApiToken]) -> None:
         actor = acting_user(request)
         for token in queryset:

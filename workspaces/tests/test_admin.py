@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 from django.contrib.admin.models import DELETION, LogEntry
+from django.contrib.auth.models import Permission
 from django.core.cache import cache
 from django.urls import reverse
 from django.utils import timezone
@@ -100,6 +101,21 @@ def test_revoke_action_uses_the_service(staff_client, tenant):
     )
 
     assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
+
+
+def test_only_staff_who_may_change_tokens_may_revoke_them(client, tenant, django_user_model):
+    token, _ = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    viewer = django_user_model.objects.create_user("viewer", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_apitoken"))
+    client.force_login(viewer)
+
+    client.post(
+        reverse("admin:workspaces_apitoken_changelist"),
+        {"action": "revoke", "_selected_action": [token.pk]},
+    )
+
+    assert ApiToken.objects.get(pk=token.pk).revoked_at is None
+    assert not AuditEvent.objects.filter(action="token_revoked").exists()
 
 
 def test_schedule_deletion_sets_pending_with_a_grace_deadline_and_audits(
