@@ -29,6 +29,7 @@ from memory.models import (
 )
 from memory.spaces.quotas import space_tenant_quota_override_set, tenant_quota_in_force
 from workspaces.admin import (
+    NoHardDeleteMixin,
     ViewOnlyAdmin,
     WrappedDataKeyAdmin,
     acting_user,
@@ -215,9 +216,10 @@ class BotForm(ModelForm):
 
 
 @admin.register(Bot)
-class BotAdmin(admin.ModelAdmin):
+class BotAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     """Staff manage every team's bots. Saving goes through `memory.bots`; a bot's team, id
-    and runtime are fixed once it exists (its spec was judged against that runtime)."""
+    and runtime are fixed once it exists (its spec was judged against that runtime). A bot
+    is never deleted here: that would take its tokens with it, unrevoked and unaudited."""
 
     form = BotForm
     list_display = ("slug", "name", "team", "runtime", "auto_memory", "created_at")

@@ -33,6 +33,9 @@ from workspaces.services import (
     org_quota_set,
     org_restore,
     team_member_remove,
+    user_deactivate,
+    workspace_membership_staff_remove,
+    workspace_membership_staff_role_set,
 )
 
 
@@ -161,7 +164,8 @@ class ReachesWorkspaceAdmin(ViewOnlyAdmin):
 
 class NoHardDeleteMixin:
     """A hard delete here would cascade through memory, history and keys with no audit
-    event and around the org purge; people are deactivated, orgs go through deletion."""
+    event and around the org purge; people are deactivated, orgs go through deletion,
+    tokens are revoked (their bots' with them)."""
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
@@ -171,6 +175,15 @@ class NoHardDeleteMixin:
 class WorkspaceUserAdmin(NoHardDeleteMixin, UserAdmin):
     list_display = ("username", "email", "is_active", "is_staff")
     list_filter = ("is_active", "is_staff")
+
+    def save_model(
+        self, request: HttpRequest, obj: models.User, form: ModelForm, change: bool
+    ) -> None:
+        super().save_model(request, obj, form, change)
+        # Unticking "active" deactivates through the service, which revokes their key
+        # sessions at once (in the view's transaction; the keys leave the cache on commit).
+        if change and "is_active" in form.changed_data and not obj.is_active:
+            user_deactivate(user=obj, actor=acting_user(request))
 
 
 class OrgQuotaForm(forms.Form):
@@ -281,13 +294,28 @@ class TeamAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     search_fields = ("name", "org__name")
     raw_id_fields = ("org",)
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Moving a team to another org would carry its memory out from under the org's
+        # quota, audit trail and purge.
+        return ("org", "created_at") if obj is not None else ()
+
 
 class MembershipAdmin(admin.ModelAdmin):
     """A user's role in a team or a workspace: one page shape for both, named by `scope`
-    (the field that holds the team or the workspace)."""
+    (the field that holds the team or the workspace).
+
+    Ending a membership ends more than its row (key sessions, memberships of the team's
+    workspaces) and may be refused, so a row is removed only through the service
+    `remove` calls: its delete page and the page's bulk action (no generic bulk delete,
+    which would report success for the rows the service refused). Of an existing row
+    only the role is edited: changing its person or scope would move them around the
+    service."""
 
     scope: ClassVar[str]
     list_filter = ("role",)
+
+    def remove(self, membership: Any, actor: models.User) -> None:
+        raise NotImplementedError
 
     def get_list_display(self, request: HttpRequest) -> tuple[str, ...]:
         return ("user", self.scope, "role", "created_at")
@@ -298,29 +326,16 @@ class MembershipAdmin(admin.ModelAdmin):
     def get_list_select_related(self, request: HttpRequest) -> tuple[str, ...]:
         return ("user", self.scope)
 
-
-@admin.register(models.TeamMembership)
-class TeamMembershipAdmin(MembershipAdmin):
-    """Leaving a team ends the person's memberships of its workspaces and their key
-    sessions there (`team_member_remove`), so a row is removed only through that service:
-    its delete page and the action below call it, and an existing row's person and team
-    cannot be edited (that would move them out of the team around it)."""
-
-    scope = "team"
-    raw_id_fields = ("user", "team")
-    actions = ("remove_from_team",)
-
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        return ("user", "team") if obj is not None else ()
+        return ("user", self.scope, "created_at") if obj is not None else ()
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
-        # The generic bulk delete would report success for the rows the service refused.
         actions = super().get_actions(request)
         actions.pop("delete_selected", None)
         return actions
 
-    def delete_model(self, request: HttpRequest, obj: models.TeamMembership) -> None:
-        team_member_remove(membership=obj, actor=acting_user(request))
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self.remove(obj, acting_user(request))
 
     def delete_view(
         self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
@@ -332,21 +347,85 @@ class TeamMembershipAdmin(MembershipAdmin):
             self.message_user(request, refusal.message, messages.ERROR)
             return HttpResponseRedirect(request.path)
 
-    @admin.action(description="Remove the selected people from their teams", permissions=["delete"])
-    def remove_from_team(
-        self, request: HttpRequest, queryset: QuerySet[models.TeamMembership]
-    ) -> None:
+    def remove_each(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        """The bulk action's body: each selected membership through `remove`, one by one."""
         actor = acting_user(request)
-        for membership in queryset.select_related("user", "team").order_by("pk"):
+        for membership in queryset.select_related("user", self.scope).order_by("pk"):
             try:
                 # The log entry, written first as the delete page writes it, goes with a refusal.
                 with transaction.atomic():
                     self.log_deletions(request, queryset.filter(pk=membership.pk))
-                    team_member_remove(membership=membership, actor=actor)
+                    self.remove(membership, actor)
             except DomainError as refusal:
                 self.message_user(request, f"{membership}: {refusal.message}", messages.WARNING)
             else:
                 self.message_user(request, f"{membership}: removed.")
+
+
+@admin.register(models.TeamMembership)
+class TeamMembershipAdmin(MembershipAdmin):
+    """Leaving a team ends the person's memberships of its workspaces and their key
+    sessions there (`team_member_remove`)."""
+
+    scope = "team"
+    raw_id_fields = ("user", "team")
+    actions = ("remove_from_team",)
+
+    def remove(self, membership: models.TeamMembership, actor: models.User) -> None:
+        team_member_remove(membership=membership, actor=actor)
+
+    @admin.action(description="Remove the selected people from their teams", permissions=["delete"])
+    def remove_from_team(
+        self, request: HttpRequest, queryset: QuerySet[models.TeamMembership]
+    ) -> None:
+        self.remove_each(request, queryset)
+
+
+@admin.register(models.WorkspaceMembership)
+class WorkspaceMembershipAdmin(MembershipAdmin):
+    """Leaving a workspace revokes the person's key sessions there, and a workspace keeps
+    an admin (`workspace_membership_staff_remove`, `workspace_membership_staff_role_set`).
+    People join a workspace through its admins (`workspace_member_add`, which adds only
+    members of its team), not here."""
+
+    scope = "workspace"
+    raw_id_fields = ("user", "workspace")
+    actions = ("remove_from_workspace",)
+
+    def remove(self, membership: models.WorkspaceMembership, actor: models.User) -> None:
+        workspace_membership_staff_remove(membership=membership, actor=actor)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def save_model(
+        self, request: HttpRequest, obj: models.WorkspaceMembership, form: ModelForm, change: bool
+    ) -> None:
+        workspace_membership_staff_role_set(
+            membership=obj, actor=acting_user(request), role=obj.role
+        )
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        # As on the delete page: a refused role change rolls the view's transaction back.
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except DomainError as refusal:
+            self.message_user(request, refusal.message, messages.ERROR)
+            return HttpResponseRedirect(request.path)
+
+    @admin.action(
+        description="Remove the selected people from their workspaces", permissions=["delete"]
+    )
+    def remove_from_workspace(
+        self, request: HttpRequest, queryset: QuerySet[models.WorkspaceMembership]
+    ) -> None:
+        self.remove_each(request, queryset)
 
 
 @admin.register(models.Workspace)
@@ -356,18 +435,18 @@ class WorkspaceAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     list_filter = ("ai_enabled",)
     search_fields = ("name", "team__name", "id__exact")
     raw_id_fields = ("team",)
-    # Consent changes go through the compare-and-set service so the revision moves.
-    readonly_fields = ("ai_enabled", "ai_consent_revision", "created_at")
+    # Consent changes go through the compare-and-set service so the revision moves; a
+    # workspace never moves to another team (its members, key and memory are that team's).
+    readonly_fields = ("team", "ai_enabled", "ai_consent_revision", "created_at")
 
-
-@admin.register(models.WorkspaceMembership)
-class WorkspaceMembershipAdmin(MembershipAdmin):
-    scope = "workspace"
-    raw_id_fields = ("user", "workspace")
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A workspace is created by a member of its team (`workspace_create`), who becomes
+        # its first admin; one made here would have no admin, no key and no audit event.
+        return False
 
 
 @admin.register(models.ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     list_display = ("name", "user", "team", "bot", "created_at", "expires_at", "revoked_at")
     list_select_related = ("user", "team", "bot__team")
     list_filter = ("revoked_at", "expires_at")
@@ -390,7 +469,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    @admin.action(description="Revoke the selected tokens")
+    # An action naming no permission is offered to anyone who may view the list.
+    @admin.action(description="Revoke the selected tokens", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[models.ApiToken]) -> None:
         actor = acting_user(request)
         for token in queryset:

@@ -257,19 +257,61 @@ def workspace_member_role_set(
         members = _members_locked(workspace=workspace, actor=actor)
         if not members.acting.is_admin:
             raise WorkspaceAdminRequired()
-        changed = members.get(user_id)
-        if changed.role == role:
-            return changed
-        members.admin_loss_refuse(changed)
-        previous, changed.role = changed.role, role
-        changed.save(update_fields=["role"])
-        _member_audit(
-            actor=actor,
-            action=AuditEvent.Action.MEMBER_ROLE_CHANGED,
-            workspace=workspace,
-            member_id=user_id,
-            detail={"from": previous, "to": role},
+        return _role_change(
+            workspace=workspace, members=members, user_id=user_id, role=role, actor=actor
         )
+
+
+def workspace_membership_staff_remove(*, membership: WorkspaceMembership, actor: User) -> None:
+    """Remove a person from a workspace by staff (`actor`, in the admin), as an admin of it
+    would (`workspace_member_remove`): under the same locks, the only admin refused
+    (`LastWorkspaceAdmin`), their key sessions there revoked, audited as `member_removed`
+    (`"staff": true`)."""
+    workspace = membership.workspace
+    with transaction.atomic():
+        _membership_end(
+            workspace=workspace,
+            members=_Members(by_user=_memberships_locked(workspace)),
+            user_id=membership.user_id,
+            actor=actor,
+            detail={"left": False, "staff": True},
+        )
+
+
+def workspace_membership_staff_role_set(
+    *, membership: WorkspaceMembership, actor: User, role: str
+) -> WorkspaceMembership:
+    """Change a member's role by staff (`actor`, in the admin), as an admin of the workspace
+    would (`workspace_member_role_set`): the only admin is not demoted (`LastWorkspaceAdmin`)."""
+    workspace = membership.workspace
+    with transaction.atomic():
+        return _role_change(
+            workspace=workspace,
+            members=_Members(by_user=_memberships_locked(workspace)),
+            user_id=membership.user_id,
+            role=role,
+            actor=actor,
+        )
+
+
+def _role_change(
+    *, workspace: Workspace, members: _Members, user_id: int, role: str, actor: User
+) -> WorkspaceMembership:
+    """Give `user_id` `role` in `workspace`, whose rows `members` holds locked, unless that
+    leaves it without an admin; a role they already have changes and records nothing."""
+    changed = members.get(user_id)
+    if changed.role == role:
+        return changed
+    members.admin_loss_refuse(changed)
+    previous, changed.role = changed.role, role
+    changed.save(update_fields=["role"])
+    _member_audit(
+        actor=actor,
+        action=AuditEvent.Action.MEMBER_ROLE_CHANGED,
+        workspace=workspace,
+        member_id=user_id,
+        detail={"from": previous, "to": role},
+    )
     return changed
 
 
@@ -1323,6 +1365,19 @@ def key_session_revoke(*, session: KeySession, revoked_by: User) -> KeySession:
         transaction.on_commit(lambda: cached_secrets_discard(cache_keys=[session.cache_key]))
     session.refresh_from_db(fields=["revoked_at"])
     return session
+
+
+def user_deactivate(*, user: User, actor: User) -> None:
+    """Deactivate a person (staff, `actor`): no credential of theirs is accepted from now
+    on, and every key session they still hold is revoked at once, each audited, its key
+    leaving the cache on commit. Their sessions would otherwise stay usable by a turn
+    already running until they idled out."""
+    with transaction.atomic():
+        User.objects.filter(pk=user.pk).update(is_active=False)
+        user.is_active = False
+        sessions = KeySession.objects.filter(user=user, revoked_at__isnull=True).order_by("pk")
+        for session in sessions:
+            key_session_revoke(session=session, revoked_by=actor)
 
 
 def file_delete(*, workspace: Workspace, path: str, base_version: int) -> File:

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 from django.contrib.admin.models import DELETION, LogEntry
+from django.contrib.auth.models import Permission
 from django.core.cache import cache
 from django.urls import reverse
 from django.utils import timezone
@@ -100,6 +101,21 @@ def test_revoke_action_uses_the_service(staff_client, tenant):
     )
 
     assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
+
+
+def test_only_staff_who_may_change_tokens_may_revoke_them(client, tenant, django_user_model):
+    token, _ = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    viewer = django_user_model.objects.create_user("viewer", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_apitoken"))
+    client.force_login(viewer)
+
+    client.post(
+        reverse("admin:workspaces_apitoken_changelist"),
+        {"action": "revoke", "_selected_action": [token.pk]},
+    )
+
+    assert ApiToken.objects.get(pk=token.pk).revoked_at is None
+    assert not AuditEvent.objects.filter(action="token_revoked").exists()
 
 
 def test_schedule_deletion_sets_pending_with_a_grace_deadline_and_audits(
@@ -243,16 +259,26 @@ def test_workspace_key_pages_never_show_the_key(admin_client, tenant):
         assert html.escape(repr(key)) not in page.content.decode()
 
 
-@pytest.mark.parametrize("model", ["user", "team", "workspace"])
-def test_people_teams_and_workspaces_cannot_be_hard_deleted(staff_client, tenant, model):
-    target = {"user": tenant.member, "team": tenant.team, "workspace": tenant.workspace}[model]
+@pytest.mark.parametrize("model", ["user", "team", "workspace", "apitoken", "bot"])
+def test_people_teams_workspaces_tokens_and_bots_cannot_be_hard_deleted(
+    staff_client, tenant, model
+):
+    # A token is revoked (audited), never deleted; deleting a bot would delete its tokens.
+    if model == "apitoken":
+        target, _ = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    elif model == "bot":
+        target = tenant.bot_create("helper")
+    else:
+        target = {"user": tenant.member, "team": tenant.team, "workspace": tenant.workspace}[model]
 
     response = staff_client.post(
         reverse(f"admin:workspaces_{model}_delete", args=[target.pk]), {"post": "yes"}
     )
+    listing = staff_client.get(reverse(f"admin:workspaces_{model}_changelist"))
 
     assert response.status_code == 403
     assert type(target).objects.filter(pk=target.pk).exists()
+    assert "delete_selected" not in listing.content.decode()
 
 
 def test_an_id_link_column_links_the_row_its_id_path_reaches_and_shows_the_id():
@@ -366,3 +392,165 @@ def test_a_team_memberships_person_and_team_cannot_be_edited_nor_bulk_deleted(st
     membership.refresh_from_db()
     assert (membership.user, membership.team) == (tenant.member, tenant.team)
     assert "delete_selected" not in listing.content.decode()
+
+
+# ---- workspace memberships --------------------------------------------------------------------
+
+
+def remove_from_workspace(client, membership: WorkspaceMembership, how: str, **kwargs):
+    if how == "delete page":
+        url = reverse("admin:workspaces_workspacemembership_delete", args=[membership.pk])
+        return client.post(url, {"post": "yes"}, **kwargs)
+    return client.post(
+        reverse("admin:workspaces_workspacemembership_changelist"),
+        {"action": "remove_from_workspace", "_selected_action": [membership.pk]},
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("how", ["delete page", "action"])
+def test_removing_someone_from_a_workspace_revokes_their_key_sessions_there_and_audits(
+    staff_client, tenant, how, django_capture_on_commit_callbacks
+):
+    theirs = key_session_open(workspace=tenant.workspace, user=tenant.member)
+    mine = key_session_open(workspace=tenant.workspace, user=tenant.admin)
+    membership = WorkspaceMembership.objects.get(workspace=tenant.workspace, user=tenant.member)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = remove_from_workspace(staff_client, membership, how)
+
+    assert response.status_code == 302
+    assert not WorkspaceMembership.objects.filter(pk=membership.pk).exists()
+    theirs.refresh_from_db()
+    assert theirs.is_revoked
+    assert cache.get(theirs.cache_key) is None
+    assert cache.get(mine.cache_key) is not None
+    event = AuditEvent.objects.get(action="member_removed", target_id=str(tenant.member.pk))
+    assert event.workspace_id == tenant.workspace.pk
+    assert event.detail["staff"] is True
+    assert event.actor == tenant.admin
+    path = f"/api/v1/workspaces/{tenant.workspace.pk}"
+    assert tenant.client_for(tenant.member).get(path).status_code == 404
+
+
+@pytest.mark.parametrize("how", ["delete page", "action"])
+def test_the_last_admin_of_a_workspace_cannot_be_removed_from_it_in_the_admin(
+    staff_client, tenant, how
+):
+    session = key_session_open(workspace=tenant.workspace, user=tenant.admin)
+    membership = WorkspaceMembership.objects.get(workspace=tenant.workspace, user=tenant.admin)
+
+    response = remove_from_workspace(staff_client, membership, how, follow=True)
+
+    assert response.status_code == 200
+    assert "only admin" in response.content.decode()
+    assert WorkspaceMembership.objects.filter(pk=membership.pk).exists()
+    session.refresh_from_db()
+    assert not session.is_revoked
+    assert not AuditEvent.objects.filter(action="member_removed").exists()
+    assert not LogEntry.objects.filter(action_flag=DELETION).exists()
+
+
+def edit_workspace_membership(client, membership: WorkspaceMembership, **data):
+    url = reverse("admin:workspaces_workspacemembership_change", args=[membership.pk])
+    fields = {"user": membership.user_id, "workspace": membership.workspace_id, "role": "member"}
+    return client.post(url, {**fields, **data}, follow=True)
+
+
+def test_a_role_changed_in_the_admin_goes_through_the_service(staff_client, tenant):
+    membership = WorkspaceMembership.objects.get(workspace=tenant.workspace, user=tenant.member)
+
+    edit_workspace_membership(staff_client, membership, role="admin")
+
+    membership.refresh_from_db()
+    assert membership.role == "admin"
+    event = AuditEvent.objects.get(action="member_role_changed")
+    assert event.detail == {"from": "member", "to": "admin"}
+    assert event.actor == tenant.admin
+
+
+def test_the_last_admin_of_a_workspace_cannot_be_demoted_in_the_admin(staff_client, tenant):
+    membership = WorkspaceMembership.objects.get(workspace=tenant.workspace, user=tenant.admin)
+
+    response = edit_workspace_membership(staff_client, membership, role="member")
+
+    assert "only admin" in response.content.decode()
+    membership.refresh_from_db()
+    assert membership.role == "admin"
+    assert not AuditEvent.objects.filter(action="member_role_changed").exists()
+
+
+def test_a_workspace_membership_cannot_be_moved_added_nor_bulk_deleted(staff_client, tenant):
+    membership = WorkspaceMembership.objects.get(workspace=tenant.workspace, user=tenant.member)
+    other = workspace_create(team=tenant.team, name="other", admin=tenant.admin)
+
+    edit_workspace_membership(staff_client, membership, user=tenant.admin.pk, workspace=other.pk)
+    listing = staff_client.get(reverse("admin:workspaces_workspacemembership_changelist"))
+    add = staff_client.get(reverse("admin:workspaces_workspacemembership_add"))
+
+    membership.refresh_from_db()
+    assert (membership.user, membership.workspace) == (tenant.member, tenant.workspace)
+    assert "delete_selected" not in listing.content.decode()
+    assert add.status_code == 403
+
+
+# ---- deactivating a person --------------------------------------------------------------------
+
+
+def test_deactivating_someone_in_the_admin_revokes_their_key_sessions_at_once(
+    staff_client, tenant, django_capture_on_commit_callbacks
+):
+    second = workspace_create(team=tenant.team, name="second", admin=tenant.admin)
+    workspace_membership_ensure(workspace=second, user=tenant.member)
+    theirs = [key_session_open(workspace=w, user=tenant.member) for w in (tenant.workspace, second)]
+    mine = key_session_open(workspace=tenant.workspace, user=tenant.admin)
+    member = tenant.member
+    joined = timezone.localtime(member.date_joined)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post(
+            reverse("admin:workspaces_user_change", args=[member.pk]),
+            {
+                "username": member.username,
+                "email": member.email,
+                "date_joined_0": joined.strftime("%Y-%m-%d"),
+                "date_joined_1": joined.strftime("%H:%M:%S"),
+            },  # "is_active" left out: unticked
+        )
+
+    assert response.status_code == 302
+    member.refresh_from_db()
+    assert not member.is_active
+    for session in theirs:
+        session.refresh_from_db()
+        assert session.is_revoked
+        assert cache.get(session.cache_key) is None
+    assert cache.get(mine.cache_key) is not None
+    events = AuditEvent.objects.filter(action="key_session_revoked")
+    assert {e.target_id for e in events} == {str(s.pk) for s in theirs}
+    assert {e.actor for e in events} == {tenant.admin}
+
+
+# ---- rows a service owns ----------------------------------------------------------------------
+
+
+def test_a_workspace_is_neither_added_nor_moved_to_another_team_in_the_admin(staff_client, tenant):
+    other = Team.objects.create(org=tenant.org, name="other")
+    url = reverse("admin:workspaces_workspace_change", args=[tenant.workspace.pk])
+
+    staff_client.post(url, {"name": "renamed", "team": other.pk})
+    add = staff_client.get(reverse("admin:workspaces_workspace_add"))
+
+    tenant.workspace.refresh_from_db()
+    assert (tenant.workspace.name, tenant.workspace.team) == ("renamed", tenant.team)
+    assert add.status_code == 403
+
+
+def test_a_team_is_not_moved_to_another_org_in_the_admin(staff_client, tenant):
+    other = Org.objects.create(name="other")
+    url = reverse("admin:workspaces_team_change", args=[tenant.team.pk])
+
+    staff_client.post(url, {"name": "renamed", "org": other.pk})
+
+    tenant.team.refresh_from_db()
+    assert (tenant.team.name, tenant.team.org) == ("renamed", tenant.org)
