@@ -29,7 +29,13 @@ from workspaces.errors import VersionConflict
 from workspaces.models import FileVersion, KeySession, KeySessionRevocation, Workspace
 from workspaces.services import key_session_revoke, workspace_ai_consent_set
 
-pytestmark = [postgres_only, pytest.mark.django_db(transaction=True)]
+# The captures here stand in for the turn's runtime, so the turn stays queued: a turn run to
+# its end (the eager worker, once the send commits) would retire its credential first.
+pytestmark = [
+    postgres_only,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("turns_held"),
+]
 
 
 class Interleaving:
