@@ -199,8 +199,8 @@ def _tenant() -> Tenant:
 def _admit(tenant: Tenant, key_session_id: uuid.UUID, label: str) -> Admission:
     """A new turn in a new conversation of the member, under the given key session."""
     conversation = conversation_create(workspace=tenant.workspace, owner=tenant.member)
-    # In the embedded default the turn runs eagerly here once admitted; it does not
-    # change the admission's authority, and the credential is minted again afterwards.
+    # The turn is held, not run (bench/run.py), so its credential stays live; it is
+    # minted again afterwards, the raw one having gone only to this process's cache.
     return message_admit(
         conversation=conversation,
         sender=tenant.member,

@@ -128,6 +128,12 @@ def main() -> int:
     # Celery logs every eager turn's success at INFO, a line per turn; a failing task is
     # logged at ERROR (and raises, eager tasks propagating), so it is still shown.
     logging.getLogger("celery.app.trace").setLevel(logging.WARNING)
+    # The benchmarks stand in for the agent runtime, which recalls and captures while it
+    # holds the turn: an admitted turn is not run here (the eager worker would run it to its
+    # end at once, and a turn that has ended ends its delivery credential with it).
+    import automation.services
+
+    automation.services.turn_enqueue = lambda *, turn_id: None
 
     from django.core.management import call_command
     from django.db import connections
