@@ -209,13 +209,21 @@ def team_member_remove(*, membership: TeamMembership, actor: User) -> None:
             team_id=membership.team_id, memberships__user_id=membership.user_id
         ).order_by("pk")
         for workspace in workspaces:
-            _membership_end(
-                workspace=workspace,
-                members=_Members(by_user=_memberships_locked(workspace)),
-                user_id=membership.user_id,
-                actor=actor,
-                detail={"left": False, "team": True},
-            )
+            _membership_lock_and_end(workspace, membership.user_id, actor, team=True)
+
+
+def _membership_lock_and_end(
+    workspace: Workspace, user_id: int, actor: User, **detail: object
+) -> None:
+    """Lock `workspace`'s memberships, then end `user_id`'s (not by their own leaving):
+    the removals staff and team removal make, one workspace at a time."""
+    _membership_end(
+        workspace=workspace,
+        members=_Members.locked(workspace),
+        user_id=user_id,
+        actor=actor,
+        detail={"left": False, **detail},
+    )
 
 
 def _membership_end(
@@ -267,15 +275,8 @@ def workspace_membership_staff_remove(*, membership: WorkspaceMembership, actor:
     would (`workspace_member_remove`): under the same locks, the only admin refused
     (`LastWorkspaceAdmin`), their key sessions there revoked, audited as `member_removed`
     (`"staff": true`)."""
-    workspace = membership.workspace
     with transaction.atomic():
-        _membership_end(
-            workspace=workspace,
-            members=_Members(by_user=_memberships_locked(workspace)),
-            user_id=membership.user_id,
-            actor=actor,
-            detail={"left": False, "staff": True},
-        )
+        _membership_lock_and_end(membership.workspace, membership.user_id, actor, staff=True)
 
 
 def workspace_membership_staff_role_set(
@@ -287,7 +288,7 @@ def workspace_membership_staff_role_set(
     with transaction.atomic():
         return _role_change(
             workspace=workspace,
-            members=_Members(by_user=_memberships_locked(workspace)),
+            members=_Members.locked(workspace),
             user_id=membership.user_id,
             role=role,
             actor=actor,
@@ -320,6 +321,11 @@ class _Members:
     """A workspace's memberships by user id, their rows locked."""
 
     by_user: dict[int, WorkspaceMembership]
+
+    @classmethod
+    def locked(cls, workspace: Workspace) -> _Members:
+        """Every membership of `workspace`, its row locked, in primary-key order."""
+        return cls(by_user=_memberships_locked(workspace))
 
     def admin_loss_refuse(self, member: WorkspaceMembership) -> None:
         """`LastWorkspaceAdmin` when `member`, about to be removed or demoted, is the
