@@ -390,36 +390,26 @@ def space_import(
     # now, from the archive as already read. Each new plan follows another writer's commit
     # to the space; one written faster than an import can plan is answered
     # VERSION_CONFLICT after the last attempt.
-    contents: _Contents | None = None
+    batch = _ArchiveBatch(archive=archive, strategy=strategy, handle=handle, writer=writer)
     for attempt in range(1, IMPORT_PLAN_ATTEMPTS + 1):
-        existing = {meta.path: meta for meta in store_get().list(handle)}
-        batch = _ArchiveBatch(
-            archive=archive,
-            existing=existing,
-            strategy=strategy,
-            handle=handle,
-            writer=writer,
-            contents=contents,
-        )
+        batch.existing = {meta.path: meta for meta in store_get().list(handle)}
         try:
             space_documents_write_as_read(
                 handle=handle, reader=batch, writer=writer, check_only=dry_run
             )
+            break
         except VersionConflict:
             if attempt == IMPORT_PLAN_ATTEMPTS or batch.contents is None:
                 raise
-            contents = batch.contents
-            continue
-        counts = collections.Counter(planned.action for planned in batch.plan)
-        return ImportReport(
-            imported=counts[ImportAction.CREATE],
-            replaced=counts[ImportAction.OVERWRITE],
-            skipped=counts[ImportAction.SKIP],
-            renamed=counts[ImportAction.RENAME],
-            ignored=batch.read_contents.ignored,
-            documents=batch.plan,
-        )
-    raise AssertionError("unreachable: the last attempt returns or raises")
+    counts = collections.Counter(planned.action for planned in batch.plan)
+    return ImportReport(
+        imported=counts[ImportAction.CREATE],
+        replaced=counts[ImportAction.OVERWRITE],
+        skipped=counts[ImportAction.SKIP],
+        renamed=counts[ImportAction.RENAME],
+        ignored=batch.read_contents.ignored,
+        documents=batch.plan,
+    )
 
 
 @dataclass
@@ -429,11 +419,11 @@ class _ArchiveBatch:
     writes."""
 
     archive: IO[bytes]
-    existing: dict[str, DocumentMeta]
     strategy: ImportStrategy
     handle: SpaceHandle
     writer: SpaceWriter
-    contents: _Contents | None = None  # the archive as read; given, a new plan reads it again
+    existing: dict[str, DocumentMeta] = field(default_factory=dict)  # as listed for this plan
+    contents: _Contents | None = None  # the archive once read: a new plan does not read it again
     plan: list[PlannedDocument] = field(default_factory=list)
 
     def read(self, offer: Callable[[PendingWrite], None]) -> None:
