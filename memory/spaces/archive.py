@@ -476,12 +476,7 @@ class _ArchiveBatch:
 def _plan(
     documents: dict[str, bytes], existing: dict[str, DocumentMeta], strategy: ImportStrategy
 ) -> list[PlannedDocument]:
-    taken = set(existing) | set(documents)
-    # A directory of either is taken too: a document under its name would be refused whole
-    # (path_conflict).
-    taken |= {
-        path.rsplit("/", depth)[0] for path in taken for depth in range(1, path.count("/") + 1)
-    }
+    taken = _taken_names(documents, existing) if strategy is ImportStrategy.RENAME else set()
     plan = []
     for path in sorted(documents):
         if path not in existing:
@@ -496,6 +491,17 @@ def _plan(
             taken.add(target)
             plan.append(PlannedDocument(path=path, action=ImportAction.RENAME, target=target))
     return plan
+
+
+def _taken_names(documents: dict[str, bytes], existing: dict[str, DocumentMeta]) -> set[str]:
+    """The names a renamed copy may not take: the space's documents, the archive's, and a
+    directory of either (a document under its name would be refused whole, path_conflict).
+    Only `rename` asks: gathering them cost the other strategies a pass over every path."""
+    taken = set(existing) | set(documents)
+    taken |= {
+        path.rsplit("/", depth)[0] for path in taken for depth in range(1, path.count("/") + 1)
+    }
+    return taken
 
 
 def _rename_target_require(path: str, target: str) -> None:
@@ -849,13 +855,17 @@ def _manifest_parse(data: bytes) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise ArchiveInvalid(reason="manifest_invalid", entry=MANIFEST, problem="not_an_object")
     # JSON's escapes can spell a lone surrogate (`"\ud800"`), which no answer can carry, and
-    # a refusal may quote the manifest's strings.
-    try:
-        json.dumps(manifest, ensure_ascii=False).encode()
-    except UnicodeEncodeError:
-        raise ArchiveInvalid(
-            reason="manifest_invalid", entry=MANIFEST, problem="not_unicode"
-        ) from None
+    # a refusal may quote the manifest's strings. Bytes that are ASCII without a NUL are read
+    # as UTF-8 (json tells UTF-16 and UTF-32 by their NULs) and spell no surrogate themselves,
+    # so without a `\u` escape the manifest holds none: the manifest of an export, whose
+    # encoding whole took longer than its parsing, is not encoded again.
+    if not (data.isascii() and b"\0" not in data and b"\\u" not in data):
+        try:
+            json.dumps(manifest, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise ArchiveInvalid(
+                reason="manifest_invalid", entry=MANIFEST, problem="not_unicode"
+            ) from None
     if manifest.get("format") != FORMAT:
         raise ArchiveInvalid(
             reason="format_unsupported", entry=MANIFEST, format=str(manifest.get("format"))[:100]

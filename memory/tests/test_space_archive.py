@@ -674,6 +674,28 @@ def test_a_manifest_that_misstates_the_archive_is_refused_naming_what(
     assert contents(space(tenant)) == {}
 
 
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        b'{"format": "\\ud800"}',
+        # ASCII bytes, but UTF-16: the escape's `\` and `u` are apart.
+        '{"format": "\\ud800"}'.encode("utf-16-le"),
+        # No escape: json reads a surrogate's UTF-8 spelling as the surrogate.
+        '{"format": "\ud800"}'.encode("utf-8", "surrogatepass"),
+    ],
+    ids=["escaped", "escaped in UTF-16", "UTF-8 bytes"],
+)
+def test_a_manifest_holding_a_lone_surrogate_is_refused_however_spelled(tenant, manifest):
+    with pytest.raises(ArchiveInvalid) as refused:
+        run_import(tenant, space(tenant), with_manifest(manifest))
+
+    assert refused.value.detail == {
+        "reason": "manifest_invalid",
+        "entry": "manifest.json",
+        "problem": "not_unicode",
+    }
+
+
 def test_a_gzip_bomb_stops_at_the_bound_without_reading_it_all(tenant):
     bomb = gzip_bomb(256 * 1024 * 1024)
     source = io.BytesIO(bomb)
