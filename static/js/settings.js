@@ -74,6 +74,8 @@ function loadMembers() {
 async function setRole(member, role) {
   const result = await api("PATCH", `${config.urls.members}/${member.userId}`, { body: { role } });
   if (!result.ok) {
+    // The refusal may say the row is stale (removed, or the role changed, elsewhere).
+    await loadMembers();
     announce(membersStatus, failure("Role not changed", result), "error");
     return;
   }
@@ -89,6 +91,7 @@ async function removeMember(member, isLeaving) {
   if (!window.confirm(question)) return;
   const result = await api("DELETE", `${config.urls.members}/${member.userId}`);
   if (!result.ok) {
+    await loadMembers();
     announce(membersStatus, failure(isLeaving ? "Not left" : "Not removed", result), "error");
     return;
   }
