@@ -44,7 +44,10 @@ WITHHELD_REASONS = {
         "it could not be read for this turn (no live key session, or the stored revision "
         "failed its integrity check)"
     ),
-    RecallStatus.NO_ACCESS: "the person no longer has access to this workspace",
+    # Most often consent was withdrawn: the person reading this in the preview is a member.
+    RecallStatus.NO_ACCESS: (
+        "workspace AI is off for this workspace, or the person no longer has access to it"
+    ),
     RecallStatus.SUPERSEDED: "a newer message in this conversation took over",
 }
 

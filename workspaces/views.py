@@ -241,7 +241,11 @@ def workspace_ai_set(request: HttpRequest, workspace_id: int) -> HttpResponse:
     page = workspace_page(request, workspace_id)
     form = AiConsentForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Not changed: VALIDATION_FAILED — the form was not complete.")
+        messages.error(
+            request,
+            "Not changed: the form was not complete; reload the page and try again. "
+            "(VALIDATION_FAILED)",
+        )
         return redirect("workspaces:settings", workspace_id=workspace_id)
     try:
         workspace = services.workspace_ai_consent_set(
@@ -257,8 +261,8 @@ def workspace_ai_set(request: HttpRequest, workspace_id: int) -> HttpResponse:
         state = "on" if page.workspace.ai_enabled else "off"
         messages.error(
             request,
-            f"Not changed: CONSENT_REVISION_CONFLICT — someone changed this setting first. "
-            f"Workspace AI is {state} now.",
+            f"Not changed: workspace AI was switched elsewhere first, and it is {state} now. "
+            "(CONSENT_REVISION_CONFLICT)",
         )
     else:
         state = "on" if workspace.ai_enabled else "off"

@@ -9,7 +9,13 @@ from playwright.sync_api import Route, expect
 
 from workspaces.models import ApiToken, Bot, TeamMembership
 from workspaces.services import team_membership_ensure
-from workspaces.tests.browser import open_page, requires_chromium, screenshot, sign_in
+from workspaces.tests.browser import (
+    assert_within_width,
+    open_page,
+    requires_chromium,
+    screenshot,
+    sign_in,
+)
 
 pytestmark = [requires_chromium, pytest.mark.django_db(transaction=True)]
 
@@ -128,3 +134,26 @@ def test_a_double_click_on_issue_token_issues_one_token(browser_context, live_se
     expect(page.locator("#bot-token-secret")).to_contain_text("iap_")
     expect(page.locator("#bot-token-rows tr")).to_have_count(1)
     assert ApiToken.objects.filter(bot=bot).count() == 1
+
+
+def test_a_long_bot_name_wraps_and_a_refused_save_reads_as_one_sentence(
+    browser_context, live_server, tenant
+):
+    """A bot named with one long word (the form takes 200 characters) wraps in its cell: the
+    columns after it and Edit stay on a 1280 px page. A refused save says so in sentences."""
+    tenant.bot_create("helper", name="Bøt " + "z" * 196)
+    sign_in(browser_context, live_server, tenant.admin)
+    page = open_page(browser_context, "/team/bots/")
+    edit = page.get_by_role("button", name="Edit helper")
+    assert_within_width(edit, 1280)
+    screenshot(page, "bots-long-name-1280")
+
+    edit.click()
+    page.get_by_label("Memory spec (YAML or JSON; empty for none)").fill("visibility: team\n")
+    expect(page.locator("#bot-diagnostics")).to_contain_text("C170 error (visibility)")
+    page.get_by_role("button", name="Save bot").click()
+
+    expect(page.locator("#bot-status")).to_have_text(
+        "Not saved: The bot's memory settings have errors; fix the ones listed and save "
+        "again. Nothing was changed. (BOT_SPEC_INVALID)"
+    )

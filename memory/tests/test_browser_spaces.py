@@ -21,7 +21,15 @@ from memory.spaces.services import (
     space_document_write,
 )
 from memory.tests.test_space_archive import archive_of, layout
-from workspaces.tests.browser import open_page, requires_chromium, screenshot, sign_in
+from workspaces.tests.browser import (
+    NARROW,
+    WIDE,
+    assert_within_width,
+    open_page,
+    requires_chromium,
+    screenshot,
+    sign_in,
+)
 
 pytestmark = [requires_chromium, pytest.mark.django_db(transaction=True)]
 
@@ -395,3 +403,54 @@ def test_a_space_named_in_another_script_downloads_under_its_name(
 
     assert download.value.suggested_filename == "memory-org-café.tar.gz"
     expect(page.locator("#space-export-status")).to_have_text("Downloaded org space “café”.")
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("n" * 129, "longer than 128 bytes"),
+        ("no\u200btes", "invisible character"),
+        ("ops/notes", "“/”"),
+        ("..", "“.” or “..”"),
+    ],
+)
+def test_a_refused_space_name_says_what_is_wrong_with_it(
+    browser_context, live_server, tenant, name, said
+):
+    """SPACE_INVALID's `detail.problem` says which rule the name broke: a name too long, or
+    holding an invisible character, is not told it holds a "/"."""
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, "/team/memory/")
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_role("button", name="Open space").click()
+
+    status = page.locator("#space-pick-status")
+    expect(status).to_contain_text("SPACE_INVALID")
+    expect(status).to_contain_text(said)
+
+
+def test_a_long_document_path_wraps_in_the_list(new_context, live_server, tenant):
+    """A path of one long name (up to 255 bytes) wraps in its cell: the revision and the
+    writer beside it stay on a 1280 px page. On a phone the names' cells keep a readable
+    width (the table scrolls sideways) rather than a letter a line."""
+    handle = SpaceHandle(visibility=Visibility.ORG, name="notes", tenant_id=tenant.team.pk)
+    writer = SpaceWriter(kind=WriterKind.BOT, ident="9", tenant_id=tenant.team.pk, user=None)
+    path = "ops/" + "d" * 200 + ".md"
+    space_document_write(
+        handle=handle, path=path, body=b"# D\n", expected_revision=0, writer=writer
+    )
+    for viewport in (WIDE, NARROW):
+        context = new_context(viewport=viewport)
+        sign_in(context, live_server, tenant.member)
+        # The page opens the org space "notes" by itself.
+        page = open_page(context, "/team/memory/")
+        expect(page.locator("#space-pick-status")).to_have_text("Opened org space “notes”.")
+        row = page.locator("#space-documents tr")
+        expect(row).to_have_count(1)
+        screenshot(page, f"spaces-long-path-{viewport['width']}")
+        if viewport is WIDE:
+            assert_within_width(row.get_by_role("cell", name="bot:9"), WIDE["width"])
+        else:
+            box = row.get_by_role("button", name=path).bounding_box()
+            assert box is not None
+            assert box["width"] >= 80, f"the path is squeezed to {box['width']:.0f} px"

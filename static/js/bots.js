@@ -48,8 +48,8 @@ async function loadBots() {
   const result = await listAll(config.urls.bots);
   if (!result.ok) return announce(listStatus, failure("Listing bots", result), "error");
   fillTable("bot-rows", "bot-empty", result.data, (row, bot) => {
-    cell(row, bot.id);
-    cell(row, bot.name);
+    cell(row, bot.id).className = "cell-name";
+    cell(row, bot.name).className = "cell-name";
     cell(row, bot.runtime);
     cell(row, bot.autoMemory || "unset");
     cell(row, bot.memory == null ? "none" : bot.memory.visibility ?? bot.memory.scope ?? "set");
@@ -146,7 +146,7 @@ async function save(event) {
   }
   if (result.code === "BOT_SPEC_INVALID") showDiagnostics(result.detail.diagnostics ?? []);
   else if (result.detail?.fields?.memory) showDiagnostics([], specRefusal(result));
-  announce(editStatus, failure("Not saved", result, "; nothing was changed."), "error");
+  announce(editStatus, failure("Not saved", result, " Nothing was changed."), "error");
 }
 
 async function create(event) {
@@ -167,7 +167,7 @@ async function loadTokens() {
   const result = await listAll(botUrl(openBot, "/tokens"));
   if (!result.ok) return announce(tokenStatus, failure("Listing tokens", result), "error");
   fillTable("bot-token-rows", "bot-token-empty", result.data, (row, token) => {
-    cell(row, token.name);
+    cell(row, token.name).className = "cell-name";
     cell(row, when(token.createdAt));
     cell(row, token.lastUsedAt ? when(token.lastUsedAt) : "never");
     cell(row, when(token.expiresAt));

@@ -21,6 +21,16 @@ const PATH_REASONS = {
   path_conflict: "A document and a folder would share this name; choose another path.",
 };
 
+// SPACE_INVALID's `detail.problem`: which rule a space's name (or qualifier) broke.
+const SPACE_NAME_PROBLEMS = {
+  empty: "it is empty; give it a name.",
+  separator: "names have no “/” or “\\”.",
+  dot_segment: "a name may not be “.” or “..”.",
+  control_character: "it holds an invisible character; retype it.",
+  invalid_text: "it holds characters that cannot be stored; retype it.",
+  too_long: "it is longer than 128 bytes (UTF-8); shorten it.",
+};
+
 const KEY_SESSION_REASONS = {
   revoked: "The key session was revoked.",
   expired: "The key session ended after idling.",
@@ -58,7 +68,9 @@ const SENTENCES = {
       detail.entry ? `, at ${detail.entry}` : ""
     }). Nothing was imported; export a fresh archive and try again.`,
   SPACE_INVALID: (detail) =>
-    `Check the space's ${detail.field || "fields"} (${detail.reason || "invalid"}): names have no “/”, “.” or “..”.`,
+    `Check the space's ${detail.field || "fields"} (${detail.reason || "invalid"}): ${
+      SPACE_NAME_PROBLEMS[detail.problem] || "names have no “/”, “.” or “..”."
+    }`,
   AUTHENTICATION_REQUIRED: "You are signed out. Sign in again in another tab (this one keeps what you typed), then retry here.",
   TOKEN_INVALID: "The access token is not valid. Create a new one in Settings.",
   TOKEN_EXPIRED: "The access token or session has expired. Sign in again, or create a new token.",

@@ -29,8 +29,9 @@ function button(label, accessibleName, onClick, className = "button-danger") {
 }
 
 // Fill the table body `rowsId` with one row per item of the list at `url` (every page), built
-// by `rowOf(item, row)`; a failure is announced in `status` instead.
-async function fillTable(url, status, failed, rowsId, rowOf) {
+// by `rowOf(item, row)`, and show `emptyId`'s note when there is none; a failure is announced
+// in `status` instead.
+async function fillTable(url, status, failed, rowsId, rowOf, emptyId = null) {
   const result = await listAll(url);
   if (!result.ok) {
     announce(status, failure(failed, result), "error");
@@ -42,6 +43,7 @@ async function fillTable(url, status, failed, rowsId, rowOf) {
     return row;
   });
   byId(rowsId).replaceChildren(...rows);
+  if (emptyId) byId(emptyId).hidden = rows.length > 0;
 }
 
 // ---- members ---------------------------------------------------------------------------------
@@ -52,7 +54,8 @@ function loadMembers() {
   const failed = "Members could not be loaded";
   return fillTable(config.urls.members, membersStatus, failed, "members-rows", (member, row) => {
     const isMe = member.userId === config.userId;
-    cell(row, isMe ? `${member.username} (you)` : member.username, "Member");
+    const name = isMe ? `${member.username} (you)` : member.username;
+    cell(row, name, "Member").className = "cell-name";
     cell(row, member.role === "admin" ? "Admin" : "Member", "Role");
     cell(row, when(member.joinedAt), "Joined");
     const action = cell(row, "");
@@ -71,6 +74,8 @@ function loadMembers() {
 async function setRole(member, role) {
   const result = await api("PATCH", `${config.urls.members}/${member.userId}`, { body: { role } });
   if (!result.ok) {
+    // The refusal may say the row is stale (removed, or the role changed, elsewhere).
+    await loadMembers();
     announce(membersStatus, failure("Role not changed", result), "error");
     return;
   }
@@ -86,6 +91,7 @@ async function removeMember(member, isLeaving) {
   if (!window.confirm(question)) return;
   const result = await api("DELETE", `${config.urls.members}/${member.userId}`);
   if (!result.ok) {
+    await loadMembers();
     announce(membersStatus, failure(isLeaving ? "Not left" : "Not removed", result), "error");
     return;
   }
@@ -124,7 +130,7 @@ const SCOPES = { api: "API", mcp: "MCP server" };
 function loadTokens() {
   const failed = "Tokens could not be loaded";
   return fillTable(config.urls.tokens, tokensStatus, failed, "token-rows", (token, row) => {
-    cell(row, token.name, "Name");
+    cell(row, token.name, "Name").className = "cell-name";
     cell(row, SCOPES[token.scope] ?? token.scope, "Scope");
     cell(row, when(token.createdAt), "Created");
     cell(row, when(token.lastUsedAt), "Last used");
@@ -135,7 +141,7 @@ function loadTokens() {
     if (!token.revokedAt && !isExpired) {
       action.append(button("Revoke", `Revoke token ${token.name}`, () => revokeToken(token)));
     }
-  });
+  }, "token-empty");
 }
 
 async function revokeToken(token) {

@@ -189,15 +189,17 @@ function documentRow(document) {
   open.className = "button-quiet";
   open.textContent = document.path;
   open.addEventListener("click", () => documentOpen(document.path));
+  // The path, title and tags are the names people chose: their cells may break a long word.
   const cells = [
-    open,
-    document.title,
-    document.tags.join(", "),
-    String(document.revision),
-    writer(document.updatedBy),
+    [open, true],
+    [document.title, true],
+    [document.tags.join(", "), true],
+    [String(document.revision), false],
+    [writer(document.updatedBy), false],
   ];
-  for (const content of cells) {
+  for (const [content, isName] of cells) {
     const cell = window.document.createElement("td");
+    if (isName) cell.className = "cell-name";
     cell.append(content);
     row.append(cell);
   }

@@ -131,3 +131,12 @@ def sign_in(context: BrowserContext, live_server: Any, user: Any) -> None:
 def screenshot(page: Page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def assert_within_width(locator: Any, width: int) -> None:
+    """`locator` is laid out inside a page `width` pixels wide, not past its right edge
+    (where a table's scroller would hide it)."""
+    box = locator.bounding_box()
+    assert box is not None
+    assert box["x"] >= 0
+    assert box["x"] + box["width"] <= width, f"it ends at {box['x'] + box['width']:.0f} px"

@@ -13,8 +13,14 @@ import pytest
 from playwright.sync_api import Route, expect
 
 from workspaces.models import ApiToken, User, Workspace, WorkspaceMembership
-from workspaces.services import team_membership_ensure
-from workspaces.tests.browser import open_page, requires_chromium, screenshot, sign_in
+from workspaces.services import team_membership_ensure, workspace_member_remove
+from workspaces.tests.browser import (
+    assert_within_width,
+    open_page,
+    requires_chromium,
+    screenshot,
+    sign_in,
+)
 
 pytestmark = [requires_chromium, pytest.mark.django_db(transaction=True)]
 
@@ -184,3 +190,45 @@ def test_a_double_click_on_create_token_creates_one_token(browser_context, live_
     expect(page.locator("#token-secret-value")).to_have_text(re.compile(r"^iap_\S+$"))
     expect(page.locator("#token-rows tr", has_text="laptop CLI")).to_have_count(1)
     assert ApiToken.objects.filter(user=tenant.member, name="laptop CLI").count() == 1
+
+
+def test_tokens_say_when_there_are_none_and_a_long_name_keeps_revoke_in_view(
+    browser_context, live_server, tenant
+):
+    """Someone without tokens is told so, not shown a bare header row; a token named with one
+    long word (the form takes 100 characters) wraps in its cell instead of pushing the other
+    columns and Revoke past the right edge of a 1280 px page."""
+    sign_in(browser_context, live_server, tenant.member)
+    page = open_page(browser_context, f"/workspaces/{tenant.workspace.pk}/settings/")
+    none = page.get_by_text("You have no access tokens in this team.")
+    expect(none).to_be_visible()
+
+    name = "n" * 100
+    page.get_by_label("Name").fill(name)
+    page.get_by_role("button", name="Create token").click()
+
+    expect(page.locator("#token-rows tr")).to_have_count(1)
+    expect(none).to_be_hidden()
+    assert_within_width(page.get_by_role("button", name=f"Revoke token {name}"), 1280)
+    screenshot(page, "settings-token-long-name-1280")
+
+
+def test_a_member_removed_elsewhere_leaves_the_list_when_their_row_is_refused(
+    browser_context, live_server, tenant
+):
+    """The list was loaded before another admin removed the member: the refusal says they are
+    gone, and the list then shows the members as they are, not the stale row to try again."""
+    sign_in(browser_context, live_server, tenant.admin)
+    page = open_page(browser_context, f"/workspaces/{tenant.workspace.pk}/settings/")
+    name = tenant.member.username
+    row = page.locator("#members-rows tr", has_text=name)
+    expect(row).to_have_count(1)
+    workspace_member_remove(
+        workspace=tenant.workspace, actor=tenant.admin, user_id=tenant.member.pk
+    )
+
+    page.get_by_role("button", name=f"Make admin: {name}").click()
+
+    expect(page.locator("#members-status")).to_contain_text("Role not changed")
+    expect(page.locator("#members-status")).to_contain_text("(NOT_FOUND)")
+    expect(row).to_have_count(0)

@@ -356,7 +356,11 @@ def test_a_stale_consent_revision_changes_nothing(client, tenant):
 
     tenant.workspace.refresh_from_db()
     assert (tenant.workspace.ai_enabled, tenant.workspace.ai_consent_revision) == (True, 0)
-    assert b"CONSENT_REVISION_CONFLICT" in response.content
+    # In words first, with the code after them as every other notice of the frame has it.
+    assert (
+        "Not changed: workspace AI was switched elsewhere first, and it is on now. "
+        "(CONSENT_REVISION_CONFLICT)"
+    ) in response.content.decode()
 
 
 def test_a_plain_member_cannot_switch_workspace_ai(client, tenant):

@@ -296,3 +296,21 @@ def test_an_org_pending_deletion_is_refused(assistant):
 
     assert_error(response, 403, "ORG_PENDING_DELETION")
     assert "likes tea" not in response.content.decode()
+
+
+def test_with_workspace_ai_off_the_note_says_so_not_that_access_was_lost(assistant):
+    """Withdrawn consent is the usual cause of `no_access`: the note (the model's, and the
+    person's to read in the preview) names workspace AI, not a lost membership that the
+    person reading it plainly still has."""
+    _withdraw_consent(assistant)
+    client = assistant.tenant.client_for(assistant.tenant.member)
+
+    response = client.get(
+        preview_url(assistant.tenant.workspace.pk),
+        HTTP_X_KEY_SESSION=str(assistant.key_session.pk),
+    )
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == RecallStatus.NO_ACCESS
+    assert "workspace AI is off" in body["block"]
