@@ -235,6 +235,41 @@ def wait_until_a_backend_waits_on_a_lock(timeout: float = 30.0) -> None:
     raise AssertionError("no backend started waiting on a lock")
 
 
+class Interleaving:
+    """One side is held at an exact point; the other runs into its lock; the referee
+    releases the held side only once some backend really waits on a lock."""
+
+    def __init__(self) -> None:
+        self.holding, self.release = threading.Event(), threading.Event()
+
+    def _hold(self) -> None:
+        self.holding.set()
+        self.release.wait(timeout=30)
+
+    def held_in_its_transaction(self, action: Callable[[], Any]) -> Callable[[], Any]:
+        """`action`, kept uncommitted (its locks held) until the referee releases it."""
+
+        def run() -> Any:
+            with transaction.atomic():
+                result = action()
+                self._hold()
+            return result
+
+        return run
+
+    def once_held(self, work: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            self.holding.wait(timeout=30)
+            return work()
+
+        return run
+
+    def referee(self) -> None:
+        self.holding.wait(timeout=30)
+        wait_until_a_backend_waits_on_a_lock()
+        self.release.set()
+
+
 def backend_terminate(pid: int) -> None:
     """Kill PostgreSQL backend `pid` from a second connection, as a server restart or an
     operator would, and return once it has gone (pg_terminate_backend's wait)."""

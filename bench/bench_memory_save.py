@@ -142,6 +142,7 @@ class RawSide:
     ) -> None:
         self.conn = conn
         self.workspace_id = workspace.pk
+        self.team_id = workspace.team_id
         self.author_id = author.pk
         self.plan = plan
         file = File.objects.get(workspace=workspace, path=MEMORY_PATH)
@@ -165,6 +166,9 @@ class RawSide:
                     file_id,
                     MEMORY_PATH,
                     self.version,
+                    # The org's hold (the write requires it active).
+                    self.team_id,
+                    Org.Status.ACTIVE.value,
                     file_id,
                     version,
                     ciphertext,

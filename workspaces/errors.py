@@ -248,6 +248,18 @@ class CredentialExpired(DomainError):
     default_message = "This credential is past its expiry."
 
 
+class CredentialOwnerInactive(DomainError):
+    """The person a request acts as was deactivated after the request authenticated.
+
+    Raised where a write re-checks its author in its own statement (`key_session_open`);
+    the same code and status as the authenticator gives a request arriving after.
+    """
+
+    code = "TOKEN_INVALID"
+    status = 401
+    default_message = "Token owner unavailable."
+
+
 class OrgPendingDeletion(DomainError):
     """The caller's org is pending deletion (or being purged): its workspaces are closed."""
 

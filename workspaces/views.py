@@ -38,6 +38,7 @@ from workspaces import selectors, services
 from workspaces.authentication import ACTIVE_TEAM_SESSION_KEY
 from workspaces.errors import (
     ConsentRevisionConflict,
+    CredentialOwnerInactive,
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
     NotFound,
@@ -277,7 +278,8 @@ def key_session_open(request: HttpRequest, workspace_id: int) -> HttpResponse:
     page = workspace_page(request, workspace_id)
     try:
         session = services.key_session_open(workspace=page.workspace, user=page.membership.user)
-    except KeySessionStoreUnavailable as unavailable:
+    except (KeySessionStoreUnavailable, CredentialOwnerInactive) as unavailable:
+        # No cache, or deactivated since this request signed in (the next is signed out).
         messages.error(request, unavailable.message)
         return redirect("workspaces:settings", workspace_id=workspace_id)
     _key_session_remember(request, page.workspace, session.pk)
@@ -368,7 +370,8 @@ def _key_session_ensure(request: HttpRequest, membership: WorkspaceMembership) -
             return session_id
     try:
         session = services.key_session_open(workspace=workspace, user=membership.user)
-    except KeySessionStoreUnavailable:
+    except (KeySessionStoreUnavailable, CredentialOwnerInactive):
+        # No session now; a person deactivated meanwhile is signed out at the next request.
         return None
     _key_session_remember(request, workspace, session.pk)
     return session.pk

@@ -9,18 +9,13 @@ the locks impose, not an accident of scheduling.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import Any
-
 import pytest
-from django.db import transaction
 
 from automation import capture as capture_module
 from automation.capture import CaptureReceipt, capture_propose
 from automation.errors import CaptureRetired
 from automation.models import Admission, CommitFence
-from conftest import postgres_only, run_concurrently, wait_until_a_backend_waits_on_a_lock
+from conftest import Interleaving, postgres_only, run_concurrently
 from memory.edits import parse_changes
 from memory.models import MEMORY_PATH, Proposal
 from memory.selectors import memory_current_get, memory_policy_get
@@ -38,27 +33,8 @@ pytestmark = [
 ]
 
 
-class Interleaving:
-    """One side is held at an exact point; the other runs into its lock; the referee
-    releases the held side only once some backend really waits on a lock."""
-
-    def __init__(self) -> None:
-        self.holding, self.release = threading.Event(), threading.Event()
-
-    def _hold(self) -> None:
-        self.holding.set()
-        self.release.wait(timeout=30)
-
-    def held_in_its_transaction(self, action: Callable[[], Any]) -> Callable[[], Any]:
-        """`action`, kept uncommitted (its locks held) until the referee releases it."""
-
-        def run() -> Any:
-            with transaction.atomic():
-                result = action()
-                self._hold()
-            return result
-
-        return run
+class FenceInterleaving(Interleaving):
+    """An interleaving that can also hold a capture inside its fence."""
 
     def held_inside_the_fence(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Hold the first capture to take all of the fence's locks, right there."""
@@ -68,18 +44,6 @@ class Interleaving:
                 self._hold()
 
         monkeypatch.setattr(capture_module, "_checkpoint", checkpoint)
-
-    def once_held(self, work: Callable[[], Any]) -> Callable[[], Any]:
-        def run() -> Any:
-            self.holding.wait(timeout=30)
-            return work()
-
-        return run
-
-    def referee(self) -> None:
-        self.holding.wait(timeout=30)
-        wait_until_a_backend_waits_on_a_lock()
-        self.release.set()
 
 
 def mode_change(assistant):
@@ -127,7 +91,7 @@ ACTIONS = {
 def test_action_that_commits_first_retires_the_capture(assistant, action_name):
     action, predicate = ACTIONS[action_name]
     admission = assistant.send()
-    interleaving = Interleaving()
+    interleaving = FenceInterleaving()
 
     results = run_concurrently(
         interleaving.held_in_its_transaction(lambda: action(assistant)),
@@ -151,7 +115,7 @@ def test_capture_that_commits_first_stands_and_the_action_sees_it(
 ):
     action, _ = ACTIONS[action_name]
     admission = assistant.send()
-    interleaving = Interleaving()
+    interleaving = FenceInterleaving()
     interleaving.held_inside_the_fence(monkeypatch)
 
     results = run_concurrently(
@@ -188,7 +152,7 @@ def test_a_transport_retry_overlapping_the_original_waits_and_replays_its_receip
     assistant, monkeypatch
 ):
     admission = assistant.send()
-    interleaving = Interleaving()
+    interleaving = FenceInterleaving()
     interleaving.held_inside_the_fence(monkeypatch)
 
     first, again, _ = run_concurrently(
@@ -231,7 +195,7 @@ def test_a_retirement_that_commits_first_leaves_a_read_only_turn_no_proposal(
 ):
     assistant = make_assistant(mode="read_only")
     admission = Admission.objects.select_related("owner", "workspace").get(pk=assistant.send().pk)
-    interleaving = Interleaving()
+    interleaving = FenceInterleaving()
 
     results = run_concurrently(
         interleaving.held_in_its_transaction(lambda: READ_ONLY_RETIREMENTS[action_name](assistant)),

@@ -61,6 +61,7 @@ from workspaces.crypto import (
     deployment_key_id,
 )
 from workspaces.errors import DocumentUnreadable, NotFound, VersionConflict
+from workspaces.services import org_active_hold
 from workspaces.sql import columns, fetch_one, instance, starts_with, table, values_binary
 from workspaces.violations import violation_raises
 
@@ -87,20 +88,25 @@ def space_data_key(*, tenant_id: int | None) -> bytes | None:
 
 def space_data_key_ensure(*, tenant_id: int | None) -> bytes:
     """The tenant's space key, created on first use. Two first writers may race: the
-    loser's insert is ignored by the uniqueness of the tenant and it reads the winner's."""
+    loser's insert is ignored by the uniqueness of the tenant and it reads the winner's.
+    A team's key is created only while its org is active (`org_active_hold`), as a
+    workspace's is: the purge destroys the keys first."""
     existing = space_data_key(tenant_id=tenant_id)
     if existing is not None:
         return existing
-    SpaceKey.objects.bulk_create(
-        [
-            SpaceKey(
-                tenant_id=tenant_id,
-                wrapped_key=data_key_generate(),
-                wrapping_key_id=deployment_key_id(settings.DEPLOYMENT_KEY),
-            )
-        ],
-        ignore_conflicts=True,
-    )
+    with transaction.atomic():
+        if tenant_id is not None:
+            org_active_hold(team_id=tenant_id)
+        SpaceKey.objects.bulk_create(
+            [
+                SpaceKey(
+                    tenant_id=tenant_id,
+                    wrapped_key=data_key_generate(),
+                    wrapping_key_id=deployment_key_id(settings.DEPLOYMENT_KEY),
+                )
+            ],
+            ignore_conflicts=True,
+        )
     created = space_data_key(tenant_id=tenant_id)
     assert created is not None  # inserted above, or by the writer it raced
     return created

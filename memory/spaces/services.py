@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -58,7 +58,7 @@ from memory.spaces.store import (
 from workspaces.errors import DocumentTooLarge, InvalidText, NotFound
 from workspaces.models import AuditEvent, Team, User
 from workspaces.paths import document_path_require_canonical
-from workspaces.services import audit_record, document_nul_refuse
+from workspaces.services import audit_record, document_nul_refuse, org_active_hold
 
 # The auto-memory mirror's space name: in any visibility, only the mirror writes it.
 AUTO_MEMORY_SPACE_NAME = "auto-memory"
@@ -139,7 +139,7 @@ def space_document_write(
     is current (import and the mirror, which judge conflicts themselves).
     """
     path = space_document_write_check(handle=handle, path=path, body=body, writer=writer)
-    with _audited(handle):
+    with _change_transaction(handle):
         request = DocumentWrite(
             path=path,
             body=body,
@@ -193,7 +193,7 @@ def space_documents_write_many(
     for write in writes:
         # The path comes back as it was sent, or is refused: the batch goes on as it is.
         space_document_write_check(handle=handle, path=write.path, body=write.body, writer=writer)
-    with _audited(handle):
+    with _change_transaction(handle):
         metas = store_get().write_many(
             handle,
             WriteBatch(
@@ -221,7 +221,7 @@ def space_documents_write_as_read(
     transaction; once read, every document of the batch passes steps 1 to 6, then the store
     judges and writes it whole. Any refusal leaves nothing written."""
     space_write_permit(handle=handle, writer=writer)
-    with _audited(handle):
+    with _change_transaction(handle):
         metas = store_get().write_many_as_read(
             handle,
             WriteBatch(
@@ -264,7 +264,7 @@ def space_document_delete(
     """Delete one document of a space and free its bytes (steps 1 to 3, then the store):
     NotFound when absent, VersionConflict when `expected_revision` is stale."""
     path = _admit(handle=handle, path=path, writer=writer)
-    with _audited(handle):
+    with _change_transaction(handle):
         store_get().delete(
             handle,
             path,
@@ -283,12 +283,20 @@ def _deadline() -> float:
     return time.monotonic() + settings.MEMORY_STORE_WAIT_SECONDS
 
 
-def _audited(handle: SpaceHandle) -> AbstractContextManager[object]:
-    """The transaction a global change and its audit row share, so that with the database
-    store both commit or neither does. (The filesystem store issues no query: only the
-    audit insert runs in it.) Other spaces are not audited and need none beyond the store's.
+@contextmanager
+def _change_transaction(handle: SpaceHandle) -> Iterator[None]:
+    """The transaction a change of a space runs in, on either store. A team's space holds
+    its org's row while the org is active (`org_active_hold`, OrgPendingDeletion
+    otherwise) until the store has written: an org deletion request that commits first
+    refuses the change, and one that comes later waits for it (docs/architecture.md, "Lock
+    order"). The global space, which no org owns, shares it with its audit row instead,
+    so that with the database store both commit or neither does. (The filesystem store
+    issues no query: only the hold, or the audit insert, runs in it.)
     """
-    return transaction.atomic() if handle.is_global else nullcontext()
+    with transaction.atomic():
+        if handle.tenant_id is not None:
+            org_active_hold(team_id=handle.tenant_id)
+        yield
 
 
 def _global_audit_written(
