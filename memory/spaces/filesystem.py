@@ -136,8 +136,11 @@ class FilesystemStore:
             # space's, then the revision.
             space_used, tenant_used = self._quotas_require(handle, delta, quotas)
             current_revision = current.revision if current else 0
-            if request.expected_revision not in (None, current_revision):
-                raise VersionConflict(currentVersion=current_revision)
+            store.revision_require(
+                request,
+                revision=current_revision,
+                written_at=current.updated_at if current else None,
+            )
             meta = DocumentMeta(
                 path=path,
                 size=len(body),
