@@ -173,9 +173,7 @@ def memory_write(*, access: BotMemoryAccess, path: str, content: str) -> str:
     document changed since; every refusal of the memory-spaces service otherwise."""
     access.require(BotMemoryTool.WRITE)
     path = document_path_require_canonical(path)
-    revision, written_at = access.seen().filter(path=path).values_list(
-        "revision", "written_at"
-    ).first() or (0, None)
+    seen = access.seen().filter(path=path).values_list("revision", flat=True).first()
     try:
         meta = space_document_write(
             handle=access.handle,
@@ -183,10 +181,8 @@ def memory_write(*, access: BotMemoryAccess, path: str, content: str) -> str:
             # A lone surrogate, which JSON can carry, stays in the bytes so that the
             # service refuses it as INVALID_TEXT rather than this failing to encode.
             body=content.encode("utf-8", errors="surrogatepass"),
-            expected_revision=revision,
+            expected_revision=seen or 0,
             writer=access.writer,
-            # The document the bot saw, not one deleted and created again to its revision.
-            expected_written_at=written_at,
         )
     except VersionConflict as conflict:
         current = conflict.detail.get("currentVersion")
@@ -208,18 +204,12 @@ def _seen_record(access: BotMemoryAccess, metas: Sequence[DocumentMeta]) -> None
     key = access.seen_key
     BotDocumentSeen.objects.bulk_create(
         [
-            BotDocumentSeen(
-                **key,
-                path=meta.path,
-                revision=meta.revision,
-                written_at=meta.updated_at,
-                seen_at=now,
-            )
+            BotDocumentSeen(**key, path=meta.path, revision=meta.revision, seen_at=now)
             for meta in metas
         ],
         update_conflicts=True,
         unique_fields=[*key, "path"],
-        update_fields=["revision", "written_at", "seen_at"],
+        update_fields=["revision", "seen_at"],
     )
 
 

@@ -304,10 +304,6 @@ class BotDocumentSeen(models.Model):
     run_digest = models.CharField(max_length=64)
     path = models.CharField(max_length=1024)
     revision = models.PositiveBigIntegerField()
-    # When that revision was written (its `updated_at`): a delete and a new create reach
-    # the same revision number again, so the two together name the document the run saw.
-    # Null on a row recorded before this was kept, which names it by the revision alone.
-    written_at = models.DateTimeField(null=True, blank=True)
     seen_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -190,40 +190,6 @@ def test_a_document_deleted_since_the_bot_read_it_is_stale_until_read_again(tena
     assert "revision 1" in memory_write(access=access, path="gone.md", content="v2\n")
 
 
-@pytest.mark.parametrize("last_revision", [1, 2])
-def test_a_document_deleted_and_created_again_is_not_the_revision_the_bot_saw(
-    tenant, last_revision
-):
-    # A delete returns a path to absent and the next create starts again at revision 1, so
-    # the revision alone cannot tell the document the bot saw from a new one by that number.
-    access = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant))
-    memory_write(access=access, path="plan.md", content="bot v1\n")
-    if last_revision == 2:
-        person_writes(tenant, access.handle, "plan.md", "person v2\n", expected=1)
-        assert memory_read(access=access, path="plan.md") == "person v2\n"
-    writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
-    space_document_delete(
-        handle=access.handle, path="plan.md", expected_revision=last_revision, writer=writer
-    )
-    person_writes(tenant, access.handle, "plan.md", "a person's new note\n", expected=0)
-    if last_revision == 2:
-        person_writes(tenant, access.handle, "plan.md", "a person's new note, v2\n", expected=1)
-
-    with pytest.raises(MemoryWriteStale) as stale:
-        memory_write(access=access, path="plan.md", content="bot over it\n")
-
-    assert stale.value.detail == {"path": "plan.md", "currentRevision": last_revision}
-    document = store_get().read(access.handle, "plan.md")
-    assert document is not None
-    assert document.body.startswith(b"a person's new note")
-    assert document.meta.updated_by == f"user:{tenant.member.pk}"
-    # Read again, then write: based on what was read, it goes through.
-    memory_read(access=access, path="plan.md")
-    assert f"revision {last_revision + 1}" in memory_write(
-        access=access, path="plan.md", content="bot over it\n"
-    )
-
-
 def test_a_listing_forgets_what_is_no_longer_there(tenant):
     access = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant))
     memory_write(access=access, path="notes/a.md", content="a\n")

@@ -61,15 +61,7 @@ from workspaces.crypto import (
     deployment_key_id,
 )
 from workspaces.errors import DocumentUnreadable, NotFound, VersionConflict
-from workspaces.sql import (
-    columns,
-    fetch_one,
-    field_value,
-    instance,
-    starts_with,
-    table,
-    values_binary,
-)
+from workspaces.sql import columns, fetch_one, instance, starts_with, table, values_binary
 from workspaces.violations import violation_raises
 
 # The columns of a space row that are its handle's fields of the same name.
@@ -122,7 +114,6 @@ def space_associated_data(*, space_id: str, path: str, revision: int, part: str)
 @dataclass(frozen=True)
 class _Current(CurrentDocument):
     pk: int
-    written_at: datetime | None = None  # read by a single write's lock, for its CAS
 
 
 class DatabaseStore:
@@ -195,11 +186,6 @@ class DatabaseStore:
                     _tenant_charge(handle.tenant_id, delta, request.quotas.tenant_bytes)
                 _space_charge(space, delta, request.quotas.space_bytes)
                 current_revision = current.revision if current else 0
-                store.revision_require(
-                    request,
-                    revision=current_revision,
-                    written_at=current.written_at if current else None,
-                )
                 base = current_revision if expected_revision is None else expected_revision
                 meta = DocumentMeta(
                     path=path,
@@ -562,18 +548,11 @@ def _space_row_lock(handle: SpaceHandle) -> MemorySpace | None:
 
 def _document_lock(space: MemorySpace, path: str) -> _Current | None:
     row = fetch_one(
-        f"SELECT id, revision, size, updated_at FROM {table(SpaceDocument)} "
+        f"SELECT id, revision, size FROM {table(SpaceDocument)} "
         f"WHERE space_id = %s AND path = %s{_for_update()}",
         [space.pk, path],
     )
-    if row is None:
-        return None
-    return _Current(
-        pk=row[0],
-        revision=row[1],
-        size=row[2],
-        written_at=field_value(SpaceDocument, "updated_at", row[3]),
-    )
+    return None if row is None else _Current(pk=row[0], revision=row[1], size=row[2])
 
 
 def _for_update() -> str:

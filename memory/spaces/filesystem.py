@@ -136,11 +136,8 @@ class FilesystemStore:
             # space's, then the revision.
             space_used, tenant_used = self._quotas_require(handle, delta, quotas)
             current_revision = current.revision if current else 0
-            store.revision_require(
-                request,
-                revision=current_revision,
-                written_at=current.updated_at if current else None,
-            )
+            if request.expected_revision not in (None, current_revision):
+                raise VersionConflict(currentVersion=current_revision)
             meta = DocumentMeta(
                 path=path,
                 size=len(body),

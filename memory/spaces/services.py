@@ -132,14 +132,11 @@ def space_document_write(
     body: bytes,
     expected_revision: int | None,
     writer: SpaceWriter,
-    expected_written_at: datetime | None = None,
 ) -> DocumentMeta:
     """Create or replace one document of a space, in the module's order.
 
     `expected_revision` 0 creates only, N replaces revision N only, None replaces whatever
     is current (import and the mirror, which judge conflicts themselves).
-    `expected_written_at`, when given, is when revision N was written as the writer saw it
-    (`DocumentWrite.expected_written_at`): not a document deleted and created again since.
     """
     path = space_document_write_check(handle=handle, path=path, body=body, writer=writer)
     with _audited(handle):
@@ -150,7 +147,6 @@ def space_document_write(
             updated_by=writer.attribution,
             quotas=quotas_for(handle),
             deadline=_deadline(),
-            expected_written_at=expected_written_at,
         )
         meta = store_get().write(handle, request)
         _global_audit(

@@ -47,22 +47,6 @@ class DocumentWrite:
     updated_by: str
     quotas: Quotas
     deadline: float
-    # With `expected_revision` N, when the writer saw revision N written (its meta's
-    # `updated_at`). A delete returns a path to absent and the next create starts again at
-    # 1, so N alone may name a later document than the one the writer saw. None: N alone.
-    expected_written_at: datetime | None = None
-
-
-def revision_require(request: DocumentWrite, *, revision: int, written_at: datetime | None) -> None:
-    """The compare-and-set of `MemoryStore.write`, judged under the store's locks against the
-    document now at the path (`revision` 0 and `written_at` None when there is none):
-    VersionConflict unless it is the revision, written when, that `request` expects."""
-    expected = request.expected_revision
-    if expected is None:
-        return
-    written_elsewhen = request.expected_written_at not in (None, written_at)
-    if expected != revision or (revision != 0 and written_elsewhen):
-        raise VersionConflict(currentVersion=revision)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,6 @@ def store_write(
     by: str = "user:1",
     quotas: Quotas = ROOMY,
     wait: float = 5.0,
-    written_at: datetime | None = None,
 ) -> DocumentMeta:
     """A write with the defaults a test of the store wants, waiting `wait` seconds at most."""
     request = DocumentWrite(
@@ -67,7 +66,6 @@ def store_write(
         updated_by=by,
         quotas=quotas,
         deadline=time.monotonic() + wait,
-        expected_written_at=written_at,
     )
     return store.write(handle, request)
 

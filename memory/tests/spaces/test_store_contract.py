@@ -109,25 +109,6 @@ def test_an_expected_revision_on_an_absent_document_conflicts_with_zero(adapter,
     assert adapter.store.usage(handle).used_bytes == 0
 
 
-def test_a_revision_reached_again_after_a_delete_is_not_the_one_written_before(adapter, team):
-    handle = handle_of(team)
-    seen = adapter.write(handle, "a.md", b"the text a writer saw", expected=0)
-    adapter.delete(handle, "a.md", expected=1)
-    again = adapter.write(handle, "a.md", b"another", expected=0)
-    assert again.revision == seen.revision == 1
-
-    with pytest.raises(VersionConflict) as conflict:
-        adapter.write(handle, "a.md", b"over what it saw", expected=1, written_at=seen.updated_at)
-
-    assert conflict.value.detail == {"currentVersion": 1}
-    stored = adapter.store.read(handle, "a.md")
-    assert (stored.body, stored.meta.updated_at) == (b"another", again.updated_at)
-    assert adapter.store.usage(handle).used_bytes == len(b"another")
-    # Written when it says, the revision is the one the writer saw.
-    written = adapter.write(handle, "a.md", b"over it", expected=1, written_at=again.updated_at)
-    assert written.revision == 2
-
-
 def test_no_expected_revision_replaces_whatever_is_current(adapter, team):
     handle = handle_of(team)
 
