@@ -249,10 +249,19 @@ class MemorySpace(ByteCounter):
     # When a document of the space was last written or deleted: a `private` space expires
     # MEMORY_PRIVATE_TTL_DAYS after it.
     last_written_at = models.DateTimeField(default=timezone.now)
+    # The highest revision a deleted document of the space had: a create starts above it,
+    # so no revision of a path is ever answered for two texts (`DocumentMeta.revision`).
+    deleted_revision_max = models.BigIntegerField(default=0)
 
     class Meta(ByteCounter.Meta):
         constraints = [
             unique(["handle_id"], "memory_memoryspace_handle_unique", "SPACE_EXISTS"),
+            minimum_check(
+                "deleted_revision_max",
+                0,
+                "memory_memoryspace_deleted_revision_non_negative",
+                "REVISION_INVALID",
+            ),
             models.CheckConstraint(
                 condition=Q(visibility__in=_VISIBILITIES),
                 name="memory_memoryspace_visibility_valid",

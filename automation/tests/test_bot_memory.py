@@ -187,7 +187,28 @@ def test_a_document_deleted_since_the_bot_read_it_is_stale_until_read_again(tena
     with pytest.raises(NotFound):
         memory_read(access=access, path="gone.md")
 
-    assert "revision 1" in memory_write(access=access, path="gone.md", content="v2\n")
+    # Created again, above the revision deleted.
+    assert "revision 2" in memory_write(access=access, path="gone.md", content="v2\n")
+
+
+def test_a_document_deleted_and_created_again_is_not_the_one_the_bot_saw(tenant):
+    access = bot_memory_access(issuer=tenant.admin, bot=make_bot(tenant))
+    memory_write(access=access, path="plan.md", content="bot v1\n")
+    writer = SpaceWriter.of_user(tenant.member, tenant_id=tenant.team.pk)
+    space_document_delete(handle=access.handle, path="plan.md", expected_revision=1, writer=writer)
+    # A create starts above the revision deleted, so the bot's revision 1 names no document.
+    person_writes(tenant, access.handle, "plan.md", "a person's new note\n", expected=0)
+
+    with pytest.raises(MemoryWriteStale) as stale:
+        memory_write(access=access, path="plan.md", content="bot over it\n")
+
+    assert stale.value.detail == {"path": "plan.md", "currentRevision": 2}
+    document = store_get().read(access.handle, "plan.md")
+    assert document is not None
+    assert (document.body, document.meta.revision) == (b"a person's new note\n", 2)
+    # Read again, then write: based on what was read, it goes through.
+    assert memory_read(access=access, path="plan.md") == "a person's new note\n"
+    assert "revision 3" in memory_write(access=access, path="plan.md", content="bot over it\n")
 
 
 def test_a_listing_forgets_what_is_no_longer_there(tenant):
@@ -201,7 +222,7 @@ def test_a_listing_forgets_what_is_no_longer_there(tenant):
     assert memory_list(access=access, path="notes") == EMPTY_LISTING
 
     assert not BotDocumentSeen.objects.filter(path="notes/a.md").exists()
-    assert "revision 1" in memory_write(access=access, path="notes/a.md", content="again\n")
+    assert "revision 2" in memory_write(access=access, path="notes/a.md", content="again\n")
 
 
 def test_a_listing_forgets_only_its_own_directory_in_its_own_case(tenant):

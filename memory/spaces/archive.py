@@ -95,8 +95,9 @@ class ImportStrategy(enum.StrEnum):
 
 
 def import_strategy_parse(value: str | None) -> ImportStrategy:
-    """The strategy a request names (absent: skip); VALIDATION_FAILED for any other value."""
-    if value is None or value == "":
+    """The strategy a request names (absent: skip); VALIDATION_FAILED for any other value,
+    blank included: `strategy=` is none of the schema's enum, refused as a blank `dryRun=` is."""
+    if value is None:
         return ImportStrategy.SKIP
     try:
         return ImportStrategy(value)

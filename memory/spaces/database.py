@@ -197,7 +197,7 @@ class DatabaseStore:
                     path=path,
                     size=len(body),
                     checksum=checksum,
-                    revision=base + 1,
+                    revision=base + 1 if base else space.deleted_revision_max + 1,
                     updated_by=request.updated_by,
                     updated_at=now,
                 )
@@ -266,7 +266,7 @@ class DatabaseStore:
                         path=path,
                         size=len(write.body),
                         checksum=write.checksum or store.body_checksum(write.body),
-                        revision=1,
+                        revision=space.deleted_revision_max + 1,
                         updated_by=batch.updated_by,
                         updated_at=now,
                     )
@@ -294,7 +294,7 @@ class DatabaseStore:
             # the credit stale.
             if handle.tenant_id is not None:
                 _tenant_charge(handle.tenant_id, -current.size, 0)
-            _space_charge(space, -current.size, 0)
+            _space_charge(space, -current.size, 0, deleted_revision=current.revision)
 
     def usage(self, handle: SpaceHandle) -> SpaceUsage:
         with _store_errors():
@@ -374,11 +374,13 @@ def _batch_write(
     # new space).
     stored = [path for path in paths if near.get(path) == path]
     current = {} if space is None else _documents_lock(space, stored)
+    first_revision = (0 if space is None else space.deleted_revision_max) + 1
     metas, delta = store.batch_judge(
         batch,
         current=current.get,
         near=lambda path: _near_in(near, path),
         now=now,
+        first_revision=first_revision,
     )
     tenant_used = 0
     if handle.tenant_id is not None:
@@ -403,7 +405,7 @@ def _batch_write(
             SpaceDocument.objects.filter(pk=found.pk).update(**fields)
         elif (copied := unsent.pop(write.path, None)) is None:
             created.append((meta, write.body))
-        elif copied != (write.body, meta.checksum) or meta.revision != 1:
+        elif copied != (write.body, meta.checksum) or meta.revision != first_revision:
             raise ValueError(f"{write.path!r} was offered unlike the batch writes it")
     if unsent:
         raise ValueError(f"{min(unsent)!r} was offered but is not in the batch")
@@ -750,11 +752,15 @@ def _tenant_charge(tenant_id: int, delta: int, quota: int) -> None:
     )
 
 
-def _space_charge(space: MemorySpace, delta: int, quota: int) -> None:
+def _space_charge(space: MemorySpace, delta: int, quota: int, deleted_revision: int = 0) -> None:
     """Move the space's counter by `delta` and record the change's time (what a private
-    space's lifetime counts from). Every write and delete of a space ends here."""
+    space's lifetime counts from), and a delete's `deleted_revision` (which a create then
+    starts above). Every write and delete of a space ends here."""
     rows = MemorySpace.objects.filter(pk=space.pk)
-    if not counter_move(rows, delta=delta, quota=quota, also={"last_written_at": timezone.now()}):
+    also: dict[str, object] = {"last_written_at": timezone.now()}
+    if deleted_revision > space.deleted_revision_max:  # the row was read under its lock
+        also["deleted_revision_max"] = deleted_revision
+    if not counter_move(rows, delta=delta, quota=quota, also=also):
         raise SpaceQuotaExceeded(usedBytes=space.used_bytes, deltaBytes=delta, quotaBytes=quota)
 
 

@@ -10,8 +10,10 @@ Layout (every visibility has a home, `private` included):
     <space>/tree/<path>                        the bodies, as the space's tree of files
     <space>/meta/<SHA-256 of path>.json        each document's revision, size, checksum,
                                                updatedBy, updatedAt (beside the tree, not in it)
-    <space>/space.json                         the handle's axes, the space's counter and
-                                               when it was last written (lastWrittenAt)
+    <space>/space.json                         the handle's axes, the space's counter,
+                                               when it was last written (lastWrittenAt) and
+                                               the highest revision deleted
+                                               (deletedRevisionMax)
     <space>/space.lock                         the space's lock
     <space>/tmp/                               where a file is written before its rename
 
@@ -142,7 +144,9 @@ class FilesystemStore:
                 path=path,
                 size=len(body),
                 checksum=store.body_checksum(body),
-                revision=current_revision + 1,
+                revision=current.revision + 1
+                if current
+                else self._deleted_revision_max(handle) + 1,
                 updated_by=request.updated_by,
                 updated_at=timezone.now(),
             )
@@ -183,6 +187,7 @@ class FilesystemStore:
                 current=current,
                 near=_PathsNear(tree),
                 now=timezone.now(),
+                first_revision=self._deleted_revision_max(handle) + 1,
             )
             space_used, tenant_used = self._quotas_require(handle, delta, batch.quotas)
             if batch.check_only:
@@ -212,7 +217,11 @@ class FilesystemStore:
             _fsync_directory(meta_file.parent)
             _prune_empty_directories(tree, (tree / path).parent)
             self._counters_add(
-                handle, -current.size, self._space_used(handle), self._tenant_used(handle)
+                handle,
+                -current.size,
+                self._space_used(handle),
+                self._tenant_used(handle),
+                deleted_revision=current.revision,
             )
 
     def usage(self, handle: SpaceHandle) -> SpaceUsage:
@@ -358,6 +367,11 @@ class FilesystemStore:
         state = _json_read(self._space_dir(handle) / "space.json", {"usedBytes": 0})
         return int(state["usedBytes"])
 
+    def _deleted_revision_max(self, handle: SpaceHandle) -> int:
+        """As `MemorySpace.deleted_revision_max`: what a create starts above."""
+        state = _json_read(self._space_dir(handle) / "space.json", {})
+        return int(state.get("deletedRevisionMax", 0))
+
     def _tenant_used(self, handle: SpaceHandle) -> int:
         if handle.tenant_id is None:
             return 0
@@ -378,10 +392,17 @@ class FilesystemStore:
         return space_used, tenant_used
 
     def _counters_add(
-        self, handle: SpaceHandle, delta: int, space_used: int, tenant_used: int
+        self,
+        handle: SpaceHandle,
+        delta: int,
+        space_used: int,
+        tenant_used: int,
+        *,
+        deleted_revision: int = 0,
     ) -> None:
-        """Write both counters moved by `delta`. Call holding the space's and the tenant's
-        locks, with the values read under them."""
+        """Write both counters moved by `delta`, and a delete's `deleted_revision` (which a
+        create then starts above). Call holding the space's and the tenant's locks, with the
+        values read under them."""
         space_dir = self._space_dir(handle)
         # Written on every change, even one of no byte: it records the change's time (what
         # a private space's lifetime counts from), and a first write's axes, so that
@@ -390,6 +411,7 @@ class FilesystemStore:
             **_handle_axes(handle),
             "usedBytes": max(0, space_used + delta),
             "lastWrittenAt": timezone.now().isoformat(),
+            "deletedRevisionMax": max(self._deleted_revision_max(handle), deleted_revision),
         }
         _atomic_write(space_dir, space_dir / "space.json", _json_dump(state))
         if handle.tenant_id is not None and delta != 0:

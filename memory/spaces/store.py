@@ -54,7 +54,10 @@ class DocumentMeta:
     path: str
     size: int  # bytes of the body
     checksum: str  # "sha256:<hex>" of the body
-    revision: int  # 1 on create, +1 on every write
+    # +1 on every write. A create starts one above the highest revision a deleted document
+    # of the space had (1 in a space that has deleted none): a revision the store answered
+    # once never names another text of that path, so a writer holding it is refused.
+    revision: int
     updated_by: str  # "user:<id>", "bot:<id>", "import:<user id>", "mirror:<bot id>"
     updated_at: datetime
 
@@ -165,11 +168,13 @@ def batch_judge(
     current: Callable[[str], CurrentDocument | None],
     near: Callable[[str], Sequence[str]],
     now: datetime,
+    first_revision: int,
 ) -> tuple[list[DocumentMeta], int]:
     """Judge each write of `batch` as `MemoryStore.write` would, against the document now
     at its path (`current`) and, for a new one, the documents in its way (`near`, as for
     `path_conflict_check`); answer the metadata each would get and the batch's one delta.
-    Call under the locks the store writes under."""
+    A new document gets `first_revision` (`DocumentMeta.revision`). Call under the locks
+    the store writes under."""
     delta = 0
     metas = []
     for write in batch.writes:
@@ -185,7 +190,7 @@ def batch_judge(
                 path=write.path,
                 size=len(write.body),
                 checksum=write.checksum or body_checksum(write.body),
-                revision=revision + 1,
+                revision=revision + 1 if found else first_revision,
                 updated_by=batch.updated_by,
                 updated_at=now,
             )

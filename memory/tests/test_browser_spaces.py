@@ -133,10 +133,11 @@ def test_a_save_over_a_document_deleted_elsewhere_says_so_and_keep_mine_recreate
     )
     expect(editor).to_have_value("Fridays never.\n")
     page.get_by_role("button", name="Keep mine (save again on their revision)").click()
-    expect(page.locator("#space-status")).to_have_text("Saved. The server holds version 1.")
+    # Created again above the revision deleted: version 1 named the text deleted.
+    expect(page.locator("#space-status")).to_have_text("Saved. The server holds version 2.")
     stored = store_get().read(handle, "ops/deploys.md")
     assert stored is not None
-    assert (stored.meta.revision, stored.body) == (1, b"Fridays never.\n")
+    assert (stored.meta.revision, stored.body) == (2, b"Fridays never.\n")
 
 
 def test_a_space_is_exported_and_an_archive_previewed_then_imported(

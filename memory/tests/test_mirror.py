@@ -398,6 +398,30 @@ def test_an_edit_of_a_document_changed_elsewhere_is_a_conflict_not_an_overwrite(
     assert _bodies(space) == {"a.md": "theirs\n"}
 
 
+@pytest.mark.parametrize("edit", ["edited", "deleted"])
+def test_a_document_deleted_and_created_again_elsewhere_is_not_the_one_hydrated(space, state, edit):
+    # Another node deleted the document this one hydrated, and a third created the path
+    # again: the revision this node holds must not name the new document.
+    _seed(space, {"a.md": "base\n"})
+    directory = mirror_hydrate(space=space, state_dir=state, node_name=NODE).directory
+    space_document_delete(
+        handle=space.handle, path="a.md", expected_revision=1, writer=space.writer
+    )
+    space.write("a.md", b"a new note by another node\n", expected_revision=0)
+    if edit == "edited":
+        (directory / "a.md").write_text("mine, over base\n")
+    else:
+        (directory / "a.md").unlink()
+
+    report = mirror_sync_back(space=space, state_dir=state, node_name=NODE)
+
+    assert [(error["path"], error["code"]) for error in report.errors] == [
+        ("a.md", "VERSION_CONFLICT")
+    ]
+    assert (report.written, report.deleted) == ([], [])
+    assert _bodies(space) == {"a.md": "a new note by another node\n"}
+
+
 def test_a_vanished_directory_deletes_nothing(space, state):
     _seed(space, {"a.md": "a\n", "b.md": "b\n"})
     directory = mirror_hydrate(space=space, state_dir=state, node_name=NODE).directory

@@ -114,6 +114,7 @@ def test_every_check_constraint_of_this_app_is_tested_above():
         "memory_memoryspace_tenant_iff_not_global",
         "memory_memoryspace_user_iff_user_bound",
         "memory_memoryspace_used_non_negative",
+        "memory_memoryspace_deleted_revision_non_negative",
         "memory_spacedocument_revision_positive",
         "memory_spacedocument_size_non_negative",
         "memory_spacedocument_updated_by_present",

@@ -178,6 +178,7 @@ def test_a_dry_run_answers_the_plan_and_writes_nothing(client, tenant):
     [
         ({"strategy": "bogus"}, "strategy"),
         ({"strategy": "SKIP"}, "strategy"),
+        ({"strategy": ""}, "strategy"),
         ({"strategy": "overwrite", "dryRun": "maybe"}, "dryRun"),
         ({"dryRun": "yes"}, "dryRun"),
     ],

@@ -244,6 +244,31 @@ def test_delete_on_a_stale_revision_is_409_and_keeps_the_document(api, tenant):
     assert store_get().read(org_handle(tenant), "a.md") is not None
 
 
+@pytest.mark.parametrize("precondition", ["X-Base-Version", "If-Match"])
+def test_a_base_read_before_a_delete_never_matches_the_document_created_after(
+    api, tenant, precondition
+):
+    # A client read "1" (its ETag), someone deleted the document and another created it
+    # again: "1" named the text deleted, so it neither writes over nor deletes the new one.
+    api.put(ORG_SPACE, "a.md", b"the text read\n", base=0)
+    etag = api.get_doc(ORG_SPACE, "a.md")["ETag"]
+    assert api.delete(ORG_SPACE, "a.md", base=1).status_code == 204
+    created = api.put(ORG_SPACE, "a.md", b"a new note\n", base=0).json()
+    assert api.get_doc(ORG_SPACE, "a.md")["ETag"] != etag
+    based = {"HTTP_IF_MATCH": etag} if precondition == "If-Match" else {}
+    base = None if based else 1
+    status, code = (412, "PRECONDITION_FAILED") if based else (409, "VERSION_CONFLICT")
+
+    put = assert_error(api.put(ORG_SPACE, "a.md", b"over it\n", base=base, **based), status, code)
+    delete = assert_error(api.delete(ORG_SPACE, "a.md", base=base, **based), status, code)
+
+    assert put["detail"]["currentVersion"] == delete["detail"]["currentVersion"]
+    assert put["detail"]["currentVersion"] == created["revision"]
+    stored = store_get().read(org_handle(tenant), "a.md")
+    assert stored is not None
+    assert stored.body == b"a new note\n"
+
+
 def test_delete_without_base_version_is_428(api, tenant):
     api.put(ORG_SPACE, "a.md", b"one\n", base=0)
 

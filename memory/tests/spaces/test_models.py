@@ -80,6 +80,13 @@ def test_a_space_counter_never_goes_negative(space):
     )
 
 
+def test_a_space_deleted_revision_is_never_negative(space):
+    violates(
+        "memory_memoryspace_deleted_revision_non_negative",
+        lambda: MemorySpace.objects.filter(pk=space.pk).update(deleted_revision_max=-1),
+    )
+
+
 def test_a_path_is_one_document_of_a_space(space):
     document(space)
 

@@ -109,6 +109,32 @@ def test_an_expected_revision_on_an_absent_document_conflicts_with_zero(adapter,
     assert adapter.store.usage(handle).used_bytes == 0
 
 
+def test_a_path_created_again_after_a_delete_never_reuses_a_revision(adapter, team):
+    # A revision names one text: a writer holding revision 1 of the deleted document must
+    # not find a new document at revision 1 and write over it.
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"the text a writer saw", expected=0)
+    adapter.write(handle, "other.md", b"o", expected=0)
+    adapter.write(handle, "other.md", b"o2", expected=1)
+    adapter.write(handle, "other.md", b"o3", expected=2)
+    adapter.delete(handle, "other.md", expected=3)
+    adapter.delete(handle, "a.md", expected=1)
+
+    again = adapter.write(handle, "a.md", b"another", expected=0)
+
+    assert again.revision == 4  # above every revision a deleted document of the space had
+    with pytest.raises(VersionConflict) as conflict:
+        adapter.write(handle, "a.md", b"over what it saw", expected=1)
+    assert conflict.value.detail == {"currentVersion": 4}
+    with pytest.raises(VersionConflict):
+        adapter.delete(handle, "a.md", expected=1)
+    stored = adapter.store.read(handle, "a.md")
+    assert (stored.body, stored.meta.revision) == (b"another", 4)
+    assert adapter.store.usage(handle).used_bytes == len(b"another")
+    assert adapter.write(handle, "a.md", b"next", expected=4).revision == 5
+    assert adapter.write(handle, "new.md", b"n", expected=0).revision == 4
+
+
 def test_no_expected_revision_replaces_whatever_is_current(adapter, team):
     handle = handle_of(team)
 
@@ -251,8 +277,8 @@ def test_a_delete_frees_the_bytes(adapter, team):
     assert adapter.store.list(handle) == []
     usage = adapter.store.usage(handle)
     assert (usage.used_bytes, usage.tenant_used_bytes) == (0, 3)
-    # The name is free again, from revision 1.
-    assert adapter.write(handle, "docs/a.md", b"z", expected=0).revision == 1
+    # The name is free again (a create), above the revision deleted, which named "x" * 10.
+    assert adapter.write(handle, "docs/a.md", b"z", expected=0).revision == 2
 
 
 def test_deleting_an_absent_document_is_not_found(adapter, team):
@@ -719,3 +745,26 @@ def test_a_private_space_a_writer_holds_is_left_for_the_next_run(adapter, team, 
 
     assert adapter.store.read(handle, "a.md").body == b"busy"
     assert [each.handle for each in expire(adapter)] == [handle]
+
+
+def test_a_batch_creates_above_every_deleted_revision_too(adapter, team):
+    handle = handle_of(team)
+    adapter.write(handle, "a.md", b"one", expected=0)
+    adapter.write(handle, "a.md", b"two", expected=1)
+    adapter.delete(handle, "a.md", expected=2)
+
+    checked = adapter.store.write_many(handle, batch(("a.md", b"x", 0), check_only=True))
+    written = adapter.store.write_many(handle, batch(("a.md", b"x", 0), ("b.md", b"y", 0)))
+
+    assert [meta.revision for meta in checked] == [3]
+    assert [meta.revision for meta in written] == [3, 3]
+    assert adapter.store.read(handle, "a.md").meta.revision == 3
+    adapter.delete(handle, "b.md", expected=3)
+    new = [("b.md", b"bee", 0), ("c.md", b"sea", 0)]
+    as_read = adapter.store.write_many_as_read(handle, batch(), Reader(new, new))
+    assert [meta.revision for meta in as_read] == [4, 4]
+    assert snapshot(adapter, handle)[0] == {
+        "a.md": (b"x", 3),
+        "b.md": (b"bee", 4),
+        "c.md": (b"sea", 4),
+    }
