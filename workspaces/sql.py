@@ -380,11 +380,7 @@ def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
     row = fetch_one(_api_token_sql(connection.vendor), [TeamMembership.Role.OWNER.value, digest])
     if row is None:
         return None
-    starts = {}
-    start = 0
-    for model, deferred in _API_TOKEN_DEFERRED.items():
-        starts[model] = start
-        start += width(model, deferred=deferred)
+    starts, end = _api_token_offsets()
 
     def load(model: type[M]) -> M:
         return instance(model, row, starts[model], deferred=_API_TOKEN_DEFERRED[model])
@@ -395,7 +391,19 @@ def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
     ApiToken.team.field.set_cached_value(token, team)
     Team.org.field.set_cached_value(team, load(Org))
     ApiToken.bot.field.set_cached_value(token, load(Bot) if token.bot_id is not None else None)
-    return token, bool(row[start])
+    return token, bool(row[end])
+
+
+@functools.cache
+def _api_token_offsets() -> tuple[dict[type[models.Model], int], int]:
+    """Where each of `_API_TOKEN_DEFERRED`'s models begins in a token's row, and where the
+    membership's EXISTS is: the model metadata never changes in a process."""
+    starts = {}
+    start = 0
+    for model, deferred in _API_TOKEN_DEFERRED.items():
+        starts[model] = start
+        start += width(model, deferred=deferred)
+    return starts, start
 
 
 @functools.cache
