@@ -26,7 +26,9 @@ automation_document_routes = [
     ),
 ]
 
-# What an automation credential reaches of one workspace.
+# What an automation credential reaches of one workspace, below
+# `api/v1/automation/workspaces/<id>/`: memory_project/urls.py resolves them before every
+# other API route, since a recall runs before every model call.
 automation_workspace_routes: list[URLPattern | URLResolver] = [
     path("memory", views.AutomationMemoryApi.as_view(), name="automation-memory"),
     path("documents", documents.AutomationDocumentApi.as_view(), name="automation-document"),
@@ -52,7 +54,6 @@ urlpatterns = [
         views.MemoryPreviewApi.as_view(),
         name="memory-preview",
     ),
-    path("automation/workspaces/<int:workspace_id>/", include(automation_workspace_routes)),
     path("bots/me/memory/", include(bot_memory_routes)),
     path(
         "bots/<slug:bot_id>/memory/context",
