@@ -42,6 +42,7 @@ from workspaces.errors import (
     InvalidText,
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
+    LastTeamOwner,
     LastWorkspaceAdmin,
     NameTaken,
     NotFound,
@@ -210,6 +211,41 @@ def team_member_remove(*, membership: TeamMembership, actor: User) -> None:
         ).order_by("pk")
         for workspace in workspaces:
             _membership_lock_and_end(workspace, membership.user_id, actor, team=True)
+
+
+def team_membership_staff_role_set(
+    *, membership: TeamMembership, actor: User, role: str
+) -> TeamMembership:
+    """Change a person's role in a team by staff (`actor`, in the admin), audited as
+    `member_role_changed` naming the team. The team keeps an owner (`LastTeamOwner`): its
+    memberships are locked in primary-key order, so two demotions cannot each see the other
+    owner still there. Setting the role they already have changes and records nothing."""
+    with transaction.atomic():
+        memberships = {
+            locked.pk: locked
+            for locked in TeamMembership.objects.select_for_update()
+            .filter(team_id=membership.team_id)
+            .order_by("pk")
+        }
+        changed = memberships.get(membership.pk)
+        if changed is None:
+            raise NotFound("No such team member.", userId=membership.user_id)
+        if changed.role == role:
+            return changed
+        owners = [m for m in memberships.values() if m.role == TeamMembership.Role.OWNER]
+        if owners == [changed]:
+            raise LastTeamOwner()
+        previous, changed.role = changed.role, role
+        changed.save(update_fields=["role"])
+        audit_record(
+            actor=actor,
+            action=AuditEvent.Action.MEMBER_ROLE_CHANGED,
+            org_id=_audit_org_id(pk=changed.team_id),
+            target_type="user",
+            target_id=changed.user_id,
+            detail={"from": previous, "to": role, "teamId": changed.team_id},
+        )
+        return changed
 
 
 def _membership_lock_and_end(
