@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from importlib import import_module
 from typing import ClassVar, Literal
 
 import jwt
 from django.conf import settings
-from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
 from django.utils import timezone
-from django.utils.crypto import constant_time_compare
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
@@ -36,7 +33,7 @@ from workspaces.ratelimit import (
     windows_hit,
 )
 from workspaces.selectors import org_require_active
-from workspaces.services import api_token_use_record
+from workspaces.services import api_token_use_record, browser_session_is_live
 from workspaces.sql import api_token_by_digest
 from workspaces.tokens import PAT_PREFIX, JwtClaims, bearer_secret_digest, jwt_decode
 
@@ -253,18 +250,9 @@ def _parent_token_require_live(claims: JwtClaims, *, token_id: int) -> None:
 
 
 def _browser_session_require_live(*, session_key: str, user: User) -> None:
-    """A JWT minted from a browser session ends with that session: signed out (from the
-    frame or the admin), expired, or signed in before the person's password changed (the
-    session's auth hash no longer matches, which Django itself judges only on the session's
-    next use). Read from the session store on every request, like a token, so no cache
-    delays a sign-out."""
-    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
-    signed_in = session.get(SESSION_KEY) == str(user.pk)
-    session_hash = session.get(HASH_SESSION_KEY) or ""
-    if not signed_in or not any(
-        constant_time_compare(session_hash, current)
-        for current in (user.get_session_auth_hash(), *user.get_session_auth_fallback_hash())
-    ):
+    """A JWT minted from a browser session ends with that session (`browser_session_is_live`),
+    judged on every request, like a token."""
+    if not browser_session_is_live(session_key=session_key, user=user):
         raise TokenRevoked("The browser session this JWT was minted from has ended.")
 
 
