@@ -52,7 +52,8 @@ class Credential:
     team: Team
     token_id: int | None = None
     bot: Bot | None = None
-    # A browser session's key (kind `session`), which a JWT minted from it ends with.
+    # A browser session's key (kind `session`, or `jwt` for a JWT minted from one), which
+    # a JWT minted from it, and a key session opened with either, end with.
     session_key: str | None = None
 
 
@@ -176,7 +177,12 @@ class BearerAuthentication(BaseAuthentication):
         # Only the person API mints JWTs, and only for its own scope.
         self._scope_require(ApiToken.Scope.API)
         org_require_active(org=membership.team.org)
-        return membership.user, Credential(kind="jwt", user=membership.user, team=membership.team)
+        return membership.user, Credential(
+            kind="jwt",
+            user=membership.user,
+            team=membership.team,
+            session_key=claims.session_key,
+        )
 
     def _scope_require(self, scope: str) -> None:
         if scope != self.scope:

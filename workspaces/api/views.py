@@ -331,7 +331,7 @@ class KeySessionListCreateApi(APIView):
     def post(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
         no_body_require(request)
-        # Opened from the frame's own session, it ends with that session.
+        # Opened from a browser session (or a JWT minted from one), it ends with that session.
         session = services.key_session_open(
             workspace=membership.workspace,
             user=membership.user,

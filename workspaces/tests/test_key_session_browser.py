@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from conftest import postgres_only, run_concurrently, wait_until_a_backend_waits_on_a_lock
 from workspaces.errors import KeySessionUnavailable
@@ -132,6 +133,28 @@ def test_a_password_changed_by_manage_py_changepassword_ends_the_key_sessions(te
     call_command("changepassword", tenant.member.username, stdout=io.StringIO())
 
     assert User.objects.get(pk=tenant.member.pk).check_password(NEW_PASSWORD)
+    assert_ended(session, tenant)
+
+
+@pytest.mark.parametrize("opened_with", ["the browser session", "a JWT minted from it"])
+def test_a_key_session_opened_through_the_api_from_a_browser_session_ends_with_it(
+    tenant, opened_with
+):
+    browser = APIClient()
+    browser.force_login(tenant.member)
+    opener = browser
+    if opened_with == "a JWT minted from it":
+        opener = APIClient()
+        token = browser.post("/api/v1/auth/jwt").json()["token"]
+        opener.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    opened = opener.post(f"/api/v1/workspaces/{tenant.workspace.pk}/key-sessions")
+    assert opened.status_code == 201
+    session = KeySession.objects.get(pk=opened.json()["id"])
+
+    Session.objects.filter(session_key=browser.session.session_key).update(
+        expire_date=timezone.now() - timedelta(seconds=1)
+    )
+
     assert_ended(session, tenant)
 
 
