@@ -33,6 +33,7 @@ from workspaces.services import (
     org_quota_set,
     org_restore,
     team_member_remove,
+    team_membership_staff_role_set,
     user_deactivate,
     workspace_membership_staff_remove,
     workspace_membership_staff_role_set,
@@ -317,6 +318,31 @@ class MembershipAdmin(admin.ModelAdmin):
     def remove(self, membership: Any, actor: models.User) -> None:
         raise NotImplementedError
 
+    def change_role(self, membership: Any, actor: models.User) -> None:
+        """Give an existing membership the role its form set, through the scope's service
+        (its checks and its audit event)."""
+        raise NotImplementedError
+
+    def save_model(self, request: HttpRequest, obj: Any, form: ModelForm, change: bool) -> None:
+        if change:
+            self.change_role(obj, acting_user(request))
+        else:
+            super().save_model(request, obj, form, change)
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        # As on the delete page: a refused role change rolls the view's transaction back.
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except DomainError as refusal:
+            self.message_user(request, refusal.message, messages.ERROR)
+            return HttpResponseRedirect(request.path)
+
     def get_list_display(self, request: HttpRequest) -> tuple[str, ...]:
         return ("user", self.scope, "role", "created_at")
 
@@ -365,7 +391,8 @@ class MembershipAdmin(admin.ModelAdmin):
 @admin.register(models.TeamMembership)
 class TeamMembershipAdmin(MembershipAdmin):
     """Leaving a team ends the person's memberships of its workspaces and their key
-    sessions there (`team_member_remove`)."""
+    sessions there (`team_member_remove`); a team keeps an owner
+    (`team_membership_staff_role_set`)."""
 
     scope = "team"
     raw_id_fields = ("user", "team")
@@ -373,6 +400,9 @@ class TeamMembershipAdmin(MembershipAdmin):
 
     def remove(self, membership: models.TeamMembership, actor: models.User) -> None:
         team_member_remove(membership=membership, actor=actor)
+
+    def change_role(self, membership: models.TeamMembership, actor: models.User) -> None:
+        team_membership_staff_role_set(membership=membership, actor=actor, role=membership.role)
 
     @admin.action(description="Remove the selected people from their teams", permissions=["delete"])
     def remove_from_team(
@@ -395,29 +425,13 @@ class WorkspaceMembershipAdmin(MembershipAdmin):
     def remove(self, membership: models.WorkspaceMembership, actor: models.User) -> None:
         workspace_membership_staff_remove(membership=membership, actor=actor)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def save_model(
-        self, request: HttpRequest, obj: models.WorkspaceMembership, form: ModelForm, change: bool
-    ) -> None:
+    def change_role(self, membership: models.WorkspaceMembership, actor: models.User) -> None:
         workspace_membership_staff_role_set(
-            membership=obj, actor=acting_user(request), role=obj.role
+            membership=membership, actor=actor, role=membership.role
         )
 
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        # As on the delete page: a refused role change rolls the view's transaction back.
-        try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
-        except DomainError as refusal:
-            self.message_user(request, refusal.message, messages.ERROR)
-            return HttpResponseRedirect(request.path)
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
     @admin.action(
         description="Remove the selected people from their workspaces", permissions=["delete"]

@@ -333,7 +333,12 @@ class KeySessionListCreateApi(APIView):
     def post(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
         no_body_require(request)
-        session = services.key_session_open(workspace=membership.workspace, user=membership.user)
+        # Opened from a browser session (or a JWT minted from one), it ends with that session.
+        session = services.key_session_open(
+            workspace=membership.workspace,
+            user=membership.user,
+            browser_session_key=request_credential(request).session_key,
+        )
         return Response(self.CreatedSerializer(session).data, status=status.HTTP_201_CREATED)
 
     @operation("List your key sessions on the workspace", *MEMBER_REFUSALS, ValidationFailed)

@@ -5,7 +5,7 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
-from django.contrib.admin.models import DELETION, LogEntry
+from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.contrib.auth.models import Permission
 from django.core.cache import cache
 from django.urls import reverse
@@ -478,6 +478,41 @@ def test_the_last_admin_of_a_workspace_cannot_be_demoted_in_the_admin(staff_clie
     membership.refresh_from_db()
     assert membership.role == "admin"
     assert not AuditEvent.objects.filter(action="member_role_changed").exists()
+
+
+def edit_team_membership(client, membership: TeamMembership, **data):
+    url = reverse("admin:workspaces_teammembership_change", args=[membership.pk])
+    fields = {"user": membership.user_id, "team": membership.team_id, "role": "member"}
+    return client.post(url, {**fields, **data}, follow=True)
+
+
+def test_a_team_role_changed_in_the_admin_goes_through_the_service_and_is_audited(
+    staff_client, tenant
+):
+    membership = TeamMembership.objects.get(team=tenant.team, user=tenant.member)
+
+    edit_team_membership(staff_client, membership, role="owner")
+
+    membership.refresh_from_db()
+    assert membership.role == "owner"
+    event = AuditEvent.objects.get(action="member_role_changed")
+    assert event.actor == tenant.admin
+    assert (event.org_id, event.workspace_id) == (tenant.team.org_id, None)
+    assert (event.target_type, event.target_id) == ("user", str(tenant.member.pk))
+    assert event.detail == {"from": "member", "to": "owner", "teamId": tenant.team.pk}
+
+
+def test_the_last_owner_of_a_team_cannot_be_made_a_member_in_the_admin(staff_client, tenant):
+    owner = TeamMembership.objects.get(team=tenant.team, user=tenant.admin)
+    TeamMembership.objects.filter(pk=owner.pk).update(role="owner")
+
+    response = edit_team_membership(staff_client, owner, role="member")
+
+    assert "only owner" in response.content.decode()
+    owner.refresh_from_db()
+    assert owner.role == "owner"
+    assert not AuditEvent.objects.filter(action="member_role_changed").exists()
+    assert not LogEntry.objects.filter(action_flag=CHANGE).exists()
 
 
 def test_a_workspace_membership_cannot_be_moved_added_nor_bulk_deleted(staff_client, tenant):
