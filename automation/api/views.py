@@ -39,7 +39,7 @@ from memory_project.api.pagination import page_schema, paginated
 from memory_project.api.schema import refuses
 from memory_project.api.serializers import QuerySerializer, StrictSerializer
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
-from workspaces.api.headers import whole_number
+from workspaces.api.headers import field_value, whole_number
 from workspaces.api.input import validated
 from workspaces.authentication import request_credential
 from workspaces.errors import (
@@ -110,7 +110,7 @@ def _memory_state_from(request: Request) -> services.MemoryState | None:
     if raw is None:
         return None
     message = "X-Memory-State must look like `version=12; saving=0; conflict=0`."
-    pairs = [part.strip().partition("=")[::2] for part in raw.split(";") if part.strip()]
+    pairs = [field_value(part).partition("=")[::2] for part in raw.split(";") if field_value(part)]
     fields = dict(pairs)
     saving, conflict = fields.get("saving", "0"), fields.get("conflict", "0")
     if (
