@@ -58,8 +58,9 @@ class BoundedJSONParser(JSONParser):
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
         # DRF's own parse, UTF-8 only, with the object hook it does not take.
-        if not is_utf8_json(media_type or ""):
-            raise UnsupportedMediaType(media_type, detail=NOT_UTF8_JSON)
+        declared = media_type or ""
+        if not is_utf8_json(declared):
+            raise UnsupportedMediaType(declared, detail=NOT_UTF8_JSON)
         try:
             data = json.loads(
                 stream.read().decode("utf-8"),
