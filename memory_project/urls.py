@@ -1,7 +1,8 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+from memory_project.api.views import SchemaBrowserView, SchemaView
 
 handler400 = "memory_project.api.exceptions.bad_request_view"
 handler404 = "memory_project.api.exceptions.not_found_view"
@@ -9,8 +10,8 @@ handler500 = "memory_project.api.exceptions.server_error_view"
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
+    path("api/docs/", SchemaBrowserView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include("workspaces.api.urls")),
     path("api/v1/", include("memory.api.urls")),
     path("api/v1/", include("automation.api.urls")),
