@@ -153,7 +153,17 @@ class BotMemoryContextApi(BotMemoryView):
     @extend_schema(
         summary="The bot's context blocks, or its pre-compaction message",
         parameters=[
-            OpenApiParameter("purpose", str, enum=["start", "pre_compact"]),
+            OpenApiParameter(
+                "purpose",
+                str,
+                enum=["start", "pre_compact"],
+                default="start",
+                description=(
+                    "What the context is for: `start`, a run's first context (the index and "
+                    "autoload blocks), or `pre_compact`, the message to prepend before the "
+                    "runtime compacts its conversation. Another value is VALIDATION_FAILED."
+                ),
+            ),
             OpenApiParameter("run", str, description=RUN_HELP),
         ],
         responses=OpenApiTypes.OBJECT,
