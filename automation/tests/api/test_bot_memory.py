@@ -180,9 +180,7 @@ def test_a_purpose_the_context_does_not_take_is_validation_failed(tenant, bot, p
 
     response = client.get("/api/v1/bots/alpha/memory/context", {"purpose": purpose})
 
-    assert list(assert_error(response, 400, "VALIDATION_FAILED")["detail"]["fields"]) == [
-        "purpose"
-    ]
+    assert list(assert_error(response, 400, "VALIDATION_FAILED")["detail"]["fields"]) == ["purpose"]
 
 
 def test_purpose_start_is_the_default_context(tenant, bot):
