@@ -77,3 +77,13 @@ def test_a_query_number_not_spelled_canonically_is_validation_failed(tenant, val
     response = client.get(f"{_memory_url(tenant.workspace.pk)}/versions?limit={value}")
 
     assert list(assert_error(response, 400, "VALIDATION_FAILED")["detail"]["fields"]) == ["limit"]
+
+
+@pytest.mark.parametrize("spelling", ["0{}", "00{}", "+{}"])
+def test_an_id_in_the_path_not_spelled_canonically_names_no_route(tenant, spelling):
+    client = tenant.client_for(tenant.member)
+    workspace_id = spelling.format(tenant.workspace.pk)
+
+    response = client.get(f"/api/v1/workspaces/{workspace_id}/memory")
+
+    assert_error(response, 404, "NOT_FOUND")
