@@ -15,7 +15,6 @@ from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.request import Request
 from rest_framework.utils import json
-from rest_framework.utils.mediatypes import media_type_matches
 
 # No request body of this API nests more than a few levels; the bound is generous.
 MAX_JSON_DEPTH = 32
@@ -113,7 +112,15 @@ class RawBodyParser(BaseParser, Generic[Body]):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:  # a Body, which DRF's type stubs do not foresee for a parser
+        if not self.declares(media_type or ""):
+            raise UnsupportedMediaType(media_type or "")
         return self.read(stream)
+
+    @classmethod
+    def declares(cls, content_type: str) -> bool:
+        """True if `content_type` names this parser's type. DRF hands a parser a body whose
+        type is a wildcard (`*/*`, `text/*`) too, which names no one type."""
+        return parse_header_parameters(content_type)[0] == cls.media_type
 
     def read(self, stream: IO[bytes]) -> Body:
         raise NotImplementedError
@@ -126,7 +133,7 @@ def raw_body(request: Request, parser: type[RawBodyParser[Body]]) -> Body:
     data = request.data
     if not isinstance(data, dict):
         return cast(Body, data)
-    if not media_type_matches(parser.media_type, request.content_type or ""):
+    if not parser.declares(request.content_type or ""):
         raise UnsupportedMediaType(request.content_type)
     return parser().read(io.BytesIO())
 
