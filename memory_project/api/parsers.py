@@ -22,7 +22,6 @@ TOO_DEEP = f"The JSON body is nested more than {MAX_JSON_DEPTH} levels deep."
 
 Body = TypeVar("Body")
 
-JSON_MEDIA_TYPE = "application/json"
 NOT_UTF8_JSON = "A JSON body is UTF-8: send it as application/json, with no other charset."
 
 
@@ -33,7 +32,8 @@ def is_utf8_json(content_type: str) -> bool:
     whatever judged it before this server. A type that names no one media type (`*/*`,
     `application/*`), which DRF would hand to the JSON parser, is no declaration of JSON."""
     media_type, parameters = parse_header_parameters(content_type)
-    return media_type == JSON_MEDIA_TYPE and parameters.get("charset", "utf-8").lower() == "utf-8"
+    charset = parameters.get("charset", "utf-8")
+    return media_type == JSONParser.media_type and charset.lower() == "utf-8"
 
 
 class BoundedJSONParser(JSONParser):
