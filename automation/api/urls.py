@@ -4,6 +4,7 @@ tools, grouped by what they hang from; each group's prefix is written once."""
 from django.urls import URLPattern, URLResolver, include, path
 
 from automation.api import bot_memory, documents, views
+from memory_project.api import converters  # noqa: F401 (registers `<id:...>`)
 
 conversation_routes = [
     path("messages", views.MessageSendApi.as_view(), name="message-send"),
@@ -50,7 +51,7 @@ urlpatterns = [
     ),
     path("agents/assistant/<uuid:conversation_id>/", include(conversation_routes)),
     path(
-        "workspaces/<int:workspace_id>/memory/preview",
+        "workspaces/<id:workspace_id>/memory/preview",
         views.MemoryPreviewApi.as_view(),
         name="memory-preview",
     ),
