@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from axes.admin import AccessAttemptAdmin
+from axes.models import AccessAttempt
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
@@ -628,3 +630,15 @@ class AuditEventAdmin(ViewOnlyAdmin):
         if model_label is None or not event.target_id:
             return event.target_id or "-"
         return change_link(model_label, event.target_id, event.target_id)
+
+
+# django-axes' sign-in attempts. Its "Clean up expired attempts" action names no permission,
+# so it is offered to anyone who may view the list, and it answers 500 whoever runs it
+# (the handler reads an attribute only its middleware sets on a sign-in request). Expired
+# attempts are cleaned at every failed sign-in anyway; a lockout is lifted by deleting its row.
+admin.site.unregister(AccessAttempt)
+
+
+@admin.register(AccessAttempt)
+class SignInAttemptAdmin(AccessAttemptAdmin):
+    actions: ClassVar[list[str]] = []
