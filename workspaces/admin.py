@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from axes.admin import AccessAttemptAdmin
+from axes.models import AccessAttempt
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
@@ -172,6 +174,18 @@ class NoHardDeleteMixin:
         return False
 
 
+class ChangedFieldsOnlyMixin:
+    """Saves an edited row's changed fields alone, so an edit never writes back state that a
+    service changed while the form was open (an org's status, deadline or quota, a
+    workspace's AI consent): a whole-row save would undo it, unaudited."""
+
+    def save_model(self, request: HttpRequest, obj: Any, form: ModelForm, change: bool) -> None:
+        if change:
+            obj.save(update_fields=form.changed_data)
+        else:
+            obj.save()
+
+
 @admin.register(models.User)
 class WorkspaceUserAdmin(NoHardDeleteMixin, UserAdmin):
     list_display = ("username", "email", "is_active", "is_staff")
@@ -198,7 +212,7 @@ class OrgQuotaForm(forms.Form):
 
 
 @admin.register(models.Org)
-class OrgAdmin(admin.ModelAdmin):
+class OrgAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
     list_display = ("name", "status", "deletion_due_at", "memory_quota_bytes", "created_at")
     list_select_related = ()
     list_filter = ("status", "deletion_due_at", "created_at")
@@ -221,16 +235,6 @@ class OrgAdmin(admin.ModelAdmin):
 
     def has_schedule_deletion_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("workspaces.delete_org")
-
-    def save_model(
-        self, request: HttpRequest, obj: models.Org, form: ModelForm, change: bool
-    ) -> None:
-        # Write only what the form changed, so an edit never writes back a status,
-        # deadline or quota that a service changed while the form was open.
-        if change:
-            obj.save(update_fields=form.changed_data)
-        else:
-            obj.save()
 
     @admin.display(description="Audit trail")
     def audit_trail(self, org: models.Org) -> str:
@@ -443,7 +447,7 @@ class WorkspaceMembershipAdmin(MembershipAdmin):
 
 
 @admin.register(models.Workspace)
-class WorkspaceAdmin(NoHardDeleteMixin, admin.ModelAdmin):
+class WorkspaceAdmin(ChangedFieldsOnlyMixin, NoHardDeleteMixin, admin.ModelAdmin):
     list_display = ("name", "team", "ai_enabled", "ai_consent_revision", "created_at")
     list_select_related = ("team",)
     list_filter = ("ai_enabled",)
@@ -460,12 +464,14 @@ class WorkspaceAdmin(NoHardDeleteMixin, admin.ModelAdmin):
 
 
 @admin.register(models.ApiToken)
-class ApiTokenAdmin(NoHardDeleteMixin, admin.ModelAdmin):
+class ApiTokenAdmin(ViewOnlyAdmin):
     list_display = ("name", "user", "team", "bot", "created_at", "expires_at", "revoked_at")
     list_select_related = ("user", "team", "bot__team")
     list_filter = ("revoked_at", "expires_at")
     search_fields = ("name", "user__username", "team__name")
-    # The hash is never shown; staff can only inspect and revoke.
+    # The hash is never shown; staff can only inspect and revoke. The page is view-only:
+    # saving it would write back `revoked_at` as it loaded, un-revoking a token revoked
+    # meanwhile.
     fields = (
         "name",
         "user",
@@ -477,14 +483,13 @@ class ApiTokenAdmin(NoHardDeleteMixin, admin.ModelAdmin):
         "revoked_at",
         "last_used_at",
     )
-    readonly_fields = fields
     actions = ("revoke",)
 
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("workspaces.change_apitoken")
 
     # An action naming no permission is offered to anyone who may view the list.
-    @admin.action(description="Revoke the selected tokens", permissions=["change"])
+    @admin.action(description="Revoke the selected tokens", permissions=["revoke"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[models.ApiToken]) -> None:
         actor = acting_user(request)
         for token in queryset:
@@ -642,3 +647,15 @@ class AuditEventAdmin(ViewOnlyAdmin):
         if model_label is None or not event.target_id:
             return event.target_id or "-"
         return change_link(model_label, event.target_id, event.target_id)
+
+
+# django-axes' sign-in attempts. Its "Clean up expired attempts" action names no permission,
+# so it is offered to anyone who may view the list, and it answers 500 whoever runs it
+# (the handler reads an attribute only its middleware sets on a sign-in request). Expired
+# attempts are cleaned at every failed sign-in anyway; a lockout is lifted by deleting its row.
+admin.site.unregister(AccessAttempt)
+
+
+@admin.register(AccessAttempt)
+class SignInAttemptAdmin(AccessAttemptAdmin):
+    actions: ClassVar[list[str]] = []

@@ -8,6 +8,8 @@ import pytest
 from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.contrib.auth.models import Permission
 from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -589,3 +591,35 @@ def test_a_team_is_not_moved_to_another_org_in_the_admin(staff_client, tenant):
 
     tenant.team.refresh_from_db()
     assert (tenant.team.name, tenant.team.org) == ("renamed", tenant.org)
+
+
+def updates_of(captured, table: str) -> list[str]:
+    return [q["sql"] for q in captured.captured_queries if q["sql"].startswith(f'UPDATE "{table}"')]
+
+
+def test_renaming_a_workspace_writes_its_name_alone(staff_client, tenant):
+    """A whole-row save would write back the AI consent as the page loaded it, undoing a
+    consent change (the compare-and-set service's) made meanwhile."""
+    url = reverse("admin:workspaces_workspace_change", args=[tenant.workspace.pk])
+
+    with CaptureQueriesContext(connection) as captured:
+        staff_client.post(url, {"name": "renamed"})
+
+    updates = updates_of(captured, "workspaces_workspace")
+    assert len(updates) == 1
+    assert '"name"' in updates[0]
+    assert "ai_enabled" not in updates[0]
+    assert "ai_consent_revision" not in updates[0]
+
+
+def test_a_tokens_page_is_view_only_and_writes_nothing(staff_client, tenant):
+    """A token is only revoked (the action, through the service): saving its page would
+    write back `revoked_at` as the page loaded it, un-revoking a token revoked meanwhile."""
+    token, _ = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    url = reverse("admin:workspaces_apitoken_change", args=[token.pk])
+
+    with CaptureQueriesContext(connection) as captured:
+        saved = staff_client.post(url, {})
+
+    assert saved.status_code == 403
+    assert updates_of(captured, "workspaces_apitoken") == []
