@@ -2,9 +2,8 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from memory_project.api.views import SchemaBrowserView, SchemaView
-
 from automation.api.urls import automation_workspace_routes
+from memory_project.api.views import SchemaBrowserView, SchemaView
 
 handler400 = "memory_project.api.exceptions.bad_request_view"
 handler404 = "memory_project.api.exceptions.not_found_view"
