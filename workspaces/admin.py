@@ -8,7 +8,7 @@ loaded. Rows that record history are view-only; state changes go through the ser
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from axes.admin import AccessAttemptAdmin
@@ -29,14 +29,23 @@ from django.utils.html import format_html
 from workspaces import models
 from workspaces.errors import DomainError
 from workspaces.services import (
+    StaffAccess,
     api_token_revoke,
     key_session_revoke,
+    org_create,
     org_deletion_request,
     org_quota_set,
+    org_rename,
     org_restore,
+    team_create,
     team_member_remove,
+    team_membership_staff_add,
     team_membership_staff_role_set,
+    team_rename,
+    user_access_changed_record,
+    user_created_record,
     user_deactivate,
+    user_reactivate,
     workspace_membership_staff_remove,
     workspace_membership_staff_role_set,
 )
@@ -176,8 +185,8 @@ class NoHardDeleteMixin:
 
 class ChangedFieldsOnlyMixin:
     """Saves an edited row's changed fields alone, so an edit never writes back state that a
-    service changed while the form was open (an org's status, deadline or quota, a
-    workspace's AI consent): a whole-row save would undo it, unaudited."""
+    service changed while the form was open (a workspace's AI consent): a
+    whole-row save would undo it, unaudited."""
 
     def save_model(self, request: HttpRequest, obj: Any, form: ModelForm, change: bool) -> None:
         if change:
@@ -186,8 +195,42 @@ class ChangedFieldsOnlyMixin:
             obj.save()
 
 
+class ServiceRefusalMixin:
+    """Shows a service's refusal of a save (a role change, a name taken meanwhile) on the
+    page it came from, as the delete page does; the view's transaction, its log entry
+    included, is rolled back by it."""
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        try:
+            return super().changeform_view(  # type: ignore[misc]
+                request, object_id, form_url, extra_context
+            )
+        except DomainError as refusal:
+            self.message_user(request, refusal.message, messages.ERROR)  # type: ignore[attr-defined]
+            return HttpResponseRedirect(request.path)
+
+
+def staff_access(values: Mapping[str, Any]) -> StaffAccess:
+    """The admin access a person's form holds in `values` (its initial or cleaned data)."""
+    return StaffAccess(
+        is_staff=bool(values.get("is_staff")),
+        is_superuser=bool(values.get("is_superuser")),
+        group_pks=frozenset(group.pk for group in values.get("groups", ())),
+        permission_pks=frozenset(perm.pk for perm in values.get("user_permissions", ())),
+    )
+
+
 @admin.register(models.User)
 class WorkspaceUserAdmin(NoHardDeleteMixin, UserAdmin):
+    """A person's page. Creating them, (de)activating them and changing their admin access
+    (staff, superuser, groups, permissions) are each audited, with the staff member who did it."""
+
     list_display = ("username", "email", "is_active", "is_staff")
     list_filter = ("is_active", "is_staff")
 
@@ -195,10 +238,26 @@ class WorkspaceUserAdmin(NoHardDeleteMixin, UserAdmin):
         self, request: HttpRequest, obj: models.User, form: ModelForm, change: bool
     ) -> None:
         super().save_model(request, obj, form, change)
-        # Unticking "active" deactivates through the service, which revokes their key
-        # sessions at once (in the view's transaction; the keys leave the cache on commit).
-        if change and "is_active" in form.changed_data and not obj.is_active:
-            user_deactivate(user=obj, actor=acting_user(request))
+        actor = acting_user(request)
+        if not change:
+            user_created_record(user=obj, actor=actor)
+        # (De)activating goes through the services, in the view's transaction: deactivating
+        # revokes their key sessions (the keys leave the cache on commit) and tokens at once.
+        elif "is_active" in form.changed_data:
+            (user_reactivate if obj.is_active else user_deactivate)(user=obj, actor=actor)
+
+    def save_related(
+        self, request: HttpRequest, form: ModelForm, formsets: Any, change: bool
+    ) -> None:
+        # Groups and permissions are saved here, after the row: what changed is known now.
+        super().save_related(request, form, formsets, change)
+        if change:
+            user_access_changed_record(
+                user=form.instance,
+                actor=acting_user(request),
+                before=staff_access(form.initial),
+                after=staff_access({**form.initial, **form.cleaned_data}),
+            )
 
 
 class OrgQuotaForm(forms.Form):
@@ -212,7 +271,7 @@ class OrgQuotaForm(forms.Form):
 
 
 @admin.register(models.Org)
-class OrgAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
+class OrgAdmin(ServiceRefusalMixin, admin.ModelAdmin):
     list_display = ("name", "status", "deletion_due_at", "memory_quota_bytes", "created_at")
     list_select_related = ()
     list_filter = ("status", "deletion_due_at", "created_at")
@@ -228,6 +287,17 @@ class OrgAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
         "audit_trail",
     )
     actions = ("schedule_deletion", "restore", "set_memory_quota")
+
+    def save_model(
+        self, request: HttpRequest, obj: models.Org, form: ModelForm, change: bool
+    ) -> None:
+        # Through the audited services, which write the name alone: a whole-row save would
+        # write back the status, deadline or quota a lifecycle service changed meanwhile.
+        actor = acting_user(request)
+        if not change:
+            obj.pk = org_create(name=obj.name, actor=actor).pk
+        elif "name" in form.changed_data:
+            org_rename(org=obj, name=obj.name, actor=actor)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # An org is deleted by scheduling it: the grace period, then the audited purge.
@@ -293,7 +363,7 @@ class OrgAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(models.Team)
-class TeamAdmin(NoHardDeleteMixin, admin.ModelAdmin):
+class TeamAdmin(ServiceRefusalMixin, NoHardDeleteMixin, admin.ModelAdmin):
     list_display = ("name", "org", "created_at")
     list_select_related = ("org",)
     search_fields = ("name", "org__name")
@@ -302,10 +372,26 @@ class TeamAdmin(NoHardDeleteMixin, admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         # Moving a team to another org would carry its memory out from under the org's
         # quota, audit trail and purge.
-        return ("org", "created_at") if obj is not None else ()
+        return ("org", "created_at") if obj is not None else ("created_at",)
+
+    def save_model(
+        self, request: HttpRequest, obj: models.Team, form: ModelForm, change: bool
+    ) -> None:
+        # Creating and renaming go through the audited services; the other fields (the
+        # auto-memory default) are saved alone, as they changed.
+        actor = acting_user(request)
+        if not change:
+            obj.pk = team_create(
+                org=obj.org, name=obj.name, actor=actor, auto_memory_default=obj.auto_memory_default
+            ).pk
+            return
+        if "name" in form.changed_data:
+            team_rename(team=obj, name=obj.name, actor=actor)
+        if others := [field for field in form.changed_data if field != "name"]:
+            obj.save(update_fields=others)
 
 
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(ServiceRefusalMixin, admin.ModelAdmin):
     """A user's role in a team or a workspace: one page shape for both, named by `scope`
     (the field that holds the team or the workspace).
 
@@ -327,25 +413,16 @@ class MembershipAdmin(admin.ModelAdmin):
         (its checks and its audit event)."""
         raise NotImplementedError
 
+    def add(self, membership: Any, actor: models.User) -> Any:
+        """Create the membership the add form built, through the scope's service (its
+        audit event); answer the row it made. Only a scope whose page offers adding has one."""
+        raise NotImplementedError
+
     def save_model(self, request: HttpRequest, obj: Any, form: ModelForm, change: bool) -> None:
         if change:
             self.change_role(obj, acting_user(request))
         else:
-            super().save_model(request, obj, form, change)
-
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        # As on the delete page: a refused role change rolls the view's transaction back.
-        try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
-        except DomainError as refusal:
-            self.message_user(request, refusal.message, messages.ERROR)
-            return HttpResponseRedirect(request.path)
+            obj.pk = self.add(obj, acting_user(request)).pk
 
     def get_list_display(self, request: HttpRequest) -> tuple[str, ...]:
         return ("user", self.scope, "role", "created_at")
@@ -357,7 +434,7 @@ class MembershipAdmin(admin.ModelAdmin):
         return ("user", self.scope)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        return ("user", self.scope, "created_at") if obj is not None else ()
+        return ("user", self.scope, "created_at") if obj is not None else ("created_at",)
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
@@ -401,6 +478,11 @@ class TeamMembershipAdmin(MembershipAdmin):
     scope = "team"
     raw_id_fields = ("user", "team")
     actions = ("remove_from_team",)
+
+    def add(self, membership: models.TeamMembership, actor: models.User) -> models.TeamMembership:
+        return team_membership_staff_add(
+            team=membership.team, user=membership.user, role=membership.role, actor=actor
+        )
 
     def remove(self, membership: models.TeamMembership, actor: models.User) -> None:
         team_member_remove(membership=membership, actor=actor)

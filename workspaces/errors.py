@@ -91,8 +91,9 @@ class AlreadyMember(DomainError):
 
 
 class LastTeamOwner(DomainError):
-    """Making the team's only owner a member would leave nobody to manage its bots and their
-    tokens (every bot token of theirs would end with their ownership, too)."""
+    """Making the team's only owner a member, or removing them from it, would leave nobody to
+    manage its bots and their tokens (every bot token of theirs would end with their
+    ownership, too)."""
 
     code = "LAST_TEAM_OWNER"
     status = 409

@@ -569,6 +569,13 @@ class AuditAction(models.TextChoices):
     MEMBER_ADDED = "member_added", "Member added"
     MEMBER_REMOVED = "member_removed", "Member removed"
     MEMBER_ROLE_CHANGED = "member_role_changed", "Member role changed"
+    ORG_CREATED = "org_created", "Org created"
+    ORG_RENAMED = "org_renamed", "Org renamed"
+    TEAM_CREATED = "team_created", "Team created"
+    TEAM_RENAMED = "team_renamed", "Team renamed"
+    USER_CREATED = "user_created", "Person created"
+    USER_ACTIVE_CHANGED = "user_active_changed", "Person deactivated or reactivated"
+    USER_ACCESS_CHANGED = "user_access_changed", "Person's staff access changed"
 
 
 class AuditEvent(models.Model):

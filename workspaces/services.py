@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.auth.models import Group, Permission
 from django.core.cache import cache
+from django.core.exceptions import ValidationError
 from django.core.validators import ProhibitNullCharactersValidator
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Model, Q, Sum
@@ -58,6 +60,7 @@ from workspaces.errors import (
     VersionConflict,
     WorkspaceAdminRequired,
 )
+from workspaces.lookalikes import display_name_validator
 from workspaces.models import (
     ApiToken,
     AuditEvent,
@@ -202,14 +205,18 @@ def team_member_remove(*, membership: TeamMembership, actor: User) -> None:
     transaction: their key sessions there are revoked (the keys leave the cache on commit)
     and each removal is audited as `member_removed` with `"team": true`. A workspace of
     which they are the only admin refuses the whole removal (`LastWorkspaceAdmin`, nothing
-    changed): staff make another member its admin first, as an admin leaving would.
+    changed): staff make another member its admin first, as an admin leaving would. The
+    team's only owner is refused too (`LastTeamOwner`), as demoting them is.
 
-    The team membership row is deleted (so locked) first: a workspace add, which locks it
-    too, then either sees them gone or is among the memberships ended here.
+    The team's membership rows are locked first, as a role change locks them (so two
+    removals of its two owners cannot each see the other still there): a workspace add,
+    which locks the person's row too, then either sees them gone or is among the
+    memberships ended here.
     """
     with transaction.atomic():
-        if not TeamMembership.objects.filter(pk=membership.pk).delete()[0]:
-            raise NotFound("No such team member.", userId=membership.user_id)
+        removed = _TeamMember.locked(membership)
+        removed.owner_loss_refuse()
+        removed.membership.delete()
         # One workspace after another in primary-key order, each one's rows locked as a
         # workspace removal locks them, so this and those serialize without deadlocking.
         workspaces = Workspace.objects.filter(
@@ -227,20 +234,11 @@ def team_membership_staff_role_set(
     memberships are locked in primary-key order, so two demotions cannot each see the other
     owner still there. Setting the role they already have changes and records nothing."""
     with transaction.atomic():
-        memberships = {
-            locked.pk: locked
-            for locked in TeamMembership.objects.select_for_update()
-            .filter(team_id=membership.team_id)
-            .order_by("pk")
-        }
-        changed = memberships.get(membership.pk)
-        if changed is None:
-            raise NotFound("No such team member.", userId=membership.user_id)
+        locked = _TeamMember.locked(membership)
+        changed = locked.membership
         if changed.role == role:
             return changed
-        owners = [m for m in memberships.values() if m.role == TeamMembership.Role.OWNER]
-        if owners == [changed]:
-            raise LastTeamOwner()
+        locked.owner_loss_refuse()
         previous, changed.role = changed.role, role
         changed.save(update_fields=["role"])
         audit_record(
@@ -252,6 +250,55 @@ def team_membership_staff_role_set(
             detail={"from": previous, "to": role, "teamId": changed.team_id},
         )
         return changed
+
+
+def team_membership_staff_add(*, team: Team, user: User, role: str, actor: User) -> TeamMembership:
+    """Make `user` a member of `team` with `role`, by staff (`actor`, in the admin), audited
+    as `member_added` naming the team (`"staff": true`). Someone already in it is
+    `AlreadyMember`, nothing changed."""
+    with transaction.atomic():
+        with violation_raises(AlreadyMember):
+            membership = TeamMembership.objects.create(team=team, user=user, role=role)
+        audit_record(
+            actor=actor,
+            action=AuditEvent.Action.MEMBER_ADDED,
+            org_id=team.org_id,
+            target_type="user",
+            target_id=user.pk,
+            detail={"role": role, "teamId": team.pk, "staff": True},
+        )
+    return membership
+
+
+@dataclass(frozen=True)
+class _TeamMember:
+    """One membership of a team, locked with every other of the team, and who its owners
+    are under those locks."""
+
+    membership: TeamMembership
+    owner_pks: frozenset[int]
+
+    @classmethod
+    def locked(cls, membership: TeamMembership) -> _TeamMember:
+        """Lock every membership of `membership`'s team in primary-key order (one order for
+        every writer, so two changes to its two owners serialize instead of deadlocking or
+        each seeing the other still there); `NotFound` if `membership` is gone."""
+        memberships = list(
+            TeamMembership.objects.select_for_update()
+            .filter(team_id=membership.team_id)
+            .order_by("pk")
+        )
+        locked = next((m for m in memberships if m.pk == membership.pk), None)
+        if locked is None:
+            raise NotFound("No such team member.", userId=membership.user_id)
+        owners = frozenset(m.pk for m in memberships if m.role == TeamMembership.Role.OWNER)
+        return cls(membership=locked, owner_pks=owners)
+
+    def owner_loss_refuse(self) -> None:
+        """`LastTeamOwner` when the membership, about to be removed or demoted, is its
+        team's only owner."""
+        if self.owner_pks == {self.membership.pk}:
+            raise LastTeamOwner()
 
 
 def _membership_lock_and_end(
@@ -746,6 +793,87 @@ def org_quota_set(*, org: Org, memory_quota_bytes: int, actor: User | None) -> O
         )
     org.refresh_from_db()
     return org
+
+
+def org_create(*, name: str, actor: User) -> Org:
+    """Create an org by staff (`actor`), audited as `org_created`. A name another org has is
+    `NameTaken`; one that does not read as what it is, `ValidationFailed`
+    (`display_name_refuse`)."""
+    display_name_refuse(name)
+    with transaction.atomic():
+        with violation_raises(NameTaken, name=name):
+            org = Org.objects.create(name=name)
+        audit_record(
+            actor=actor, action=AuditEvent.Action.ORG_CREATED, org_id=org.pk, detail={"name": name}
+        )
+    return org
+
+
+def org_rename(*, org: Org, name: str, actor: User) -> Org:
+    """Rename an org by staff (`actor`), writing its name alone (its status, deadline and
+    quota are the lifecycle services'), audited as `org_renamed`; refusals as `org_create`'s."""
+    _rename(org, name, actor=actor, action=AuditEvent.Action.ORG_RENAMED, org_id=org.pk)
+    return org
+
+
+def team_create(*, org: Org, name: str, actor: User, auto_memory_default: str = "") -> Team:
+    """Create a team in `org` by staff (`actor`), audited as `team_created`. A name the org's
+    other teams have is `NameTaken`; refusals otherwise as `org_create`'s."""
+    display_name_refuse(name)
+    with transaction.atomic():
+        with violation_raises(NameTaken, name=name):
+            team = Team.objects.create(org=org, name=name, auto_memory_default=auto_memory_default)
+        audit_record(
+            actor=actor,
+            action=AuditEvent.Action.TEAM_CREATED,
+            org_id=org.pk,
+            target_type="team",
+            target_id=team.pk,
+            detail={"name": name},
+        )
+    return team
+
+
+def team_rename(*, team: Team, name: str, actor: User) -> Team:
+    """Rename a team by staff (`actor`), writing its name alone, audited as `team_renamed`;
+    refusals as `team_create`'s."""
+    _rename(
+        team,
+        name,
+        actor=actor,
+        action=AuditEvent.Action.TEAM_RENAMED,
+        org_id=team.org_id,
+        target_type="team",
+        target_id=team.pk,
+    )
+    return team
+
+
+def _rename(row: Org | Team, name: str, *, actor: User, action: str, **audit: Any) -> None:
+    """Give `row` `name`, writing that column alone under its row's lock (a whole-row save
+    would write back what a service changed meanwhile), and audit it as `action` (`audit`
+    names the org and target) with the names before and after; the name it has already
+    changes and records nothing."""
+    display_name_refuse(name)
+    rows = type(row).objects.filter(pk=row.pk)
+    with transaction.atomic():
+        previous = rows.select_for_update().values_list("name", flat=True).get()
+        if previous != name:
+            with violation_raises(NameTaken, name=name):
+                rows.update(name=name)
+            audit_record(actor=actor, action=action, detail={"from": previous, "to": name}, **audit)
+    row.name = name
+
+
+def display_name_refuse(name: str) -> None:
+    """Refuse a display name the API would (`DisplayNameField`): blank, or holding a
+    character that displays as nothing (`display_name_validator`), whichever writer sent it."""
+    try:
+        if not name.strip():
+            raise ValidationError("This field may not be blank.", code="blank")
+        display_name_validator(name)
+    except ValidationError as refusal:
+        raise ValidationFailed(refusal.messages[0], fields={"name": refusal.messages}) from None
 
 
 def _org_status(org: Org) -> str:
@@ -1627,18 +1755,107 @@ def key_session_revoke(*, session: KeySession, revoked_by: User | None) -> KeySe
 
 
 def user_deactivate(*, user: User, actor: User) -> None:
-    """Deactivate a person (staff, `actor`): no credential of theirs is accepted from now
-    on, and every key session they still hold is revoked at once, each audited, its key
-    leaving the cache on commit. Their sessions would otherwise stay usable by a turn
-    already running until they idled out. The person's row is updated first: a key session
-    being opened holds it (`key_session_open`), so the sessions read after it include every
-    one opened before, and none can be opened after."""
+    """Deactivate a person (staff, `actor`), audited as `user_active_changed`: no credential
+    of theirs is accepted from now on, and every key session and token they still hold is
+    revoked at once (`_credentials_revoke`). Their sessions would otherwise stay usable by a
+    turn already running until they idled out, and their tokens would work again the day
+    they are reactivated."""
+    _user_active_set(user=user, actor=actor, active=False)
+
+
+def user_reactivate(*, user: User, actor: User) -> None:
+    """Reactivate a person (staff, `actor`), audited as `user_active_changed`. Nothing they
+    held comes back: they sign in again, open new key sessions and make new tokens. Any
+    key session or token still unrevoked (a person deactivated around `user_deactivate`, by
+    a shell or an import, kept theirs) is revoked here, before they can use it."""
+    _user_active_set(user=user, actor=actor, active=True)
+
+
+def _user_active_set(*, user: User, actor: User, active: bool) -> None:
+    """The person's row is updated first: a key session being opened holds it
+    (`key_session_open`), so the sessions read after it include every one opened before,
+    and none can be opened after."""
     with transaction.atomic():
-        User.objects.filter(pk=user.pk).update(is_active=False)
-        user.is_active = False
-        sessions = KeySession.objects.filter(user=user, revoked_at__isnull=True).order_by("pk")
-        for session in sessions:
-            key_session_revoke(session=session, revoked_by=actor)
+        User.objects.filter(pk=user.pk).update(is_active=active)
+        user.is_active = active
+        _credentials_revoke(user=user, actor=actor)
+        _user_audit(
+            user=user,
+            actor=actor,
+            action=AuditEvent.Action.USER_ACTIVE_CHANGED,
+            detail={"isActive": active},
+        )
+
+
+def _credentials_revoke(*, user: User, actor: User) -> None:
+    """Revoke every key session and token (their bots' they hold too) `user` still holds,
+    each audited, the keys leaving the cache on commit."""
+    sessions = KeySession.objects.filter(user=user, revoked_at__isnull=True).order_by("pk")
+    for session in sessions:
+        key_session_revoke(session=session, revoked_by=actor)
+    for token in ApiToken.objects.filter(user=user, revoked_at__isnull=True).order_by("pk"):
+        api_token_revoke(token=token, actor=actor)
+
+
+@dataclass(frozen=True)
+class StaffAccess:
+    """What a person may do in the admin: its flags, and their groups' and own permissions'
+    primary keys."""
+
+    is_staff: bool
+    is_superuser: bool
+    group_pks: frozenset[int]
+    permission_pks: frozenset[int]
+
+
+def user_created_record(*, user: User, actor: User) -> None:
+    """Audit a person staff (`actor`) created in the admin, as `user_created`."""
+    _user_audit(user=user, actor=actor, action=AuditEvent.Action.USER_CREATED, detail={})
+
+
+def user_access_changed_record(
+    *, user: User, actor: User, before: StaffAccess, after: StaffAccess
+) -> None:
+    """Audit what staff (`actor`) changed of `user`'s admin access, as `user_access_changed`
+    naming each flag's change and the groups and permissions granted or withdrawn (by name,
+    so the record reads the same after one is deleted). A save changing none records nothing."""
+    detail: dict[str, object] = {}
+    for key, field in (("isStaff", "is_staff"), ("isSuperuser", "is_superuser")):
+        if getattr(before, field) != getattr(after, field):
+            detail[key] = {"from": getattr(before, field), "to": getattr(after, field)}
+
+    def group_names(pks: frozenset[int]) -> list[str]:
+        return sorted(Group.objects.filter(pk__in=pks).values_list("name", flat=True))
+
+    def permission_names(pks: frozenset[int]) -> list[str]:
+        rows = Permission.objects.filter(pk__in=pks).values_list(
+            "content_type__app_label", "codename"
+        )
+        return sorted(f"{app_label}.{codename}" for app_label, codename in rows)
+
+    for key, names, was, now in (
+        ("groups", group_names, before.group_pks, after.group_pks),
+        ("permissions", permission_names, before.permission_pks, after.permission_pks),
+    ):
+        if added := names(now - was):
+            detail[f"{key}Added"] = added
+        if removed := names(was - now):
+            detail[f"{key}Removed"] = removed
+    if detail:
+        _user_audit(
+            user=user, actor=actor, action=AuditEvent.Action.USER_ACCESS_CHANGED, detail=detail
+        )
+
+
+def _user_audit(*, user: User, actor: User, action: str, detail: dict[str, object]) -> None:
+    audit_record(
+        actor=actor,
+        action=action,
+        org_id=None,
+        target_type="user",
+        target_id=user.pk,
+        detail=detail,
+    )
 
 
 def file_delete(*, workspace: Workspace, path: str, base_version: int) -> File:

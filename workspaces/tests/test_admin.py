@@ -22,6 +22,7 @@ from workspaces.models import (
     Org,
     Team,
     TeamMembership,
+    User,
     WorkspaceMembership,
 )
 from workspaces.selectors import workspace_data_key
@@ -213,9 +214,10 @@ def test_the_org_form_edits_the_name_but_never_the_quota_or_the_status(admin_cli
     tenant.org.refresh_from_db()
     assert tenant.org.name == "renamed"
     assert (tenant.org.memory_quota_bytes, tenant.org.status) == (0, Org.Status.ACTIVE)
-    # Only the tenant's making is in the trail: its workspace's creation.
-    actions = AuditEvent.objects.filter(org_id=tenant.org.pk).values_list("action", flat=True)
-    assert list(actions) == ["workspace_created"]
+    # Besides the tenant's making (its workspace's creation), the trail holds the rename
+    # alone: no quota or lifecycle change.
+    actions = AuditEvent.objects.filter(org_id=tenant.org.pk).order_by("pk")
+    assert list(actions.values_list("action", flat=True)) == ["workspace_created", "org_renamed"]
 
 
 def test_an_org_cannot_be_deleted_directly(admin_client, tenant):
@@ -317,6 +319,17 @@ def team_membership_of(tenant, user) -> TeamMembership:
     return TeamMembership.objects.get(team=tenant.team, user=user)
 
 
+def remove_from_team(client, membership: TeamMembership, how: str, **kwargs):
+    if how == "delete page":
+        url = reverse("admin:workspaces_teammembership_delete", args=[membership.pk])
+        return client.post(url, {"post": "yes"}, **kwargs)
+    return client.post(
+        reverse("admin:workspaces_teammembership_changelist"),
+        {"action": "remove_from_team", "_selected_action": [membership.pk]},
+        **kwargs,
+    )
+
+
 @pytest.mark.parametrize("how", ["delete page", "action"])
 def test_removing_someone_from_the_team_ends_their_workspaces_and_key_sessions_there(
     staff_client, tenant, how, django_capture_on_commit_callbacks
@@ -331,14 +344,7 @@ def test_removing_someone_from_the_team_ends_their_workspaces_and_key_sessions_t
 
     # when: staff remove them from the team
     with django_capture_on_commit_callbacks(execute=True):
-        if how == "delete page":
-            url = reverse("admin:workspaces_teammembership_delete", args=[membership.pk])
-            response = staff_client.post(url, {"post": "yes"})
-        else:
-            response = staff_client.post(
-                reverse("admin:workspaces_teammembership_changelist"),
-                {"action": "remove_from_team", "_selected_action": [membership.pk]},
-            )
+        response = remove_from_team(staff_client, membership, how)
 
     # then: no membership of the team's workspaces is left, their key sessions (and only
     # theirs) are revoked and their keys gone from the cache, and each removal is audited
@@ -361,15 +367,7 @@ def test_the_last_admin_of_a_workspace_cannot_be_removed_from_its_team(staff_cli
     session = key_session_open(workspace=tenant.workspace, user=tenant.admin)
     membership = team_membership_of(tenant, tenant.admin)
 
-    if how == "delete page":
-        url = reverse("admin:workspaces_teammembership_delete", args=[membership.pk])
-        response = staff_client.post(url, {"post": "yes"}, follow=True)
-    else:
-        response = staff_client.post(
-            reverse("admin:workspaces_teammembership_changelist"),
-            {"action": "remove_from_team", "_selected_action": [membership.pk]},
-            follow=True,
-        )
+    response = remove_from_team(staff_client, membership, how, follow=True)
 
     assert response.status_code == 200
     assert "only admin" in response.content.decode()
@@ -394,6 +392,45 @@ def test_a_team_memberships_person_and_team_cannot_be_edited_nor_bulk_deleted(st
     membership.refresh_from_db()
     assert (membership.user, membership.team) == (tenant.member, tenant.team)
     assert "delete_selected" not in listing.content.decode()
+
+
+def test_adding_someone_to_a_team_in_the_admin_is_audited(staff_client, tenant):
+    newcomer = User.objects.create_user(username="newcomer")
+
+    response = staff_client.post(
+        reverse("admin:workspaces_teammembership_add"),
+        {"user": newcomer.pk, "team": tenant.team.pk, "role": "owner"},
+    )
+
+    assert response.status_code == 302
+    assert TeamMembership.objects.get(team=tenant.team, user=newcomer).role == "owner"
+    [event] = AuditEvent.objects.filter(action="member_added")
+    assert event.actor == tenant.admin
+    assert (event.org_id, event.workspace_id) == (tenant.org.pk, None)
+    assert (event.target_type, event.target_id) == ("user", str(newcomer.pk))
+    assert event.detail == {"role": "owner", "teamId": tenant.team.pk, "staff": True}
+
+
+@pytest.mark.parametrize("how", ["delete page", "action"])
+def test_the_last_owner_of_a_team_cannot_be_removed_from_it_in_the_admin(staff_client, tenant, how):
+    owner = TeamMembership.objects.get(team=tenant.team, user=tenant.member)
+    TeamMembership.objects.filter(pk=owner.pk).update(role="owner")
+
+    response = remove_from_team(staff_client, owner, how, follow=True)
+
+    assert "only owner" in response.content.decode()
+    assert TeamMembership.objects.filter(pk=owner.pk).exists()
+    assert not AuditEvent.objects.filter(action="member_removed").exists()
+
+
+def test_an_owner_of_a_team_with_another_owner_can_be_removed(staff_client, tenant):
+    TeamMembership.objects.filter(team=tenant.team).update(role="owner")
+    owner = TeamMembership.objects.get(team=tenant.team, user=tenant.member)
+
+    response = remove_from_team(staff_client, owner, "delete page")
+
+    assert response.status_code == 302
+    assert not TeamMembership.objects.filter(pk=owner.pk).exists()
 
 
 # ---- workspace memberships --------------------------------------------------------------------

@@ -14,7 +14,7 @@ from conftest import (
     run_concurrently,
     wait_until_a_backend_waits_on_a_lock,
 )
-from workspaces.errors import LastWorkspaceAdmin, NotFound, WorkspaceAdminRequired
+from workspaces.errors import LastTeamOwner, LastWorkspaceAdmin, NotFound, WorkspaceAdminRequired
 from workspaces.models import (
     AuditEvent,
     KeySession,
@@ -28,6 +28,7 @@ from workspaces.services import (
     key_session_open,
     team_member_remove,
     team_membership_ensure,
+    team_membership_staff_role_set,
     workspace_member_add,
     workspace_member_remove,
     workspace_member_role_set,
@@ -577,3 +578,45 @@ def test_an_add_racing_a_removal_from_the_team_leaves_no_membership(make_tenant)
     # then: the removal ends the membership the add made
     assert results == [None, None, None]
     assert not WorkspaceMembership.objects.filter(user=newcomer).exists()
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("then", ["removed", "demoted"])
+def test_removing_one_of_two_owners_while_the_other_is_removed_or_demoted_keeps_one(
+    make_tenant, then
+):
+    # given: a team with two owners, one of whom staff are removing (not yet committed)
+    tenant = make_tenant()
+    TeamMembership.objects.filter(team=tenant.team).update(role=TeamMembership.Role.OWNER)
+    first, second = TeamMembership.objects.filter(team=tenant.team).order_by("pk")
+    removed, release = threading.Event(), threading.Event()
+
+    def remove_first() -> None:
+        with transaction.atomic():
+            team_member_remove(membership=second, actor=tenant.admin)
+            removed.set()
+            release.wait(timeout=30)
+
+    def change_second() -> None:
+        # when: the other owner is removed or demoted meanwhile, which waits for it
+        removed.wait(timeout=30)
+        if then == "removed":
+            team_member_remove(membership=first, actor=tenant.admin)
+        else:
+            team_membership_staff_role_set(membership=first, actor=tenant.admin, role="member")
+
+    def referee() -> None:
+        try:
+            wait_until_a_backend_waits_on_a_lock(timeout=5)
+        finally:
+            release.set()
+
+    results = run_concurrently(remove_first, change_second, referee)
+
+    # then: the second sees the first's removal and is refused: the team keeps an owner
+    assert isinstance(results[1], LastTeamOwner)
+    assert results[::2] == [None, None]
+    assert list(TeamMembership.objects.filter(team=tenant.team).values_list("role", flat=True)) == [
+        "owner"
+    ]
