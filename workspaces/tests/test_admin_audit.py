@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from workspaces.errors import ValidationFailed
 from workspaces.models import (
     ApiToken,
     AuditEvent,
@@ -16,7 +17,7 @@ from workspaces.models import (
     Team,
     User,
 )
-from workspaces.services import api_token_create, key_session_open
+from workspaces.services import api_token_create, key_session_open, org_create, team_rename
 
 
 @pytest.fixture
@@ -203,3 +204,17 @@ def test_deactivating_and_reactivating_someone_is_audited_and_brings_back_no_cre
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
     assert api.get("/api/v1/workspaces").status_code == 401
     assert KeySession.objects.filter(user=member, revoked_at__isnull=True).count() == 0
+
+
+@pytest.mark.parametrize("name", ["Re\u200bsearch", " ", "\u202etxt.exe"])
+def test_the_services_refuse_a_name_the_api_refuses_whichever_writer_sends_it(tenant, name):
+    """The admin's form refuses these first; a command or a shell has no form."""
+    with pytest.raises(ValidationFailed) as refused:
+        org_create(name=name, actor=tenant.admin)
+    with pytest.raises(ValidationFailed):
+        team_rename(team=tenant.team, name=name, actor=tenant.admin)
+
+    assert list(refused.value.detail["fields"]) == ["name"]
+    assert list(Org.objects.all()) == [tenant.org]
+    assert Team.objects.get(pk=tenant.team.pk).name == tenant.team.name
+    assert changes() == []
