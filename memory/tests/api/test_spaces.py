@@ -552,6 +552,25 @@ def test_space_invalid_is_400_on_every_verb(api):
     assert {response.json()["error"]["code"] for response in responses} == {"SPACE_INVALID"}
 
 
+@pytest.mark.parametrize("name", [" ", "n ", " n", "\u3000n", "n\xa0"])
+@pytest.mark.parametrize("field", ["name", "project"])
+def test_a_space_name_with_surrounding_whitespace_is_refused_on_every_verb(api, field, name):
+    # `n` and `n ` would be two spaces that `du` shows alike: refused as an invisible
+    # character is, before anything is read or written.
+    space = {"visibility": "project", "name": "n", "project": "p", field: name}
+
+    responses = every_verb(api, space)
+
+    assert [response.status_code for response in responses] == [400] * 5
+    for response in responses:
+        error = assert_error(response, 400, "SPACE_INVALID")
+        assert error["detail"] == {
+            "reason": "bad_name" if field == "name" else "bad_qualifier",
+            "field": field,
+            "problem": "surrounding_whitespace",
+        }
+
+
 class UnreachableStore:
     def __getattr__(self, name: str) -> Any:
         def refuse(*args: Any, **kwargs: Any) -> Any:
