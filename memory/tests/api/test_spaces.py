@@ -17,6 +17,7 @@ from memory.models import SpaceDocument
 from memory.spaces import selectors, services
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
+from memory.tests.spaces.conftest import store_write
 from memory_project.wsgi import application
 from workspaces.models import AuditEvent
 from workspaces.services import api_token_create
@@ -795,3 +796,24 @@ def test_an_honest_body_through_the_wsgi_stack_is_stored_whole(tenant):
     stored = store_get().read(org_handle(tenant), "whole.md")
     assert stored is not None
     assert stored.body == body
+
+
+# ---- a stored body that is not UTF-8 ----------------------------------------------------------
+
+# Only the store can hold it (the write path refuses it); the filesystem store's files can be
+# edited on disk.
+NOT_UTF8 = b"# Caf\xe9\n"
+
+
+def test_a_stored_body_that_is_not_utf8_is_422_document_unreadable_and_still_listed(api, tenant):
+    store_write(store_get(), org_handle(tenant), "bad.md", NOT_UTF8)
+    assert api.put(ORG_SPACE, "good.md", b"# Good\n", base=0).status_code == 200
+
+    error = assert_error(api.get_doc(ORG_SPACE, "bad.md"), 422, "DOCUMENT_UNREADABLE")
+    listed = api.get_docs(ORG_SPACE)
+
+    assert error["detail"] == {"reason": "not_utf8", "path": "bad.md"}
+    assert listed.status_code == 200
+    assert [each["path"] for each in listed.json()["documents"]] == ["bad.md", "good.md"]
+    # Freed like any other: the way out for whoever finds it.
+    assert api.delete(ORG_SPACE, "bad.md", base=1).status_code == 204
