@@ -1043,3 +1043,15 @@ def test_a_malformed_remote_url_in_the_environment_is_one_line():
         "Configuration error: MEMORY_REMOTE_URL is not a base URL: it must look like "
         "https://host[:port][/path]\n"
     )
+
+
+@pytest.mark.usefixtures("every_store")
+def test_rm_deletes_a_document_under_a_path_no_longer_valid_by_its_listed_spelling(tenant):
+    space = [*org_space(tenant), "--user", tenant.member.username]
+    store_write(store_get(), handle_of(tenant), "old/./b.md", b"legacy\n")
+
+    removed = memory("rm", "old/./b.md", *space, "--base-version", "1")
+
+    assert removed == "deleted old/./b.md\n"
+    assert store_get().list(handle_of(tenant)) == []
+    assert store_get().usage(handle_of(tenant)).used_bytes == 0

@@ -817,3 +817,34 @@ def test_a_stored_body_that_is_not_utf8_is_422_document_unreadable_and_still_lis
     assert [each["path"] for each in listed.json()["documents"]] == ["bad.md", "good.md"]
     # Freed like any other: the way out for whoever finds it.
     assert api.delete(ORG_SPACE, "bad.md", base=1).status_code == 204
+
+
+# ---- a document stored under a path no longer valid ---------------------------------------------
+
+
+@pytest.mark.parametrize("stored", ["old/./b.md", "old//b.md", "Old/B.MD"])
+def test_a_document_under_a_path_no_longer_valid_is_deleted_by_that_spelling(api, tenant, stored):
+    # Only the store can hold it (the path rule refuses it on every write); export lists it
+    # in `unaddressable`. Deleting it by the spelling listed is the way to free its bytes.
+    handle = org_handle(tenant)
+    store_write(store_get(), handle, stored, b"legacy\n")
+    listed = [each["path"] for each in api.get_docs(ORG_SPACE).json()["documents"]]
+
+    deleted = api.delete(ORG_SPACE, stored, base=1)
+
+    assert listed == [stored]
+    assert deleted.status_code == 204
+    assert store_get().list(handle) == []
+    assert store_get().usage(handle).used_bytes == 0
+    event = AuditEvent.objects.get(action="space_unaddressable_deleted")
+    assert event.detail["path"] == stored
+    assert event.detail["space"] == handle.id
+
+
+def test_a_path_no_longer_valid_that_holds_no_document_is_still_refused(api, tenant):
+    store_write(store_get(), org_handle(tenant), "old/./b.md", b"legacy\n")
+
+    refused = api.delete(ORG_SPACE, "old/./c.md", base=1)
+
+    assert_error(refused, 400, "INVALID_DOCUMENT_PATH")
+    assert [meta.path for meta in store_get().list(org_handle(tenant))] == ["old/./b.md"]
