@@ -185,6 +185,22 @@ def test_the_round_trip_remotely(remote):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_stored_body_that_is_not_utf8_is_a_hydrate_error_remotely(remote):
+    bot, flags = remote
+    space = LocalMirrorSpace(bot=bot, project="repo")
+    store_write(store_get(), space.handle, "bad.md", b"caf\xe9\n", by="mirror:scribe")
+    space.write("fine.md", b"fine\n", expected_revision=0)
+
+    hydrated = mirror_json("hydrate", *flags, "--node", "node-abcd")
+
+    assert hydrated["written"] == ["fine.md"]
+    assert [(each["path"], each["code"]) for each in hydrated["errors"]] == [
+        ("bad.md", "DOCUMENT_UNREADABLE")
+    ]
+    assert not (Path(hydrated["directory"]) / "bad.md").exists()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_bad_token_remotely_is_refused_with_exit_1(remote):
     _, flags = remote
     flags = [flags[0], flags[1], "--token", "iap_wrong", *flags[4:]]
