@@ -8,9 +8,11 @@ a transcript (messages appear by role and sequence only) or any credential diges
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any, ClassVar
 
+from celery import current_app
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -19,6 +21,8 @@ from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django_celery_beat.admin import PeriodicTaskAdmin, PeriodicTaskForm
+from django_celery_beat.models import PeriodicTask
 
 from automation.explain import capture_explanation, recall_explanation
 from automation.models import (
@@ -362,3 +366,46 @@ class PurgeReceiptAdmin(ViewOnlyAdmin):
     def download_link(self, receipt: PurgeReceipt) -> str:
         url = reverse("admin:automation_purgereceipt_download", args=[receipt.pk])
         return format_html('<a href="{}" download>Download (signed JSON)</a>', url)
+
+
+class RunnableTaskForm(PeriodicTaskForm):
+    """django-celery-beat's form, which saves any task name and any JSON as arguments: a
+    misspelt name or arguments the task does not take would be found only when beat fires
+    it (the nightly purge failing at 02:00, in a worker's log). Refused here, with why."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        name, args, kwargs = (cleaned.get(field) for field in ("task", "args", "kwargs"))
+        current_app.loader.import_default_modules()
+        task = current_app.tasks.get(name) if name else None
+        if name and task is None:
+            self.add_error("task", f"No such task: {name!r} is not a registered Celery task.")
+        args = json.loads(args) if isinstance(args, str) else None
+        kwargs = json.loads(kwargs) if isinstance(kwargs, str) else None
+        if args is not None and not isinstance(args, list):
+            self.add_error("args", "The positional arguments are a JSON list, such as [].")
+        elif kwargs is not None and not isinstance(kwargs, dict):
+            self.add_error("kwargs", "The keyword arguments are a JSON object, such as {}.")
+        elif task is not None and args is not None and kwargs is not None:
+            try:
+                inspect.signature(task.run).bind(*args, **kwargs)
+            except TypeError as mismatch:
+                self.add_error(None, f"{name} does not take these arguments: {mismatch}.")
+        return cleaned
+
+
+# The beat schedules (the nightly org purge, the turn reaper): a schedule is refused when
+# beat could not run it, and its enable, disable, toggle and run-now actions, which
+# django-celery-beat offers to anyone who may view the list, are for staff who may change it.
+admin.site.unregister(PeriodicTask)
+
+
+@admin.register(PeriodicTask)
+class BeatScheduleAdmin(PeriodicTaskAdmin):
+    form = RunnableTaskForm
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        if self.has_change_permission(request):
+            return actions
+        return {name: action for name, action in actions.items() if name not in self.actions}

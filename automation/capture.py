@@ -241,8 +241,12 @@ class _AuthorityJudge:
 
     def replay_or_refuse(self, *, now: datetime) -> CaptureReceipt | None:
         """The committed capture receipt if this request is a transport retry of the turn's
-        committed capture (same body), whatever has changed since; else CaptureRetired
-        naming every false clause; else None (the capture may go on)."""
+        committed capture (same body), whatever has changed since, except the turn's own end;
+        else CaptureRetired naming every false clause; else None (the capture may go on).
+
+        A transport retry comes while the turn waits for the capture's answer. Once the turn
+        has ended (or run past its expiry) its credential authorizes nothing, as recall and
+        the document routes refuse it, so a retry then is refused too, naming that clause."""
         failed = fence_failed_predicates(claim=self.claim, now=now)
         if "admission_unconsumed" in failed and (
             Admission.objects.filter(
@@ -251,10 +255,18 @@ class _AuthorityJudge:
                 capture_digest=self.request_digest,
             ).exists()
         ):
-            return _capture_receipt(admission_id=self.claim.admission_id, is_replay=True)
+            ended = [clause for clause in failed if clause in _TURN_END_CLAUSES]
+            if not ended:
+                return _capture_receipt(admission_id=self.claim.admission_id, is_replay=True)
+            raise CaptureRetired(predicate=ended[0], failed=failed)
         if failed:
             raise CaptureRetired(predicate=failed[0], failed=failed)
         return None
+
+
+# The clauses that the end of the turn itself falsifies (`turn_finish` expires the credential
+# slot; the admission's own expiry is the credential's life).
+_TURN_END_CLAUSES = frozenset({"admission_unexpired", "credential_unexpired"})
 
 
 # A Read only turn's proposal needs the fence's authority except its two Auto clauses: the

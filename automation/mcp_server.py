@@ -104,6 +104,7 @@ from automation.selectors import TurnProgress, conversation_get_for_owner, turn_
 from automation.services import conversation_create, message_admit_from_mcp, turn_key_session_end
 from memory import documents
 from memory.api.document_common import DocumentListQuerySerializer, validated
+from memory_project.api.parsers import NOT_UTF8_JSON, is_utf8_json
 from memory_project.api.serializers import StrictSerializer
 from memory_project.middleware import (
     MAX_CONTENT_LENGTH_DIGITS,
@@ -219,11 +220,8 @@ def _transport_refusal(
         origin = headers.get("origin")
         if origin and not _is_allowed(origin, security.allowed_origins):
             return BearerRefused("CROSS_ORIGIN_REJECTED", "Cross-origin request rejected.", 403)
-    content_type = headers.get("content-type", "").lower()
-    if method == "POST" and not content_type.startswith("application/json"):
-        return BearerRefused(
-            "UNSUPPORTED_MEDIA_TYPE", "The MCP server takes a body of application/json.", 415
-        )
+    if method == "POST" and not is_utf8_json(headers.get("content-type", "")):
+        return BearerRefused("UNSUPPORTED_MEDIA_TYPE", NOT_UTF8_JSON, 415)
     return None
 
 

@@ -631,8 +631,14 @@ def _admission_grant_sql() -> tuple[str, str]:
 def _admission_grant_from(row: Sequence[Any]) -> Admission:
     at_admission, at_user, at_workspace, at_team, at_org, _end = _grant_offsets()
     admission = instance(Admission, row, at_admission, deferred=_GRANT_MODELS[Admission])
-    admission.owner = instance(User, row, at_user, deferred=_GRANT_MODELS[User])
-    admission.workspace = instance(Workspace, row, at_workspace, deferred=_GRANT_MODELS[Workspace])
-    admission.workspace.team = instance(Team, row, at_team, deferred=_GRANT_MODELS[Team])
-    admission.workspace.team.org = instance(Org, row, at_org, deferred=_GRANT_MODELS[Org])
+    workspace = instance(Workspace, row, at_workspace, deferred=_GRANT_MODELS[Workspace])
+    team = instance(Team, row, at_team, deferred=_GRANT_MODELS[Team])
+    # As the ORM's select_related fills them: straight into each relation's cache, without
+    # the assignment's checks (its type, the router's consent, the id it already holds).
+    Admission.owner.field.set_cached_value(
+        admission, instance(User, row, at_user, deferred=_GRANT_MODELS[User])
+    )
+    Admission.workspace.field.set_cached_value(admission, workspace)
+    Workspace.team.field.set_cached_value(workspace, team)
+    Team.org.field.set_cached_value(team, instance(Org, row, at_org, deferred=_GRANT_MODELS[Org]))
     return admission

@@ -1,7 +1,7 @@
 """The admin site: Django's, except that signing out is the web frame's sign-out.
 
-Staff use one browser session for the frame and the admin, and the frame keeps in that session
-the key sessions it opened for the assistant. Signing out must revoke them whichever page it
+Staff use one browser session for the frame and the admin, and the key sessions the frame opens
+for the assistant belong to that browser session. Signing out must revoke them whichever page it
 starts from, and the house rule keeps that out of login/logout signals (workspaces/views.py),
 so the admin's logout, the view behind `admin:logout`, is the frame's `sign_out` itself: one
 code path, not a second copy of the revocation.

@@ -367,6 +367,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "DEFAULT_GENERATOR_CLASS": "memory_project.api.schema.SerialSchemaGenerator",
+    # The API's ids (memory_project.api.converters): whole numbers, in the one spelling.
+    "PATH_CONVERTER_OVERRIDES": {"id": int},
     # One name per choice set that several fields share, so a generated client has one enum.
     "ENUM_NAME_OVERRIDES": {
         "TurnState": "automation.models.TurnState",

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from axes.admin import AccessAttemptAdmin
+from axes.models import AccessAttempt
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
@@ -33,6 +35,7 @@ from workspaces.services import (
     org_quota_set,
     org_restore,
     team_member_remove,
+    team_membership_staff_role_set,
     user_deactivate,
     workspace_membership_staff_remove,
     workspace_membership_staff_role_set,
@@ -171,6 +174,18 @@ class NoHardDeleteMixin:
         return False
 
 
+class ChangedFieldsOnlyMixin:
+    """Saves an edited row's changed fields alone, so an edit never writes back state that a
+    service changed while the form was open (an org's status, deadline or quota, a
+    workspace's AI consent): a whole-row save would undo it, unaudited."""
+
+    def save_model(self, request: HttpRequest, obj: Any, form: ModelForm, change: bool) -> None:
+        if change:
+            obj.save(update_fields=form.changed_data)
+        else:
+            obj.save()
+
+
 @admin.register(models.User)
 class WorkspaceUserAdmin(NoHardDeleteMixin, UserAdmin):
     list_display = ("username", "email", "is_active", "is_staff")
@@ -197,7 +212,7 @@ class OrgQuotaForm(forms.Form):
 
 
 @admin.register(models.Org)
-class OrgAdmin(admin.ModelAdmin):
+class OrgAdmin(ChangedFieldsOnlyMixin, admin.ModelAdmin):
     list_display = ("name", "status", "deletion_due_at", "memory_quota_bytes", "created_at")
     list_select_related = ()
     list_filter = ("status", "deletion_due_at", "created_at")
@@ -220,16 +235,6 @@ class OrgAdmin(admin.ModelAdmin):
 
     def has_schedule_deletion_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("workspaces.delete_org")
-
-    def save_model(
-        self, request: HttpRequest, obj: models.Org, form: ModelForm, change: bool
-    ) -> None:
-        # Write only what the form changed, so an edit never writes back a status,
-        # deadline or quota that a service changed while the form was open.
-        if change:
-            obj.save(update_fields=form.changed_data)
-        else:
-            obj.save()
 
     @admin.display(description="Audit trail")
     def audit_trail(self, org: models.Org) -> str:
@@ -317,6 +322,31 @@ class MembershipAdmin(admin.ModelAdmin):
     def remove(self, membership: Any, actor: models.User) -> None:
         raise NotImplementedError
 
+    def change_role(self, membership: Any, actor: models.User) -> None:
+        """Give an existing membership the role its form set, through the scope's service
+        (its checks and its audit event)."""
+        raise NotImplementedError
+
+    def save_model(self, request: HttpRequest, obj: Any, form: ModelForm, change: bool) -> None:
+        if change:
+            self.change_role(obj, acting_user(request))
+        else:
+            super().save_model(request, obj, form, change)
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        # As on the delete page: a refused role change rolls the view's transaction back.
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except DomainError as refusal:
+            self.message_user(request, refusal.message, messages.ERROR)
+            return HttpResponseRedirect(request.path)
+
     def get_list_display(self, request: HttpRequest) -> tuple[str, ...]:
         return ("user", self.scope, "role", "created_at")
 
@@ -365,7 +395,8 @@ class MembershipAdmin(admin.ModelAdmin):
 @admin.register(models.TeamMembership)
 class TeamMembershipAdmin(MembershipAdmin):
     """Leaving a team ends the person's memberships of its workspaces and their key
-    sessions there (`team_member_remove`)."""
+    sessions there (`team_member_remove`); a team keeps an owner
+    (`team_membership_staff_role_set`)."""
 
     scope = "team"
     raw_id_fields = ("user", "team")
@@ -373,6 +404,9 @@ class TeamMembershipAdmin(MembershipAdmin):
 
     def remove(self, membership: models.TeamMembership, actor: models.User) -> None:
         team_member_remove(membership=membership, actor=actor)
+
+    def change_role(self, membership: models.TeamMembership, actor: models.User) -> None:
+        team_membership_staff_role_set(membership=membership, actor=actor, role=membership.role)
 
     @admin.action(description="Remove the selected people from their teams", permissions=["delete"])
     def remove_from_team(
@@ -395,29 +429,13 @@ class WorkspaceMembershipAdmin(MembershipAdmin):
     def remove(self, membership: models.WorkspaceMembership, actor: models.User) -> None:
         workspace_membership_staff_remove(membership=membership, actor=actor)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def save_model(
-        self, request: HttpRequest, obj: models.WorkspaceMembership, form: ModelForm, change: bool
-    ) -> None:
+    def change_role(self, membership: models.WorkspaceMembership, actor: models.User) -> None:
         workspace_membership_staff_role_set(
-            membership=obj, actor=acting_user(request), role=obj.role
+            membership=membership, actor=actor, role=membership.role
         )
 
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        # As on the delete page: a refused role change rolls the view's transaction back.
-        try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
-        except DomainError as refusal:
-            self.message_user(request, refusal.message, messages.ERROR)
-            return HttpResponseRedirect(request.path)
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
     @admin.action(
         description="Remove the selected people from their workspaces", permissions=["delete"]
@@ -429,7 +447,7 @@ class WorkspaceMembershipAdmin(MembershipAdmin):
 
 
 @admin.register(models.Workspace)
-class WorkspaceAdmin(NoHardDeleteMixin, admin.ModelAdmin):
+class WorkspaceAdmin(ChangedFieldsOnlyMixin, NoHardDeleteMixin, admin.ModelAdmin):
     list_display = ("name", "team", "ai_enabled", "ai_consent_revision", "created_at")
     list_select_related = ("team",)
     list_filter = ("ai_enabled",)
@@ -446,12 +464,14 @@ class WorkspaceAdmin(NoHardDeleteMixin, admin.ModelAdmin):
 
 
 @admin.register(models.ApiToken)
-class ApiTokenAdmin(NoHardDeleteMixin, admin.ModelAdmin):
+class ApiTokenAdmin(ViewOnlyAdmin):
     list_display = ("name", "user", "team", "bot", "created_at", "expires_at", "revoked_at")
     list_select_related = ("user", "team", "bot__team")
     list_filter = ("revoked_at", "expires_at")
     search_fields = ("name", "user__username", "team__name")
-    # The hash is never shown; staff can only inspect and revoke.
+    # The hash is never shown; staff can only inspect and revoke. The page is view-only:
+    # saving it would write back `revoked_at` as it loaded, un-revoking a token revoked
+    # meanwhile.
     fields = (
         "name",
         "user",
@@ -463,14 +483,13 @@ class ApiTokenAdmin(NoHardDeleteMixin, admin.ModelAdmin):
         "revoked_at",
         "last_used_at",
     )
-    readonly_fields = fields
     actions = ("revoke",)
 
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("workspaces.change_apitoken")
 
     # An action naming no permission is offered to anyone who may view the list.
-    @admin.action(description="Revoke the selected tokens", permissions=["change"])
+    @admin.action(description="Revoke the selected tokens", permissions=["revoke"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[models.ApiToken]) -> None:
         actor = acting_user(request)
         for token in queryset:
@@ -628,3 +647,15 @@ class AuditEventAdmin(ViewOnlyAdmin):
         if model_label is None or not event.target_id:
             return event.target_id or "-"
         return change_link(model_label, event.target_id, event.target_id)
+
+
+# django-axes' sign-in attempts. Its "Clean up expired attempts" action names no permission,
+# so it is offered to anyone who may view the list, and it answers 500 whoever runs it
+# (the handler reads an attribute only its middleware sets on a sign-in request). Expired
+# attempts are cleaned at every failed sign-in anyway; a lockout is lifted by deleting its row.
+admin.site.unregister(AccessAttempt)
+
+
+@admin.register(AccessAttempt)
+class SignInAttemptAdmin(AccessAttemptAdmin):
+    actions: ClassVar[list[str]] = []

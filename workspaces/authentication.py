@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from importlib import import_module
 from typing import ClassVar, Literal
 
 import jwt
 from django.conf import settings
-from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
 from django.utils import timezone
-from django.utils.crypto import constant_time_compare
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
@@ -36,7 +33,7 @@ from workspaces.ratelimit import (
     windows_hit,
 )
 from workspaces.selectors import org_require_active
-from workspaces.services import api_token_use_record
+from workspaces.services import api_token_use_record, browser_session_is_live
 from workspaces.sql import api_token_by_digest
 from workspaces.tokens import PAT_PREFIX, JwtClaims, bearer_secret_digest, jwt_decode
 
@@ -55,7 +52,8 @@ class Credential:
     team: Team
     token_id: int | None = None
     bot: Bot | None = None
-    # A browser session's key (kind `session`), which a JWT minted from it ends with.
+    # A browser session's key (kind `session`, or `jwt` for a JWT minted from one), which
+    # a JWT minted from it, and a key session opened with either, end with.
     session_key: str | None = None
 
 
@@ -179,7 +177,12 @@ class BearerAuthentication(BaseAuthentication):
         # Only the person API mints JWTs, and only for its own scope.
         self._scope_require(ApiToken.Scope.API)
         org_require_active(org=membership.team.org)
-        return membership.user, Credential(kind="jwt", user=membership.user, team=membership.team)
+        return membership.user, Credential(
+            kind="jwt",
+            user=membership.user,
+            team=membership.team,
+            session_key=claims.session_key,
+        )
 
     def _scope_require(self, scope: str) -> None:
         if scope != self.scope:
@@ -253,18 +256,9 @@ def _parent_token_require_live(claims: JwtClaims, *, token_id: int) -> None:
 
 
 def _browser_session_require_live(*, session_key: str, user: User) -> None:
-    """A JWT minted from a browser session ends with that session: signed out (from the
-    frame or the admin), expired, or signed in before the person's password changed (the
-    session's auth hash no longer matches, which Django itself judges only on the session's
-    next use). Read from the session store on every request, like a token, so no cache
-    delays a sign-out."""
-    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
-    signed_in = session.get(SESSION_KEY) == str(user.pk)
-    session_hash = session.get(HASH_SESSION_KEY) or ""
-    if not signed_in or not any(
-        constant_time_compare(session_hash, current)
-        for current in (user.get_session_auth_hash(), *user.get_session_auth_fallback_hash())
-    ):
+    """A JWT minted from a browser session ends with that session (`browser_session_is_live`),
+    judged on every request, like a token."""
+    if not browser_session_is_live(session_key=session_key, user=user):
         raise TokenRevoked("The browser session this JWT was minted from has ended.")
 
 

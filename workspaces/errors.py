@@ -90,6 +90,15 @@ class AlreadyMember(DomainError):
     default_message = "This person is already a member of the workspace."
 
 
+class LastTeamOwner(DomainError):
+    """Making the team's only owner a member would leave nobody to manage its bots and their
+    tokens (every bot token of theirs would end with their ownership, too)."""
+
+    code = "LAST_TEAM_OWNER"
+    status = 409
+    default_message = "This is the team's only owner; make another member an owner first."
+
+
 class LastWorkspaceAdmin(DomainError):
     """Removing, demoting or leaving as the workspace's only admin would leave nobody to manage
     its members or its AI consent."""

@@ -497,6 +497,20 @@ class KeySession(models.Model):
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="key_sessions")
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # The SHA-256 of the browser session that opened it (`browser_session_digest`), empty
+    # for one opened with a token: the frame finds its browser's session by it, and sign-out
+    # ends them. The session's own key, which judging its end needs, is kept only in the
+    # cache entry, beside the data key.
+    browser_session = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["browser_session", "workspace"],
+                condition=~models.Q(browser_session=""),
+                name="workspaces_keysession_browser",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"key session {self.id}"

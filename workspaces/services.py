@@ -9,16 +9,19 @@ import uuid
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.conf import settings
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
 from django.core.cache import cache
 from django.core.validators import ProhibitNullCharactersValidator
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Model, Q, Sum
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare
 
 from memory_project.cache import cache_get_and_touch
 from workspaces.counters import tenant_counter_charge
@@ -43,6 +46,7 @@ from workspaces.errors import (
     InvalidText,
     KeySessionStoreUnavailable,
     KeySessionUnavailable,
+    LastTeamOwner,
     LastWorkspaceAdmin,
     NameTaken,
     NotFound,
@@ -213,6 +217,41 @@ def team_member_remove(*, membership: TeamMembership, actor: User) -> None:
         ).order_by("pk")
         for workspace in workspaces:
             _membership_lock_and_end(workspace, membership.user_id, actor, team=True)
+
+
+def team_membership_staff_role_set(
+    *, membership: TeamMembership, actor: User, role: str
+) -> TeamMembership:
+    """Change a person's role in a team by staff (`actor`, in the admin), audited as
+    `member_role_changed` naming the team. The team keeps an owner (`LastTeamOwner`): its
+    memberships are locked in primary-key order, so two demotions cannot each see the other
+    owner still there. Setting the role they already have changes and records nothing."""
+    with transaction.atomic():
+        memberships = {
+            locked.pk: locked
+            for locked in TeamMembership.objects.select_for_update()
+            .filter(team_id=membership.team_id)
+            .order_by("pk")
+        }
+        changed = memberships.get(membership.pk)
+        if changed is None:
+            raise NotFound("No such team member.", userId=membership.user_id)
+        if changed.role == role:
+            return changed
+        owners = [m for m in memberships.values() if m.role == TeamMembership.Role.OWNER]
+        if owners == [changed]:
+            raise LastTeamOwner()
+        previous, changed.role = changed.role, role
+        changed.save(update_fields=["role"])
+        audit_record(
+            actor=actor,
+            action=AuditEvent.Action.MEMBER_ROLE_CHANGED,
+            org_id=_audit_org_id(pk=changed.team_id),
+            target_type="user",
+            target_id=changed.user_id,
+            detail={"from": previous, "to": role, "teamId": changed.team_id},
+        )
+        return changed
 
 
 def _membership_lock_and_end(
@@ -1320,23 +1359,32 @@ def _conflict(*, workspace: Workspace, path: str) -> VersionConflict:
     return VersionConflict(currentVersion=current["current_version"] if current else 0)
 
 
-def key_session_open(*, workspace: Workspace, user: User) -> KeySession:
+def key_session_open(
+    *, workspace: Workspace, user: User, browser_session_key: str | None = None
+) -> KeySession:
     """Open a key session: the unwrapped data key goes into the cache, never the database.
 
     The key is cached before the row is stored, so an unreachable cache leaves no session
     that never held a key (KeySessionStoreUnavailable, nothing written). The row is stored
     only while `user` is still active (`_key_session_insert_sql`): a person deactivated
     after the request authenticated gets CredentialOwnerInactive and no session, as a
-    request arriving after the deactivation would.
+    request arriving after the deactivation would. One opened by a
+    browser session (`browser_session_key`) ends with it: every use checks that session
+    (`_key_session_key_of`), whose key the cache entry holds beside the data key.
     """
     data_key = workspace_key_ensure(workspace=workspace)
-    session = KeySession(workspace=workspace, user=user)
+    session = KeySession(
+        workspace=workspace,
+        user=user,
+        browser_session=(
+            "" if browser_session_key is None else browser_session_digest(browser_session_key)
+        ),
+    )
+    entry = {"workspace_id": workspace.pk, "user_id": user.pk, "key": data_key}
+    if browser_session_key is not None:
+        entry["browser_session"] = browser_session_key
     try:
-        cache.set(
-            session.cache_key,
-            {"workspace_id": workspace.pk, "user_id": user.pk, "key": data_key},
-            timeout=settings.KEY_SESSION_IDLE_SECONDS,
-        )
+        cache.set(session.cache_key, entry, timeout=settings.KEY_SESSION_IDLE_SECONDS)
     except CACHE_ERRORS:
         raise KeySessionStoreUnavailable() from None
     with driver_cursor() as cursor:
@@ -1347,6 +1395,7 @@ def key_session_open(*, workspace: Workspace, user: User) -> KeySession:
                 workspace.pk,
                 user.pk,
                 datetime_param(session.created_at),
+                session.browser_session,
                 user.pk,
                 True,
             ],
@@ -1364,6 +1413,7 @@ def key_session_open(*, workspace: Workspace, user: User) -> KeySession:
             "user_id": user.pk,
             "created_at": session.created_at,
             "revoked_at": None,
+            "browser_session": session.browser_session,
         },
     )
     stored.workspace, stored.user = workspace, user
@@ -1376,19 +1426,93 @@ def _key_session_insert_sql(vendor: str) -> str:
     # retiring row of `user_deactivate`, held FOR SHARE by the insert itself: a
     # deactivation that commits first leaves it nothing to insert; one that comes later
     # waits for it, then finds the new session among those it revokes. Parameters: the
-    # session's id, workspace, person and creation time, then the person and True.
+    # session's id, workspace, person, creation time and browser session digest, then the
+    # person and True.
     lock = " FOR SHARE" if vendor == "postgresql" else ""
     return (
-        f"INSERT INTO {table(KeySession)} (id, workspace_id, user_id, created_at) "
-        f"SELECT %s, %s, %s, %s FROM {table(User)} WHERE id = %s AND is_active = %s{lock}"
+        f"INSERT INTO {table(KeySession)} (id, workspace_id, user_id, created_at, "
+        f"browser_session) SELECT %s, %s, %s, %s, %s FROM {table(User)} "
+        f"WHERE id = %s AND is_active = %s{lock}"
+    )
+
+
+def key_session_for_browser(
+    *, workspace: Workspace, user: User, browser_session_key: str, reopen: bool = False
+) -> KeySession | None:
+    """This browser session's key session on `workspace`, opening one if it has none: one
+    live key session per browser session and workspace, however many tabs ask at once.
+
+    Its newest one is kept while live. One evicted after idling is replaced, since the
+    member is active again; a revoked one is not (revoking is the member's explicit
+    choice: None) unless `reopen` (Settings' "open a new one"). The member's membership
+    row is locked while deciding, so two first visits (two tabs) serialize: the second
+    finds the first's session instead of opening another.
+    """
+    digest = browser_session_digest(browser_session_key)
+    with transaction.atomic():
+        WorkspaceMembership.objects.select_for_update().filter(
+            workspace=workspace, user=user
+        ).first()
+        newest = (
+            KeySession.objects.filter(browser_session=digest, workspace=workspace, user=user)
+            .order_by("-created_at", "-pk")
+            .first()
+        )
+        if newest is not None:
+            try:
+                key_session_resolve(session_id=newest.pk, workspace=workspace, user=user)
+            except KeySessionUnavailable as unavailable:
+                if unavailable.detail.get("reason") == "revoked" and not reopen:
+                    return None
+            except KeySessionStoreUnavailable:
+                # Kept for when the cache is back; the page works without a key session.
+                return newest
+            else:
+                return newest
+        return key_session_open(
+            workspace=workspace, user=user, browser_session_key=browser_session_key
+        )
+
+
+def key_sessions_end_for_browser(*, user: User, browser_session_key: str) -> None:
+    """Revoke every key session `browser_session_key` opened (at sign-out), each audited."""
+    with transaction.atomic():
+        sessions = KeySession.objects.filter(
+            user=user,
+            browser_session=browser_session_digest(browser_session_key),
+            revoked_at__isnull=True,
+        ).order_by("pk")
+        for session in sessions:
+            key_session_revoke(session=session, revoked_by=user)
+
+
+def browser_session_digest(browser_session_key: str) -> str:
+    # A browser session's key is its cookie, a bearer secret: the database keeps its hash.
+    return bearer_secret_digest(browser_session_key)
+
+
+def browser_session_is_live(*, session_key: str, user: User) -> bool:
+    """Whether the browser session `session_key` is still `user`'s sign-in: not signed out
+    (from the frame or the admin), not expired, and not signed in before the person's
+    password changed (its auth hash no longer matches, which Django itself judges only on
+    the session's next use). Read from the session store on every call, so no cache delays
+    a sign-out."""
+    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    if session.get(SESSION_KEY) != str(user.pk):
+        return False
+    session_hash = session.get(HASH_SESSION_KEY) or ""
+    return any(
+        constant_time_compare(session_hash, current)
+        for current in (user.get_session_auth_hash(), *user.get_session_auth_fallback_hash())
     )
 
 
 def key_session_resolve(*, session_id: uuid.UUID, workspace: Workspace, user: User) -> bytes:
     """Return the data key held by a live key session of `user` on `workspace`.
 
-    Refuses an unknown or foreign session, a revoked one (durable row), and one the
-    cache has evicted after idling. Each use restarts the idle timeout.
+    Refuses an unknown or foreign session, a revoked one (durable row), one the cache has
+    evicted after idling, and one whose browser session has ended (revoked here, on this
+    use). Each use restarts the idle timeout.
     """
     revoked = key_session_revoked(session_id=session_id, workspace_id=workspace.pk, user_id=user.pk)
     if revoked is None:
@@ -1396,11 +1520,14 @@ def key_session_resolve(*, session_id: uuid.UUID, workspace: Workspace, user: Us
     if revoked:
         raise KeySessionUnavailable(reason="revoked")
     try:
-        data_key = _key_session_cache_read(session_id=session_id, workspace_id=workspace.pk)
+        entry = _key_session_cache_read(session_id=session_id, workspace_id=workspace.pk)
     except CACHE_ERRORS:
         raise KeySessionStoreUnavailable() from None
-    if data_key is None:
+    if entry is None:
         raise KeySessionUnavailable(reason="expired")
+    data_key = _key_session_key_of(session_id, entry)
+    if data_key is None:
+        raise KeySessionUnavailable(reason="revoked")
     return data_key
 
 
@@ -1408,21 +1535,23 @@ def key_session_cached_data_key(
     *, session_id: uuid.UUID, workspace_id: int, restart_idle: bool = True
 ) -> bytes | None:
     """The cache half of `key_session_resolve`: the session's key if it is still cached
-    (restarting its idle timeout unless `restart_idle` is False), else None, also when the
-    cache cannot be reached (the key is unavailable either way). Call only once the
-    session's row has been checked (owner, workspace, no revocation) in the same request."""
+    (restarting its idle timeout unless `restart_idle` is False) and its browser session, if
+    it has one, has not ended; else None, also when the cache cannot be reached (the key is
+    unavailable either way). Call only once the session's row has been checked (owner,
+    workspace, no revocation) in the same request."""
     try:
-        return _key_session_cache_read(
+        entry = _key_session_cache_read(
             session_id=session_id, workspace_id=workspace_id, restart_idle=restart_idle
         )
     except CACHE_ERRORS:
         logger.warning("key-session cache unreachable; key session %s unavailable", session_id)
         return None
+    return None if entry is None else _key_session_key_of(session_id, entry)
 
 
 def _key_session_cache_read(
     *, session_id: uuid.UUID, workspace_id: int, restart_idle: bool = True
-) -> bytes | None:
+) -> dict[str, Any] | None:
     # Read and restart in one Redis call (GETEX; memory_project/cache.py). The caller has
     # already matched the session's row to this workspace, so the entry it restarts is the
     # one it reads.
@@ -1434,7 +1563,25 @@ def _key_session_cache_read(
         entry = cache.get(key_session_cache_key(session_id))
     if entry is None or entry["workspace_id"] != workspace_id:
         return None
-    return bytes(entry["key"])
+    return dict(entry)
+
+
+def _key_session_key_of(session_id: uuid.UUID, entry: dict[str, Any]) -> bytes | None:
+    """The data key a cache `entry` holds, unless the browser session that opened the key
+    session has ended (signed out, expired, or a password changed since): checked on every
+    use, since an expiry or a password change (in the admin, or `manage.py changepassword`)
+    reaches no code of ours when it happens. Such a session is revoked here, durably, so
+    that the fence and every later check see it revoked; None then."""
+    browser_session_key = entry.get("browser_session")
+    if browser_session_key is None:
+        return bytes(entry["key"])
+    owner = User.objects.filter(pk=entry["user_id"]).first()
+    if owner is not None and browser_session_is_live(session_key=browser_session_key, user=owner):
+        return bytes(entry["key"])
+    session = KeySession.objects.filter(pk=session_id).first()
+    if session is not None:
+        key_session_revoke(session=session, revoked_by=owner)
+    return None
 
 
 def cached_secrets_discard(*, cache_keys: list[str]) -> None:
@@ -1450,7 +1597,7 @@ def cached_secrets_discard(*, cache_keys: list[str]) -> None:
         logger.warning("cache unreachable; %d cached secret(s) left to expire", len(cache_keys))
 
 
-def key_session_revoke(*, session: KeySession, revoked_by: User) -> KeySession:
+def key_session_revoke(*, session: KeySession, revoked_by: User | None) -> KeySession:
     """Revoke a key session: record the revocation durably, then discard the key.
 
     The revocation row is what every later use checks, so a key a crash left in the cache

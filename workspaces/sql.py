@@ -9,6 +9,7 @@ the comment beside each statement says why the ORM could not write it, or not ch
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -17,8 +18,12 @@ from typing import Any, Protocol, TypeVar
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.models import Q, QuerySet
+from django.db.models.base import ModelState
+from django.db.models.fields.related_descriptors import ForeignKeyDeferredAttribute
 from django.db.models.functions import Substr
 from django.db.models.lookups import Exact
+from django.db.models.query_utils import DeferredAttribute
+from django.db.models.signals import post_init, pre_init
 
 from workspaces.models import (
     ApiToken,
@@ -156,8 +161,37 @@ def instance(
     values = list(row[start : start + len(names)])
     for offset, column, convert in converted:
         values[offset] = _field_convert(values[offset], column, convert)
-    # The alias of `connection`, named rather than read through its per-thread proxy.
-    return model.from_db(DEFAULT_DB_ALIAS, names, values)
+    if not _set_plainly(model) or pre_init.receivers or post_init.receivers:
+        # The alias of `connection`, named rather than read through its per-thread proxy.
+        return model.from_db(DEFAULT_DB_ALIAS, names, values)
+    # What `from_db` gives, without `Model.__init__`'s walk over every field (the deferred
+    # ones marked first, then a setattr per field): with no signal receiver to call and
+    # every field set plainly, that walk ends with these values in the instance's __dict__
+    # and a state saying where it was loaded from. The walk was half the Python of a
+    # delivery credential's lookup and a third of a token's (bench/README.md).
+    loaded = model.__new__(model)
+    loaded._state = ModelState()
+    loaded._state.adding = False
+    loaded._state.db = DEFAULT_DB_ALIAS
+    loaded.__dict__.update(zip(names, values, strict=True))
+    return loaded
+
+
+@functools.cache
+def _set_plainly(model: type[models.Model]) -> bool:
+    """Whether `Model.__init__` sets each concrete field of `model` by storing it in the
+    instance's __dict__: a field read through Django's `DeferredAttribute` (a non-data
+    descriptor), or a foreign key's id through `ForeignKeyDeferredAttribute`, whose set
+    only forgets a cached related object, which a new instance does not have. A field with
+    a descriptor of its own (a file, say) is set through it: such a model is loaded by
+    `from_db`."""
+    return all(
+        type(inspect.getattr_static(model, field.attname)) in _PLAIN_DESCRIPTORS
+        for field in model._meta.concrete_fields
+    )
+
+
+_PLAIN_DESCRIPTORS = (DeferredAttribute, ForeignKeyDeferredAttribute)
 
 
 def field_value(model: type[models.Model], name: str, value: Any) -> Any:
@@ -346,11 +380,7 @@ def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
     row = fetch_one(_api_token_sql(connection.vendor), [TeamMembership.Role.OWNER.value, digest])
     if row is None:
         return None
-    starts = {}
-    start = 0
-    for model, deferred in _API_TOKEN_DEFERRED.items():
-        starts[model] = start
-        start += width(model, deferred=deferred)
+    starts, end = _api_token_offsets()
 
     def load(model: type[M]) -> M:
         return instance(model, row, starts[model], deferred=_API_TOKEN_DEFERRED[model])
@@ -361,7 +391,19 @@ def api_token_by_digest(digest: str) -> tuple[ApiToken, bool] | None:
     ApiToken.team.field.set_cached_value(token, team)
     Team.org.field.set_cached_value(team, load(Org))
     ApiToken.bot.field.set_cached_value(token, load(Bot) if token.bot_id is not None else None)
-    return token, bool(row[start])
+    return token, bool(row[end])
+
+
+@functools.cache
+def _api_token_offsets() -> tuple[dict[type[models.Model], int], int]:
+    """Where each of `_API_TOKEN_DEFERRED`'s models begins in a token's row, and where the
+    membership's EXISTS is: the model metadata never changes in a process."""
+    starts = {}
+    start = 0
+    for model, deferred in _API_TOKEN_DEFERRED.items():
+        starts[model] = start
+        start += width(model, deferred=deferred)
+    return starts, start
 
 
 @functools.cache

@@ -6,9 +6,11 @@ of memory and notes happen in the browser, through the JSON API, so that each Sa
 direct compare-and-set request whose acknowledged version the page knows exactly.
 
 Key sessions. The assistant reads and writes memory only through a live key session of
-the sender. The frame opens one per workspace at the member's first visit of a workspace
-page and keeps its id in the Django session; sign-out revokes every one it opened. This
-is done here, in the view functions, not with login/logout signals (house rule).
+the sender. The frame opens one per browser session and workspace at the member's first
+visit of a workspace page (`key_session_for_browser`, which finds it again by the browser
+session); sign-out revokes every one it opened, and each ends with its browser session
+however that ends (checked on use). This is done here, in the view functions, not with
+login/logout signals (house rule).
 """
 
 from __future__ import annotations
@@ -40,18 +42,12 @@ from workspaces.errors import (
     ConsentRevisionConflict,
     CredentialOwnerInactive,
     KeySessionStoreUnavailable,
-    KeySessionUnavailable,
     NotFound,
     OrgPendingDeletion,
     WorkspaceAdminRequired,
 )
 from workspaces.forms import AiConsentForm
 from workspaces.models import Team, TeamMembership, User, Workspace, WorkspaceMembership
-
-# Django-session key: {"<workspace id>": "<key session id>"} for the key sessions this
-# browser session opened. A revoked entry is kept, so that a revocation is not silently
-# undone by the next page visit.
-KEY_SESSIONS_SESSION_KEY = "frame_key_sessions"
 
 
 class SignInView(LoginView):
@@ -87,8 +83,10 @@ def sign_out(request: HttpRequest) -> HttpResponse:
         if not request.user.is_authenticated:
             return redirect("workspaces:sign-in")
         return render(request, "workspaces/sign_out.html")
-    if request.user.is_authenticated:
-        _key_sessions_revoke_all(request, request.user)
+    if request.user.is_authenticated and request.session.session_key is not None:
+        services.key_sessions_end_for_browser(
+            user=_user(request), browser_session_key=request.session.session_key
+        )
     logout(request)
     # After logout: the message must outlive the session that logout just flushed.
     messages.info(request, "You have been signed out.")
@@ -277,12 +275,16 @@ def key_session_open(request: HttpRequest, workspace_id: int) -> HttpResponse:
     """Open a fresh key session for this browser (after the member revoked the last one)."""
     page = workspace_page(request, workspace_id)
     try:
-        session = services.key_session_open(workspace=page.workspace, user=page.membership.user)
+        services.key_session_for_browser(
+            workspace=page.workspace,
+            user=page.membership.user,
+            browser_session_key=_browser_session_key(request),
+            reopen=True,
+        )
     except (KeySessionStoreUnavailable, CredentialOwnerInactive) as unavailable:
         # No cache, or deactivated since this request signed in (the next is signed out).
         messages.error(request, unavailable.message)
         return redirect("workspaces:settings", workspace_id=workspace_id)
-    _key_session_remember(request, page.workspace, session.pk)
     messages.success(request, "Opened a new key session for the assistant in this browser.")
     return redirect("workspaces:settings", workspace_id=workspace_id)
 
@@ -346,57 +348,23 @@ def _user(request: HttpRequest) -> User:
 
 
 def _key_session_ensure(request: HttpRequest, membership: WorkspaceMembership) -> uuid.UUID | None:
-    """Return this browser's key session for the workspace, opening one at the first visit.
-
-    A session evicted after idling (or unknown to this deployment) is replaced, since the
-    member is active again; a revoked one is not, since revoking is the member's explicit
-    choice. Settings offers to open a new one.
-    """
-    workspace = membership.workspace
-    stored = request.session.get(KEY_SESSIONS_SESSION_KEY, {}).get(str(workspace.pk))
-    if stored is not None:
-        session_id = uuid.UUID(stored)
-        try:
-            services.key_session_resolve(
-                session_id=session_id, workspace=workspace, user=membership.user
-            )
-        except KeySessionUnavailable as unavailable:
-            if unavailable.detail.get("reason") == "revoked":
-                return None
-        except KeySessionStoreUnavailable:
-            # Kept for when the cache is back; the page works without a key session.
-            return session_id
-        else:
-            return session_id
+    """This browser's key session for the workspace (opened at the first visit), or None if
+    the member revoked it or the cache cannot be reached."""
     try:
-        session = services.key_session_open(workspace=workspace, user=membership.user)
+        session = services.key_session_for_browser(
+            workspace=membership.workspace,
+            user=membership.user,
+            browser_session_key=_browser_session_key(request),
+        )
     except (KeySessionStoreUnavailable, CredentialOwnerInactive):
         # No session now; a person deactivated meanwhile is signed out at the next request.
         return None
-    _key_session_remember(request, workspace, session.pk)
-    return session.pk
+    return None if session is None else session.pk
 
 
-def _key_session_remember(
-    request: HttpRequest, workspace: Workspace, session_id: uuid.UUID
-) -> None:
-    stored = dict(request.session.get(KEY_SESSIONS_SESSION_KEY, {}))
-    stored[str(workspace.pk)] = str(session_id)
-    request.session[KEY_SESSIONS_SESSION_KEY] = stored
-
-
-def _key_sessions_revoke_all(request: HttpRequest, user: User) -> None:
-    """Revoke every key session this browser session opened, in whichever of the member's
-    teams it was opened (each is looked up as the owner's, so nothing else is touched)."""
-    stored = request.session.get(KEY_SESSIONS_SESSION_KEY, {})
-    teams = [m.team for m in TeamMembership.objects.select_related("team").filter(user=user)]
-    for raw_id in stored.values():
-        for team in teams:
-            try:
-                session = selectors.key_session_get_for_owner(
-                    user=user, team=team, session_id=uuid.UUID(raw_id)
-                )
-            except NotFound:
-                continue
-            services.key_session_revoke(session=session, revoked_by=user)
-            break
+def _browser_session_key(request: HttpRequest) -> str:
+    """The signed-in browser session's key (saved now if it has none yet, which a session
+    that has signed in always has)."""
+    if request.session.session_key is None:
+        request.session.save()
+    return str(request.session.session_key)

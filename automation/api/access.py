@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
-from rest_framework.views import APIView
 
 from automation.authentication import DeliveryCredentialAuthentication, DeliveryGrant
 from automation.selectors import document_actor_for_turn
 from memory.documents import ActorKind, DocumentActor
+from memory_project.api.views import ApiView
 from workspaces.api.access import caller_membership
 from workspaces.authentication import BearerAuthentication, TeamSessionAuthentication
 from workspaces.errors import NotFound
 
 
-class AutomationDocumentView(APIView):
+class AutomationDocumentView(ApiView):
     # Any of these, then `caller_document_actor` makes the caller a document actor. (A
     # docstring here would become every route's description in the schema.)
     authentication_classes: list[type[BaseAuthentication]] = [

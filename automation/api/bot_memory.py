@@ -15,7 +15,6 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from automation.bot_context import bot_context, bot_pre_compact_message
 from automation.bot_memory import (
@@ -36,6 +35,7 @@ from memory.api.spaces import SPACE_WRITE_REFUSALS
 from memory.errors import SpaceInvalid, StoreBusy, StoreUnavailable
 from memory_project.api.schema import Refusal, operation, refuses
 from memory_project.api.serializers import QuerySerializer, StrictSerializer
+from memory_project.api.views import ApiView
 from workspaces.authentication import BotBearerAuthentication, request_credential
 from workspaces.errors import (
     CredentialKindRefused,
@@ -75,7 +75,7 @@ ACCESS_REFUSALS = (
 )
 
 
-class BotMemoryView(APIView):
+class BotMemoryView(ApiView):
     authentication_classes = [BotBearerAuthentication]
 
 
@@ -153,7 +153,17 @@ class BotMemoryContextApi(BotMemoryView):
     @extend_schema(
         summary="The bot's context blocks, or its pre-compaction message",
         parameters=[
-            OpenApiParameter("purpose", str, enum=["start", "pre_compact"]),
+            OpenApiParameter(
+                "purpose",
+                str,
+                enum=["start", "pre_compact"],
+                default="start",
+                description=(
+                    "What the context is for: `start`, a run's first context (the index and "
+                    "autoload blocks), or `pre_compact`, the message to prepend before the "
+                    "runtime compacts its conversation. Another value is VALIDATION_FAILED."
+                ),
+            ),
             OpenApiParameter("run", str, description=RUN_HELP),
         ],
         responses=OpenApiTypes.OBJECT,

@@ -4,6 +4,7 @@ tools, grouped by what they hang from; each group's prefix is written once."""
 from django.urls import URLPattern, URLResolver, include, path
 
 from automation.api import bot_memory, documents, views
+from memory_project.api import converters  # noqa: F401 (registers `<id:...>`)
 
 conversation_routes = [
     path("messages", views.MessageSendApi.as_view(), name="message-send"),
@@ -26,7 +27,9 @@ automation_document_routes = [
     ),
 ]
 
-# What an automation credential reaches of one workspace.
+# What an automation credential reaches of one workspace, below
+# `api/v1/automation/workspaces/<id>/`: memory_project/urls.py resolves them before every
+# other API route, since a recall runs before every model call.
 automation_workspace_routes: list[URLPattern | URLResolver] = [
     path("memory", views.AutomationMemoryApi.as_view(), name="automation-memory"),
     path("documents", documents.AutomationDocumentApi.as_view(), name="automation-document"),
@@ -48,11 +51,10 @@ urlpatterns = [
     ),
     path("agents/assistant/<uuid:conversation_id>/", include(conversation_routes)),
     path(
-        "workspaces/<int:workspace_id>/memory/preview",
+        "workspaces/<id:workspace_id>/memory/preview",
         views.MemoryPreviewApi.as_view(),
         name="memory-preview",
     ),
-    path("automation/workspaces/<int:workspace_id>/", include(automation_workspace_routes)),
     path("bots/me/memory/", include(bot_memory_routes)),
     path(
         "bots/<slug:bot_id>/memory/context",

@@ -10,7 +10,6 @@ from rest_framework import serializers, status
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from automation import capture, selectors, services
 from automation.authentication import DeliveryCredentialAuthentication, DeliveryGrant
@@ -38,8 +37,9 @@ from memory.models import MemoryPolicy
 from memory_project.api.pagination import page_schema, paginated
 from memory_project.api.schema import refuses
 from memory_project.api.serializers import QuerySerializer, StrictSerializer
+from memory_project.api.views import ApiView
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
-from workspaces.api.headers import whole_number
+from workspaces.api.headers import field_value, whole_number
 from workspaces.api.input import validated
 from workspaces.authentication import request_credential
 from workspaces.errors import (
@@ -110,7 +110,7 @@ def _memory_state_from(request: Request) -> services.MemoryState | None:
     if raw is None:
         return None
     message = "X-Memory-State must look like `version=12; saving=0; conflict=0`."
-    pairs = [part.strip().partition("=")[::2] for part in raw.split(";") if part.strip()]
+    pairs = [field_value(part).partition("=")[::2] for part in raw.split(";") if field_value(part)]
     fields = dict(pairs)
     saving, conflict = fields.get("saving", "0"), fields.get("conflict", "0")
     if (
@@ -129,7 +129,7 @@ def _memory_state_from(request: Request) -> services.MemoryState | None:
     )
 
 
-class ConversationListCreateApi(APIView):
+class ConversationListCreateApi(ApiView):
     class InputSerializer(StrictSerializer):
         workspaceId = serializers.IntegerField()
 
@@ -184,7 +184,7 @@ class TurnProgressSerializer(serializers.Serializer):
     failureCode = serializers.CharField(source="failure_code", allow_null=True)
 
 
-class MessageSendApi(APIView):
+class MessageSendApi(ApiView):
     class InputSerializer(StrictSerializer):
         text = serializers.CharField(max_length=20_000, trim_whitespace=False)
 
@@ -261,7 +261,7 @@ class MessageSendApi(APIView):
         return paginated(request, messages, ordering=("created_at", "sequence"), render=render)
 
 
-class MemoryReceiptsApi(APIView):
+class MemoryReceiptsApi(ApiView):
     """Which memory revision each turn's model calls were given, or why none: no text."""
 
     class OutputSerializer(serializers.Serializer):
@@ -296,7 +296,7 @@ class MemoryReceiptsApi(APIView):
         )
 
 
-class MemoryPreviewApi(APIView):
+class MemoryPreviewApi(ApiView):
     """What the assistant will be given: the memory block (or the withheld note) of the next
     model call, for a turn the caller would send now with these headers."""
 
@@ -343,7 +343,7 @@ class MemoryPreviewApi(APIView):
         return Response(self.OutputSerializer(preview).data)
 
 
-class AutomationMemoryApi(APIView):
+class AutomationMemoryApi(ApiView):
     """The only automatic writer of memory, for agent runtimes holding a delivery credential."""
 
     authentication_classes = [DeliveryCredentialAuthentication]

@@ -12,6 +12,7 @@ from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import Model
 from django.test import RequestFactory
 from django.urls import reverse
+from django_celery_beat.models import PeriodicTask
 
 from automation.errors import CaptureRetired
 from automation.explain import (
@@ -24,6 +25,7 @@ from automation.models import Admission, CommitFence, DeliveryCredential, Recall
 from automation.purge import org_purge
 from automation.selectors import FENCE_PREDICATES, transcript_for_conversation
 from automation.services import conversation_create, memory_recall
+from automation.tasks import PURGE_TASK
 from automation.tests.conftest import Assistant
 from automation.tests.test_purge import make_due, populate
 from automation.tools import TurnContext, remember_in_memory
@@ -382,3 +384,57 @@ def test_every_sealed_column_is_never_loaded_by_its_admin():
     }
 
     assert {label: columns for label, columns in unlisted.items() if columns} == {}
+
+
+def nightly_purge_form(**changes: str) -> dict[str, object]:
+    """The change form of the nightly org purge's schedule as its page fills it, with
+    `changes` typed over it."""
+    task = PeriodicTask.objects.get(task=PURGE_TASK)
+    form = {
+        "name": task.name,
+        "regtask": task.task,
+        "task": "",
+        "enabled": "on",
+        "crontab": task.crontab_id,
+        "args": "[]",
+        "kwargs": "{}",
+        "headers": "{}",
+    }
+    return {**form, **changes}
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ({"regtask": "", "task": "automation.org_purge_sweeep"}, "No such task"),
+        ({"args": "[1]"}, "does not take these arguments"),
+        ({"kwargs": '{"org_id": 1}'}, "does not take these arguments"),
+        ({"args": "{}"}, "a JSON list"),
+        ({"kwargs": "[]"}, "a JSON object"),
+        ({"crontab": ""}, "One of clocked, interval, crontab, or solar must be set."),
+    ],
+)
+def test_the_nightly_purge_schedule_is_shown_and_a_broken_edit_is_refused_with_its_reason(
+    admin_client, changes, error
+):
+    task = PeriodicTask.objects.get(task=PURGE_TASK)
+    before = PeriodicTask.objects.filter(pk=task.pk).values().get()
+    url = reverse("admin:django_celery_beat_periodictask_change", args=[task.pk])
+    shown = admin_client.get(reverse("admin:django_celery_beat_periodictask_changelist"))
+
+    refused = admin_client.post(url, nightly_purge_form(**changes))
+
+    assert task.name in shown.content.decode()
+    assert refused.status_code == 200
+    assert error in refused.content.decode()
+    assert PeriodicTask.objects.filter(pk=task.pk).values().get() == before
+
+
+def test_the_nightly_purge_schedule_takes_a_valid_edit(admin_client):
+    task = PeriodicTask.objects.get(task=PURGE_TASK)
+    url = reverse("admin:django_celery_beat_periodictask_change", args=[task.pk])
+
+    saved = admin_client.post(url, nightly_purge_form(description="after the backups"))
+
+    assert saved.status_code == 302
+    assert PeriodicTask.objects.get(pk=task.pk).description == "after the backups"

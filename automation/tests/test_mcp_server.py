@@ -657,8 +657,12 @@ def test_a_body_over_the_limit_is_refused_in_the_api_shape(mcp_url, tenant, sett
         ({"Host": "evil.example"}, 400, "HOST_NOT_ALLOWED"),
         ({"Origin": "http://evil.example"}, 403, "CROSS_ORIGIN_REJECTED"),
         ({"Content-Type": "text/plain"}, 415, "UNSUPPORTED_MEDIA_TYPE"),
+        # JSON is UTF-8 (RFC 8259, 8.1): a body declared in another charset is not read.
+        ({"Content-Type": "application/json; charset=latin-1"}, 415, "UNSUPPORTED_MEDIA_TYPE"),
+        ({"Content-Type": "application/json; charset=utf-16"}, 415, "UNSUPPORTED_MEDIA_TYPE"),
+        ({"Content-Type": "application/jsonl"}, 415, "UNSUPPORTED_MEDIA_TYPE"),
     ],
-    ids=["host", "origin", "content-type"],
+    ids=["host", "origin", "content-type", "latin-1", "utf-16", "another-type"],
 )
 def test_the_transport_refusals_answer_in_the_api_shape_before_the_credential(
     mcp_url, tenant, headers, status, code

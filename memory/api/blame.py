@@ -7,12 +7,12 @@ from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from memory.provenance import memory_blame
 from memory.services import memory_line_keep
 from memory_project.api.schema import refuses
 from memory_project.api.serializers import StrictSerializer
+from memory_project.api.views import ApiView
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
 from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSALS, base_version_from
 from workspaces.api.input import validated
@@ -65,7 +65,7 @@ class BlameLineSerializer(serializers.Serializer):
     reviewedAt = serializers.DateTimeField(source="reviewed_at", allow_null=True)
 
 
-class MemoryBlameApi(APIView):
+class MemoryBlameApi(ApiView):
     class OutputSerializer(serializers.Serializer):
         version = serializers.IntegerField()
         staleDays = serializers.IntegerField(source="stale_days")
@@ -90,7 +90,7 @@ class MemoryBlameApi(APIView):
         return Response(self.OutputSerializer(memory_blame(workspace=workspace)).data)
 
 
-class MemoryLineReviewApi(APIView):
+class MemoryLineReviewApi(ApiView):
     class InputSerializer(StrictSerializer):
         line = serializers.IntegerField(min_value=1)
 

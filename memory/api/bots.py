@@ -19,13 +19,13 @@ import yaml
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from memory.bots import KEEP, bot_create, bot_get, bot_list, bot_update, memory_spec_diagnostics
 from memory.errors import AutoloadPatternInvalid, BotSlugTaken, BotSpecInvalid
 from memory_project.api.pagination import page_schema, paginated
 from memory_project.api.schema import operation, refuses
 from memory_project.api.serializers import DisplayNameField, StrictSerializer
+from memory_project.api.views import ApiView
 from workspaces.api.generic import RevokeApi
 from workspaces.api.input import validated
 from workspaces.api.views import TokenOutputSerializer
@@ -87,7 +87,7 @@ class BotSerializer(serializers.Serializer):
     createdAt = serializers.DateTimeField(source="created_at")
 
 
-class BotSpecValidateApi(APIView):
+class BotSpecValidateApi(ApiView):
     class InputSerializer(SpecSerializer):
         bot = serializers.CharField(
             required=False,
@@ -126,7 +126,7 @@ class BotSpecValidateApi(APIView):
         return Response({"diagnostics": [each.as_json() for each in diagnostics]})
 
 
-class BotListCreateApi(APIView):
+class BotListCreateApi(ApiView):
     class InputSerializer(SpecSerializer):
         id = serializers.CharField(max_length=64, help_text="A slug, unique in the team.")
         name = DisplayNameField(max_length=200)
@@ -163,7 +163,7 @@ class BotListCreateApi(APIView):
         return Response(BotSerializer(bot).data, status=status.HTTP_201_CREATED)
 
 
-class BotDetailApi(APIView):
+class BotDetailApi(ApiView):
     class InputSerializer(SpecSerializer):
         runtime = serializers.ChoiceField(choices=Bot.Runtime.choices, required=False)
         name = DisplayNameField(max_length=200, required=False)
@@ -203,7 +203,7 @@ class BotDetailApi(APIView):
         return Response(BotSerializer(bot).data)
 
 
-class BotTokenIssueApi(APIView):
+class BotTokenIssueApi(ApiView):
     """A bot's tokens: listed to every member of its team, issued by an owner."""
 
     class InputSerializer(StrictSerializer):

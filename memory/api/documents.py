@@ -7,10 +7,10 @@ from collections.abc import Callable
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
-from rest_framework.views import APIView
 
 from memory import documents
 from memory.api import document_common as common
+from memory_project.api.views import ApiView
 from workspaces.api.access import MEMBER_REFUSALS
 from workspaces.api.headers import base_version_from, flag_from
 from workspaces.models import File
@@ -36,7 +36,7 @@ SCHEMAS = common.DocumentSchemas(
 )
 
 
-class DocumentApi(APIView):
+class DocumentApi(ApiView):
     @SCHEMAS.read()
     def get(self, request: Request, workspace_id: int) -> Response:
         return SCHEMAS.read_or_list.respond(request, common.person_actor(request, workspace_id))
@@ -66,7 +66,7 @@ class DocumentApi(APIView):
 
 
 # A move or a restore: membership, X-Base-Version, then the body.
-class _DocumentStateChangeApi(APIView):
+class _DocumentStateChangeApi(ApiView):
     serializer_class: type[Serializer]
     service: Callable[..., File]
     path_arguments: dict[str, str]  # the service's argument -> the body's field

@@ -14,7 +14,6 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from memory.api.spaces import (
     PATH_PARAMETER,
@@ -29,6 +28,7 @@ from memory.errors import SpaceInvalid, StoreBusy, StoreUnavailable
 from memory.mirror import LocalMirrorSpace
 from memory_project.api.parsers import MarkdownParser
 from memory_project.api.schema import refuses
+from memory_project.api.views import ApiView
 from workspaces.api.headers import BASE_VERSION_PARAMETERS, BASE_VERSION_REFUSALS
 from workspaces.api.input import NO_BODY_REFUSALS
 from workspaces.authentication import BotBearerAuthentication, request_credential
@@ -59,7 +59,7 @@ def _mirror_space(request: Request) -> LocalMirrorSpace:
     return LocalMirrorSpace(bot=credential.bot, project=request.query_params.get("project", ""))
 
 
-class MirrorBotApi(APIView):
+class MirrorBotApi(ApiView):
     authentication_classes = [BotBearerAuthentication]
 
     class OutputSerializer(serializers.Serializer):
@@ -89,7 +89,7 @@ class MirrorBotApi(APIView):
         return Response(self.OutputSerializer(data).data)
 
 
-class MirrorDocumentListApi(APIView):
+class MirrorDocumentListApi(ApiView):
     """Every document of the space with its body: a hydrate's one bulk read."""
 
     authentication_classes = [BotBearerAuthentication]

@@ -5,11 +5,11 @@ from __future__ import annotations
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from memory import documents
 from memory.api import document_common as common
 from memory.models import MEMORY_PATH
+from memory_project.api.views import ApiView
 from workspaces.api.access import MEMBER_REFUSALS
 from workspaces.errors import DocumentUnreadable
 
@@ -25,7 +25,7 @@ class _PersonSearchResultsSerializer(common.SearchResultsSerializer):
     results = _PersonSearchHitSerializer(source="hits", many=True)
 
 
-class WorkspaceSearchApi(APIView):
+class WorkspaceSearchApi(ApiView):
     @common.search_operation(
         "Search the workspace's notes and memory",
         *MEMBER_REFUSALS,

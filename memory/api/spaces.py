@@ -19,7 +19,6 @@ from rest_framework import serializers
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from memory.errors import (
     ArchiveChecksumMismatch,
@@ -48,6 +47,7 @@ from memory.spaces.services import (
 )
 from memory_project.api.parsers import ArchiveParser, MarkdownParser, raw_body
 from memory_project.api.schema import refuses
+from memory_project.api.views import ApiView
 from workspaces.api.headers import (
     BASE_VERSION_PARAMETERS,
     BASE_VERSION_REFUSALS,
@@ -152,7 +152,7 @@ class SpaceDocumentSerializer(serializers.Serializer):
     updatedAt = serializers.DateTimeField(source="meta.updated_at")
 
 
-class SpaceUsageApi(APIView):
+class SpaceUsageApi(ApiView):
     class OutputSerializer(serializers.Serializer):
         space = SpaceSerializer(source="handle")
         usedBytes = serializers.IntegerField(source="used_bytes")
@@ -167,7 +167,7 @@ class SpaceUsageApi(APIView):
         return Response(self.OutputSerializer(space_usage(handle=_space(request))).data)
 
 
-class SpaceDocumentListApi(APIView):
+class SpaceDocumentListApi(ApiView):
     class OutputSerializer(serializers.Serializer):
         documents = SpaceDocumentSerializer(many=True)
 
@@ -220,7 +220,7 @@ def document_delete(request: Request, *, handle: SpaceHandle, writer: SpaceWrite
     return Response(status=204)
 
 
-class RawBodyApi(APIView):
+class RawBodyApi(ApiView):
     def perform_content_negotiation(
         self, request: Request, force: bool = False
     ) -> tuple[BaseRenderer, str]:
@@ -324,7 +324,7 @@ def archive_response(export: Callable[[IO[bytes]], object], *, filename: str) ->
     )
 
 
-class SpaceImportApi(APIView):
+class SpaceImportApi(ApiView):
     parser_classes = [ArchiveParser]
 
     class OutputSerializer(serializers.Serializer):

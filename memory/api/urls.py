@@ -5,6 +5,7 @@ group's prefix is written once; the route names are what callers reverse."""
 from django.urls import URLPattern, URLResolver, include, path
 
 from memory.api import blame, bots, documents, export, mirror, search, spaces, views
+from memory_project.api import converters  # noqa: F401 (registers `<id:...>`)
 
 # Below `workspaces/<id>/memory/proposals/<id>/`: what a person does with one proposal.
 proposal_routes = [
@@ -19,7 +20,7 @@ memory_document_routes: list[URLPattern | URLResolver] = [
     path("lint", views.MemoryLintApi.as_view(), name="memory-lint"),
     path("versions", views.MemoryVersionListApi.as_view(), name="memory-version-list"),
     path(
-        "versions/<int:version>",
+        "versions/<id:version>",
         views.MemoryVersionDetailApi.as_view(),
         name="memory-version-detail",
     ),
@@ -62,11 +63,11 @@ mirror_routes = [
 # Below `bots/<id>/`: the bot's tokens.
 bot_token_routes = [
     path("tokens", bots.BotTokenIssueApi.as_view(), name="bot-token-issue"),
-    path("tokens/<int:token_id>", bots.BotTokenRevokeApi.as_view(), name="bot-token-revoke"),
+    path("tokens/<id:token_id>", bots.BotTokenRevokeApi.as_view(), name="bot-token-revoke"),
 ]
 
 urlpatterns = [
-    path("workspaces/<int:workspace_id>/", include(workspace_routes)),
+    path("workspaces/<id:workspace_id>/", include(workspace_routes)),
     path("memory/", include(space_routes)),
     path("mirror/", include(mirror_routes)),
     path("bots", bots.BotListCreateApi.as_view(), name="bot-list"),

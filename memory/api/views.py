@@ -12,7 +12,6 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiRespo
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from memory import selectors, services
 from memory.api.export import attachment_name
@@ -23,6 +22,7 @@ from memory.models import MemoryPolicy, Proposal
 from memory_project.api.pagination import page_schema, paginated
 from memory_project.api.schema import refuses
 from memory_project.api.serializers import StrictSerializer
+from memory_project.api.views import ApiView
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
 from workspaces.api.generic import WorkspaceSettingApi
 from workspaces.api.headers import (
@@ -65,7 +65,7 @@ class InstructionRuleSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
-class MemoryDocumentApi(APIView):
+class MemoryDocumentApi(ApiView):
     class InputSerializer(StrictSerializer):
         # Never trimmed or normalised: the saved text is exactly the text sent.
         content = serializers.CharField(allow_blank=True, trim_whitespace=False, required=False)
@@ -137,7 +137,7 @@ class MemoryDocumentApi(APIView):
         return Response(self.WrittenSerializer(revision).data)
 
 
-class MemoryLintApi(APIView):
+class MemoryLintApi(ApiView):
     """The instruction lint on a draft, for the frame's warning before a Save. It only
     answers: a person's Save is never refused for what it finds."""
 
@@ -207,7 +207,7 @@ class MemoryExportApi(RawBodyApi):
         return response
 
 
-class MemoryVersionListApi(APIView):
+class MemoryVersionListApi(ApiView):
     @extend_schema(summary="List the memory document's versions")
     @refuses(*MEMBER_REFUSALS, ValidationFailed)
     @page_schema(RevisionSerializer, name="MemoryVersion")
@@ -221,7 +221,7 @@ class MemoryVersionListApi(APIView):
         )
 
 
-class MemoryVersionDetailApi(APIView):
+class MemoryVersionDetailApi(ApiView):
     class OutputSerializer(RevisionSerializer):
         content = serializers.CharField()
 
@@ -264,7 +264,7 @@ class MemoryPolicyApi(WorkspaceSettingApi):
         )
 
 
-class ProposalListApi(APIView):
+class ProposalListApi(ApiView):
     class OutputSerializer(serializers.Serializer):
         id = serializers.UUIDField(source="proposal.id")
         admissionId = serializers.UUIDField(source="proposal.admission_id")
@@ -304,7 +304,7 @@ class ProposalListApi(APIView):
         )
 
 
-class ProposalApplyApi(APIView):
+class ProposalApplyApi(ApiView):
     @extend_schema(summary="Apply a proposal to the memory document")
     @refuses(*MEMBER_REFUSALS, *BASE_VERSION_REFUSALS, ProposalRetired, DocumentTooLarge)
     @refuses(*NO_BODY_REFUSALS)
@@ -325,7 +325,7 @@ class ProposalApplyApi(APIView):
         return Response(MemoryDocumentApi.WrittenSerializer(revision).data)
 
 
-class ProposalDismissApi(APIView):
+class ProposalDismissApi(ApiView):
     @extend_schema(summary="Dismiss a proposal")
     @refuses(*MEMBER_REFUSALS, ProposalRetired, *NO_BODY_REFUSALS)
     @extend_schema(request=None, responses={204: None})

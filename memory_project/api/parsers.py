@@ -10,17 +10,11 @@ import tempfile
 from collections.abc import Mapping
 from typing import IO, Any, Generic, TypeVar, cast
 
+from django.utils.http import parse_header_parameters
 from rest_framework.exceptions import ParseError, UnsupportedMediaType
-
-# get_encoding (DRF's charset check) is newer than the stubs.
-from rest_framework.parsers import (  # type: ignore[attr-defined]
-    BaseParser,
-    JSONParser,
-    get_encoding,
-)
+from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.request import Request
 from rest_framework.utils import json
-from rest_framework.utils.mediatypes import media_type_matches
 
 # No request body of this API nests more than a few levels; the bound is generous.
 MAX_JSON_DEPTH = 32
@@ -28,10 +22,23 @@ TOO_DEEP = f"The JSON body is nested more than {MAX_JSON_DEPTH} levels deep."
 
 Body = TypeVar("Body")
 
+NOT_UTF8_JSON = "A JSON body is UTF-8: send it as application/json, with no other charset."
+
+
+def is_utf8_json(content_type: str) -> bool:
+    """True if `content_type` declares a JSON body this API reads: `application/json`, with
+    no charset or `utf-8`. JSON is UTF-8 (RFC 8259, 8.1); a body declared in another charset
+    (`latin-1`, `utf-16`) would be read as other text than the one sent, or not at all by
+    whatever judged it before this server. A type that names no one media type (`*/*`,
+    `application/*`), which DRF would hand to the JSON parser, is no declaration of JSON."""
+    media_type, parameters = parse_header_parameters(content_type)
+    charset = parameters.get("charset", "utf-8")
+    return media_type == JSONParser.media_type and charset.lower() == "utf-8"
+
 
 class BoundedJSONParser(JSONParser):
-    """DRF's JSON parser, refusing a body nested deeper than MAX_JSON_DEPTH, or one whose
-    object names a member twice.
+    """DRF's JSON parser, refusing a body declared other than UTF-8 JSON (415), one nested
+    deeper than MAX_JSON_DEPTH, or one whose object names a member twice.
 
     The json module raises RecursionError, not ValueError, for nesting near the interpreter's
     recursion limit, which DRF's parser lets through as a 500. Nesting just below that limit
@@ -49,11 +56,13 @@ class BoundedJSONParser(JSONParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
-        # DRF's own parse (its charset check included), with the object hook it does not take.
-        encoding = get_encoding(parser_context or {})
+        # DRF's own parse, UTF-8 only, with the object hook it does not take.
+        declared = media_type or ""
+        if not is_utf8_json(declared):
+            raise UnsupportedMediaType(declared, detail=NOT_UTF8_JSON)
         try:
             data = json.loads(
-                stream.read().decode(encoding),
+                stream.read().decode("utf-8"),
                 parse_constant=json.strict_constant if self.strict else None,
                 object_pairs_hook=_object_of_unique_names,
             )
@@ -103,7 +112,15 @@ class RawBodyParser(BaseParser, Generic[Body]):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:  # a Body, which DRF's type stubs do not foresee for a parser
+        if not self.declares(media_type or ""):
+            raise UnsupportedMediaType(media_type or "")
         return self.read(stream)
+
+    @classmethod
+    def declares(cls, content_type: str) -> bool:
+        """True if `content_type` names this parser's type. DRF hands a parser a body whose
+        type is a wildcard (`*/*`, `text/*`) too, which names no one type."""
+        return parse_header_parameters(content_type)[0] == cls.media_type
 
     def read(self, stream: IO[bytes]) -> Body:
         raise NotImplementedError
@@ -116,7 +133,7 @@ def raw_body(request: Request, parser: type[RawBodyParser[Body]]) -> Body:
     data = request.data
     if not isinstance(data, dict):
         return cast(Body, data)
-    if not media_type_matches(parser.media_type, request.content_type or ""):
+    if not parser.declares(request.content_type or ""):
         raise UnsupportedMediaType(request.content_type)
     return parser().read(io.BytesIO())
 

@@ -131,9 +131,11 @@ def _listed(names: set[str]) -> str:
 
 
 def is_whole_number(raw: str) -> bool:
-    """A whole number as a query spells one: ASCII digits, nothing else. `int()` would also
-    take a sign, spaces, `_` and other scripts' digits, and DRF a trailing `.0`."""
-    return raw.isascii() and raw.isdigit()
+    """A whole number in its one spelling, in a query or a header: ASCII digits, without a
+    leading zero (`0` aside). `int()` would also take a sign, spaces, `_`, leading zeros and
+    other scripts' digits, and DRF a trailing `.0`: spellings of the same number that another
+    reader of the request (a proxy, a cache keyed on it, a log) may not take as that number."""
+    return raw.isascii() and raw.isdigit() and (raw == "0" or not raw.startswith("0"))
 
 
 class QuerySerializer(serializers.Serializer):

@@ -117,3 +117,30 @@ def test_counting_loads_the_script_again_on_a_server_that_lost_it(settings):
 
         assert cache_count_unless_gate_full([("hits", 120)], gate=("failures", 3)) == [2]
         cache.clear()
+
+
+@pytest.mark.skipif(not REDIS, reason="needs REDIS_URL: the connections are a real Redis's")
+def test_a_command_cut_off_midway_raises_redis_error_and_the_next_one_reads_its_own_reply(
+    settings, monkeypatch
+):
+    with override_settings(CACHES=settings.CACHES):
+        cache.clear()
+        cache.set("a", "first", timeout=60)
+        cache.set("b", "second", timeout=60)
+        pool = cache._cache._get_connection_pool(write=True)  # type: ignore[attr-defined]
+        # The pool's only connection, which the next command borrows.
+        connection = pool.get_connection()
+        pool.release(connection)
+
+        def cut_off(*args: Any, **kwargs: Any) -> Any:
+            raise redis.ConnectionError("the reply never came")
+
+        # The command is sent, its reply left unread on the socket.
+        monkeypatch.setattr(connection, "read_response", cut_off)
+        with pytest.raises(redis.ConnectionError):  # one of CACHE_ERRORS, which callers catch
+            cache_get_and_touch("a", 60)
+        monkeypatch.undo()
+
+        assert cache_get_and_touch("b", 60) == "second"
+        assert cache_count_unless_gate_full([("hits", 120)]) == [1]
+        cache.clear()

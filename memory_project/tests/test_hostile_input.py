@@ -247,3 +247,54 @@ def test_a_json_name_sent_twice_in_one_object_is_400_on_every_json_route(
     error = assert_shape(response, 400, "MALFORMED_REQUEST")
     assert repr(field) in error["message"]
     assert _written_rows() == before
+
+
+# JSON is UTF-8 (RFC 8259, 8.1): a body declared in another charset, or under a type that
+# names no one media type, is not read as though it were.
+OTHER_THAN_UTF8_JSON = [
+    ("application/json; charset=latin-1", "latin-1"),
+    ("application/json; charset=ISO-8859-1", "latin-1"),
+    ("application/json; charset=utf-16", "utf-16"),
+    ("application/json; charset=utf-32", "utf-32"),
+    ("application/json; charset=no-such-charset", "utf-8"),
+    ("*/*", "utf-8"),
+    ("application/*", "utf-8"),
+]
+
+
+@pytest.mark.parametrize(("content_type", "encoding"), OTHER_THAN_UTF8_JSON)
+@pytest.mark.parametrize(("route", "method", "field", "headers"), JSON_ROUTES)
+def test_a_json_body_declared_other_than_utf8_is_415_on_every_json_route(
+    tenant, content_type, encoding, route, method, field, headers
+):
+    client = tenant.client_for(tenant.admin)
+    conversation = conversation_create(workspace=tenant.workspace, owner=tenant.admin)
+    url = route.format(ws=tenant.workspace.pk, conv=conversation.pk)
+    before = _written_rows()
+
+    response = getattr(client, method)(
+        url, data=json.dumps({field: "x"}).encode(encoding), content_type=content_type, **headers
+    )
+
+    assert_shape(response, 415, "UNSUPPORTED_MEDIA_TYPE")
+    assert _written_rows() == before
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/json; charset=UTF-8", 'application/json; charset="utf-8"']
+)
+def test_a_json_body_declared_utf8_is_read(tenant, content_type):
+    client = tenant.client_for(tenant.admin)
+
+    response = client.put(
+        f"/api/v1/workspaces/{tenant.workspace.pk}/memory",
+        data=json.dumps({"content": "caf\u00e9"}, ensure_ascii=False).encode(),
+        content_type=content_type,
+        HTTP_X_BASE_VERSION="0",
+    )
+
+    assert response.status_code == 200, response.content
+    assert (
+        client.get(f"/api/v1/workspaces/{tenant.workspace.pk}/memory").json()["content"]
+        == "caf\u00e9"
+    )

@@ -140,7 +140,7 @@ def test_another_tenants_object_is_404_on_every_route(make_world, route, method,
     assert _state_of(other) == before
 
 
-INTEGER_KEYWORD = re.compile(r"<int:(\w+)>")
+INTEGER_KEYWORD = re.compile(r"<(?:int|id):(\w+)>")
 # Past every integer column of both databases: SQLite refuses to bind it at all.
 UNSTORABLE_ID = 10**20
 

@@ -117,6 +117,8 @@ const SENTENCES = {
   NAME_TAKEN: (detail) =>
     `Your team already has a workspace named ${detail.name ? `“${detail.name}”` : "so"}; choose another name.`,
   ALREADY_MEMBER: "That person is already a member of this workspace.",
+  LAST_TEAM_OWNER:
+    "This is the team's only owner, and a team keeps one. Make someone else an owner first.",
   LAST_WORKSPACE_ADMIN:
     "This is the workspace's only admin, and a workspace keeps one. Make someone else an admin first.",
   NOT_TEAM_MEMBER: (detail) =>

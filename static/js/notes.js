@@ -5,6 +5,7 @@ import {
   byId,
   downloadLink,
   failure,
+  leaveTo,
   noteRestore,
   noteUrl,
   noteWrite,
@@ -17,9 +18,8 @@ function setUpNotesList() {
   submitOnce(form, async () => {
     const path = form.elements.path.value;
     const result = await noteWrite(path, form.elements.content.value, 0);
-    if (result.ok) {
-      window.location.assign(noteUrl(result.data.path));
-    } else if (result.code === "VERSION_CONFLICT") {
+    if (result.ok) return leaveTo(noteUrl(result.data.path));
+    if (result.code === "VERSION_CONFLICT") {
       announce(
         status,
         "Not created: a note already has this path (perhaps a deleted one); open it or " +

@@ -140,19 +140,35 @@ export function element(tag, { className, text, attrs } = {}, children = []) {
   return node;
 }
 
+// What an action of `submitOnce` returns when it has sent the browser to another page.
+export const LEAVING = Symbol("leaving");
+
+// Go to `url` from an action of `submitOnce`: `return leaveTo(url);`.
+export function leaveTo(url) {
+  window.location.assign(url);
+  return LEAVING;
+}
+
 // Run `action` on each submit of `form` (not leaving the page), its submit button off until
 // the action settles: pressed twice (a double-click), the form would send its request twice.
+// An action that leaves the page (`leaveTo`) keeps it off: the next page takes a while to
+// load, and a click meanwhile would send the request again. If the browser brings this page
+// back from its history cache, the button is on again.
 export function submitOnce(form, action) {
   const submit = form.querySelector('button[type="submit"]');
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     if (submit.disabled) return;
     submit.disabled = true;
+    let outcome;
     try {
-      await action(event);
+      outcome = await action(event);
     } finally {
-      submit.disabled = false;
+      if (outcome !== LEAVING) submit.disabled = false;
     }
+  });
+  window.addEventListener("pageshow", (event) => {
+    if (event.persisted) submit.disabled = false;
   });
 }
 

@@ -1,6 +1,6 @@
 // The workspace list: create a workspace (you become its admin), then open its memory.
 
-import { announce, api, byId, config, failure, submitOnce } from "./shared.js";
+import { announce, api, byId, config, failure, leaveTo, submitOnce } from "./shared.js";
 
 function setUpWorkspaceCreate() {
   const form = byId("workspace-create");
@@ -12,7 +12,7 @@ function setUpWorkspaceCreate() {
       announce(status, failure("Not created", result), "error");
       return;
     }
-    window.location.assign(config.urls.frame.replace("/0/", `/${result.data.id}/`));
+    return leaveTo(config.urls.frame.replace("/0/", `/${result.data.id}/`));
   });
 }
 

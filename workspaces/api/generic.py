@@ -9,9 +9,9 @@ from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_v
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from memory_project.api.schema import Refusal, refuses
+from memory_project.api.views import ApiView
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
 from workspaces.api.input import NO_BODY_REFUSALS, no_body_require, validated
 from workspaces.authentication import Credential, request_credential
@@ -25,7 +25,7 @@ from workspaces.models import User, Workspace
 # two operations' summaries, a valid PUT example and what only PUT refuses (its conflict).
 # (Comments, not a docstring: the schema would publish a docstring as every subclass's
 # description.)
-class WorkspaceSettingApi(APIView):
+class WorkspaceSettingApi(ApiView):
     InputSerializer: type[serializers.Serializer]
     OutputSerializer: type[serializers.Serializer]
     summaries: dict[str, str]
@@ -78,7 +78,7 @@ class WorkspaceSettingApi(APIView):
 # see. It names the operation's `summary` and declares with `refuses` what else it refuses
 # with. (A comment, not a docstring: see WorkspaceSettingApi.)
 @refuses(NotFound, *NO_BODY_REFUSALS)
-class RevokeApi(APIView):
+class RevokeApi(ApiView):
     summary: str
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

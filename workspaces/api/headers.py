@@ -8,6 +8,7 @@ from typing import Any
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
+from memory_project.api.serializers import is_whole_number
 from workspaces.errors import (
     BaseVersionRequired,
     InvalidHeader,
@@ -21,10 +22,18 @@ MAX_HEADER_DIGITS = 18
 
 
 def whole_number(raw: str, *, header: str, message: str) -> int:
-    """Parse a header's whole number (at least 0, at most 18 digits) or refuse the header."""
-    if not raw.isascii() or not raw.isdigit() or len(raw) > MAX_HEADER_DIGITS:
+    """Parse a header's whole number (at least 0, at most 18 digits, spelled as a query
+    spells one) or refuse the header."""
+    if not is_whole_number(raw) or len(raw) > MAX_HEADER_DIGITS:
         raise InvalidHeader(message, header=header)
     return int(raw)
+
+
+def field_value(raw: str) -> str:
+    """A header's value as HTTP defines it (RFC 9110, 5.5): without the spaces and tabs around
+    it, which are not part of it (gunicorn strips them before the app sees the header).
+    `str.strip()` would also remove a no-break space, NEL and other characters that are."""
+    return raw.strip(" \t")
 
 
 # A document's entity tag is its version number, quoted: `"7"` (`"0"` before it exists).
@@ -67,15 +76,15 @@ def base_version_from(request: Request) -> int:
     """Read the write's base version: X-Base-Version, or If-Match (its standard spelling,
     one strong entity tag as a read's ETag gives it). Required, a whole number >= 0 (0
     means create-only); when both are sent they must agree."""
-    raw = request.headers.get("X-Base-Version")
+    raw = field_value(request.headers.get("X-Base-Version", ""))
     if_match = _if_match_version(request)
-    if raw is None or not raw.strip():
+    if not raw:
         if if_match is None:
             raise BaseVersionRequired()
         setattr(request, IF_MATCH_ATTRIBUTE, True)
         return if_match
     version = whole_number(
-        raw.strip(),
+        raw,
         header="X-Base-Version",
         message="X-Base-Version must be a whole number of at least 0.",
     )
@@ -87,11 +96,11 @@ def base_version_from(request: Request) -> int:
 
 
 def _if_match_version(request: Request) -> int | None:
-    raw = request.headers.get("If-Match")
-    if raw is None or not raw.strip():
+    raw = field_value(request.headers.get("If-Match", ""))
+    if not raw:
         return None
     message = 'If-Match must be one entity tag as a read gave it, like "7".'
-    matched = ENTITY_TAG.fullmatch(raw.strip())
+    matched = ENTITY_TAG.fullmatch(raw)
     if matched is None:
         raise InvalidHeader(message, header="If-Match")
     return whole_number(matched.group(1), header="If-Match", message=message)
@@ -106,6 +115,6 @@ def flag_from(request: Request, name: str) -> bool:
     raw = request.headers.get(name)
     if raw is None:
         return False
-    if raw.strip() not in {"0", "1"}:
+    if field_value(raw) not in {"0", "1"}:
         raise InvalidHeader(f"{name} must be 0 or 1.", header=name)
-    return raw.strip() == "1"
+    return field_value(raw) == "1"

@@ -10,11 +10,11 @@ from django.conf import settings
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from memory_project.api.pagination import page_schema, paginated
 from memory_project.api.schema import operation
 from memory_project.api.serializers import DisplayNameField, StrictSerializer
+from memory_project.api.views import ApiView
 from workspaces import selectors, services
 from workspaces.api.access import MEMBER_REFUSALS, caller_membership
 from workspaces.api.generic import RevokeApi, WorkspaceSettingApi
@@ -35,7 +35,7 @@ from workspaces.errors import (
 from workspaces.models import ApiToken, KeySession, User, Workspace, WorkspaceMembership
 
 
-class WorkspaceListApi(APIView):
+class WorkspaceListApi(ApiView):
     class InputSerializer(StrictSerializer):
         name = DisplayNameField(max_length=200)
         aiEnabled = serializers.BooleanField(
@@ -80,7 +80,7 @@ class WorkspaceMemberOutputSerializer(serializers.Serializer):
     joinedAt = serializers.DateTimeField(source="created_at")
 
 
-class WorkspaceMemberListApi(APIView):
+class WorkspaceMemberListApi(ApiView):
     class InputSerializer(StrictSerializer):
         userId = serializers.IntegerField(min_value=1, required=False)
         username = serializers.CharField(max_length=150, required=False)
@@ -130,7 +130,7 @@ class WorkspaceMemberListApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-class WorkspaceMemberApi(APIView):
+class WorkspaceMemberApi(ApiView):
     class InputSerializer(StrictSerializer):
         role = serializers.ChoiceField(choices=WorkspaceMembership.Role.choices)
 
@@ -215,7 +215,7 @@ class TokenOutputSerializer(serializers.Serializer):
     )
 
 
-class TokenListCreateApi(APIView):
+class TokenListCreateApi(ApiView):
     class InputSerializer(StrictSerializer):
         name = DisplayNameField(max_length=100)
         # A bot's token is issued for its bot (`/api/v1/bots/{id}/tokens`), never here.
@@ -273,7 +273,7 @@ class TokenRevokeApi(RevokeApi):
         return lambda: services.api_token_revoke(token=token, actor=credential.user)
 
 
-class JwtIssueApi(APIView):
+class JwtIssueApi(ApiView):
     class OutputSerializer(serializers.Serializer):
         token = serializers.CharField()
         expiresAt = serializers.DateTimeField()
@@ -297,7 +297,7 @@ class JwtIssueApi(APIView):
         return Response(self.OutputSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
-class KeySessionListCreateApi(APIView):
+class KeySessionListCreateApi(ApiView):
     class OutputSerializer(serializers.Serializer):
         id = serializers.UUIDField()
         workspaceId = serializers.IntegerField(source="workspace_id")
@@ -333,7 +333,12 @@ class KeySessionListCreateApi(APIView):
     def post(self, request: Request, workspace_id: int) -> Response:
         membership = caller_membership(request, workspace_id)
         no_body_require(request)
-        session = services.key_session_open(workspace=membership.workspace, user=membership.user)
+        # Opened from a browser session (or a JWT minted from one), it ends with that session.
+        session = services.key_session_open(
+            workspace=membership.workspace,
+            user=membership.user,
+            browser_session_key=request_credential(request).session_key,
+        )
         return Response(self.CreatedSerializer(session).data, status=status.HTTP_201_CREATED)
 
     @operation("List your key sessions on the workspace", *MEMBER_REFUSALS, ValidationFailed)
@@ -363,7 +368,7 @@ class KeySessionRevokeApi(RevokeApi):
         return lambda: services.key_session_revoke(session=session, revoked_by=credential.user)
 
 
-class PingApi(APIView):
+class PingApi(ApiView):
     """A trivial authenticated read: the yardstick for route overhead in benchmarks."""
 
     # The answer's schema; `get` builds the two fields itself, already JSON types, without

@@ -5,9 +5,11 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
-from django.contrib.admin.models import DELETION, LogEntry
+from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.contrib.auth.models import Permission
 from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -480,6 +482,41 @@ def test_the_last_admin_of_a_workspace_cannot_be_demoted_in_the_admin(staff_clie
     assert not AuditEvent.objects.filter(action="member_role_changed").exists()
 
 
+def edit_team_membership(client, membership: TeamMembership, **data):
+    url = reverse("admin:workspaces_teammembership_change", args=[membership.pk])
+    fields = {"user": membership.user_id, "team": membership.team_id, "role": "member"}
+    return client.post(url, {**fields, **data}, follow=True)
+
+
+def test_a_team_role_changed_in_the_admin_goes_through_the_service_and_is_audited(
+    staff_client, tenant
+):
+    membership = TeamMembership.objects.get(team=tenant.team, user=tenant.member)
+
+    edit_team_membership(staff_client, membership, role="owner")
+
+    membership.refresh_from_db()
+    assert membership.role == "owner"
+    event = AuditEvent.objects.get(action="member_role_changed")
+    assert event.actor == tenant.admin
+    assert (event.org_id, event.workspace_id) == (tenant.team.org_id, None)
+    assert (event.target_type, event.target_id) == ("user", str(tenant.member.pk))
+    assert event.detail == {"from": "member", "to": "owner", "teamId": tenant.team.pk}
+
+
+def test_the_last_owner_of_a_team_cannot_be_made_a_member_in_the_admin(staff_client, tenant):
+    owner = TeamMembership.objects.get(team=tenant.team, user=tenant.admin)
+    TeamMembership.objects.filter(pk=owner.pk).update(role="owner")
+
+    response = edit_team_membership(staff_client, owner, role="member")
+
+    assert "only owner" in response.content.decode()
+    owner.refresh_from_db()
+    assert owner.role == "owner"
+    assert not AuditEvent.objects.filter(action="member_role_changed").exists()
+    assert not LogEntry.objects.filter(action_flag=CHANGE).exists()
+
+
 def test_a_workspace_membership_cannot_be_moved_added_nor_bulk_deleted(staff_client, tenant):
     membership = WorkspaceMembership.objects.get(workspace=tenant.workspace, user=tenant.member)
     other = workspace_create(team=tenant.team, name="other", admin=tenant.admin)
@@ -554,3 +591,35 @@ def test_a_team_is_not_moved_to_another_org_in_the_admin(staff_client, tenant):
 
     tenant.team.refresh_from_db()
     assert (tenant.team.name, tenant.team.org) == ("renamed", tenant.org)
+
+
+def updates_of(captured, table: str) -> list[str]:
+    return [q["sql"] for q in captured.captured_queries if q["sql"].startswith(f'UPDATE "{table}"')]
+
+
+def test_renaming_a_workspace_writes_its_name_alone(staff_client, tenant):
+    """A whole-row save would write back the AI consent as the page loaded it, undoing a
+    consent change (the compare-and-set service's) made meanwhile."""
+    url = reverse("admin:workspaces_workspace_change", args=[tenant.workspace.pk])
+
+    with CaptureQueriesContext(connection) as captured:
+        staff_client.post(url, {"name": "renamed"})
+
+    updates = updates_of(captured, "workspaces_workspace")
+    assert len(updates) == 1
+    assert '"name"' in updates[0]
+    assert "ai_enabled" not in updates[0]
+    assert "ai_consent_revision" not in updates[0]
+
+
+def test_a_tokens_page_is_view_only_and_writes_nothing(staff_client, tenant):
+    """A token is only revoked (the action, through the service): saving its page would
+    write back `revoked_at` as the page loaded it, un-revoking a token revoked meanwhile."""
+    token, _ = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    url = reverse("admin:workspaces_apitoken_change", args=[token.pk])
+
+    with CaptureQueriesContext(connection) as captured:
+        saved = staff_client.post(url, {})
+
+    assert saved.status_code == 403
+    assert updates_of(captured, "workspaces_apitoken") == []

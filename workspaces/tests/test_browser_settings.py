@@ -1,6 +1,6 @@
 """Tokens and workspaces in a real browser: a token shown once, used from outside the
-browser, then revoked; a workspace created from the list, with its empty memory; members
-added, removed and leaving from Settings."""
+browser, then revoked; one key session for two tabs; a workspace created from the list, with
+its empty memory; members added, removed and leaving from Settings."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 from playwright.sync_api import Route, expect
 
-from workspaces.models import ApiToken, User, Workspace, WorkspaceMembership
+from workspaces.models import ApiToken, KeySession, User, Workspace, WorkspaceMembership
 from workspaces.services import team_membership_ensure, workspace_member_remove
 from workspaces.tests.browser import (
     assert_within_width,
@@ -95,6 +95,24 @@ def test_the_key_session_revoke_button_fits_a_390_px_screen(new_context, live_se
     box = revoke.bounding_box()
     assert box is not None
     assert box["x"] + box["width"] <= 390
+
+
+def test_two_tabs_of_one_browser_share_one_key_session(browser_context, live_server, tenant):
+    sign_in(browser_context, live_server, tenant.member)
+    first_tab = open_page(browser_context)
+    second_tab = open_page(browser_context)
+    # Both first visits are sent before either is answered.
+    first_tab.goto(f"/workspaces/{tenant.workspace.pk}/memory/", wait_until="commit")
+    second_tab.goto(f"/workspaces/{tenant.workspace.pk}/memory/", wait_until="commit")
+
+    page = open_page(browser_context, f"/workspaces/{tenant.workspace.pk}/settings/")
+
+    rows = page.locator("#key-sessions-heading ~ div tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("Open")
+    expect(rows.first).to_contain_text("this browser")
+    screenshot(page, "settings-one-key-session-for-two-tabs")
+    assert KeySession.objects.filter(user=tenant.member, workspace=tenant.workspace).count() == 1
 
 
 def test_a_workspace_created_from_the_list_opens_on_its_empty_memory(

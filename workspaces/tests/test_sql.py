@@ -15,16 +15,19 @@ from django.db import (
     transaction,
 )
 from django.db.backends.utils import CursorWrapper
+from django.db.models.signals import post_init
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
 from conftest import backend_terminate, postgres_only
 from memory.selectors import memory_current_get
 from memory.services import memory_save
-from workspaces.models import File
+from workspaces.models import ApiToken, File, Org, Team, User
 from workspaces.selectors import workspace_data_key
 from workspaces.services import api_token_create, key_session_open
 from workspaces.sql import (
+    _API_TOKEN_DEFERRED,
+    CALLER_DEFERRED,
     api_token_by_digest,
     driver_cursor,
     key_session_revoked,
@@ -214,3 +217,44 @@ def test_a_statement_on_a_killed_connection_fails_as_djangos_and_the_next_reconn
 
     assert memory_current_get(workspace=workspace, data_key=data_key).content == "- likes tea\n"
     assert through_django == []
+
+
+def orm_loaded(model: Any, pk: Any, deferred: frozenset[str]) -> Any:
+    return model.objects.defer(*deferred).get(pk=pk)
+
+
+def test_an_instance_is_what_the_orm_loads_from_the_same_row(tenant):
+    """`sql.instance` builds the per-request lookups' instances without `Model.__init__`'s
+    walk: each is what the ORM loads, field for field, deferred for deferred."""
+    _, raw_token = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    found = api_token_by_digest(bearer_secret_digest(raw_token))
+    assert found is not None
+    token = found[0]
+    for built, deferred in (
+        (token, _API_TOKEN_DEFERRED[ApiToken]),
+        (token.user, CALLER_DEFERRED[User]),
+        (token.team, CALLER_DEFERRED[Team]),
+        (token.team.org, CALLER_DEFERRED[Org]),
+    ):
+        loaded = orm_loaded(type(built), built.pk, deferred)
+        # A relation the lookup filled is in the cache of fields, not among the values.
+        assert fields(built) == fields(loaded)
+        assert built.get_deferred_fields() == loaded.get_deferred_fields() == deferred
+        assert (built._state.adding, built._state.db) == (False, loaded._state.db)
+
+
+def test_an_instance_built_while_a_receiver_listens_calls_it_as_the_orm_does(tenant):
+    _, raw_token = api_token_create(user=tenant.member, team=tenant.team, name="cli")
+    heard: list[Any] = []
+
+    def receiver(sender: Any, instance: Any, **kwargs: Any) -> None:
+        heard.append(instance)
+
+    post_init.connect(receiver, sender=ApiToken)
+    try:
+        found = api_token_by_digest(bearer_secret_digest(raw_token))
+    finally:
+        post_init.disconnect(receiver, sender=ApiToken)
+    assert found is not None
+    assert heard == [found[0]]
+    assert heard[0] is found[0]

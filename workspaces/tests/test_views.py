@@ -20,13 +20,13 @@ from workspaces.models import (
     Workspace,
 )
 from workspaces.services import (
+    browser_session_digest,
     key_session_open,
     key_session_revoke,
     org_deletion_request,
     team_membership_ensure,
     workspace_membership_ensure,
 )
-from workspaces.views import KEY_SESSIONS_SESSION_KEY
 
 PAGES = ["memory:frame", "memory:changes", "memory:notes", "workspaces:settings"]
 
@@ -145,7 +145,7 @@ def test_first_visit_opens_one_key_session_and_later_visits_reuse_it(client, ten
     response = client.get(page_url("memory:frame", tenant.workspace))
 
     session = KeySession.objects.get(workspace=tenant.workspace, user=tenant.member)
-    assert client.session[KEY_SESSIONS_SESSION_KEY] == {str(tenant.workspace.pk): str(session.pk)}
+    assert session.browser_session == browser_session_digest(client.session.session_key)
     assert cache.get(session.cache_key) is not None
     assert response.context["frame_config"]["keySessionId"] == str(session.pk)
 
@@ -158,8 +158,9 @@ def test_a_key_session_evicted_after_idling_is_replaced_at_the_next_visit(client
 
     client.get(page_url("memory:frame", tenant.workspace))
 
+    response = client.get(page_url("memory:frame", tenant.workspace))
     second = KeySession.objects.exclude(pk=first.pk).get(user=tenant.member)
-    assert client.session[KEY_SESSIONS_SESSION_KEY][str(tenant.workspace.pk)] == str(second.pk)
+    assert response.context["frame_config"]["keySessionId"] == str(second.pk)
 
 
 def test_a_revoked_key_session_is_not_silently_reopened(client, tenant):
@@ -327,8 +328,9 @@ def test_open_a_new_key_session_from_settings_after_revoking(client, tenant):
 
     client.post(reverse("workspaces:key-session-open", args=[tenant.workspace.pk]))
 
+    response = client.get(page_url("memory:frame", tenant.workspace))
     fresh = KeySession.objects.exclude(pk=first.pk).get(user=tenant.member)
-    assert client.session[KEY_SESSIONS_SESSION_KEY][str(tenant.workspace.pk)] == str(fresh.pk)
+    assert response.context["frame_config"]["keySessionId"] == str(fresh.pk)
 
 
 def test_admin_switches_workspace_ai_off_by_compare_and_set(client, tenant):

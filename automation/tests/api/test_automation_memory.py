@@ -338,6 +338,24 @@ def test_a_turns_credential_authorizes_nothing_once_the_turn_has_ended(
     assert cache.get(delivery_credential_cache_key(runtime.admission.pk)) is None
 
 
+def test_a_capture_retried_after_its_turn_ended_is_refused_not_replayed(
+    runtime, assistant, django_capture_on_commit_callbacks
+):
+    # A transport retry happens while the turn waits for the capture's answer; once the
+    # turn has ended its credential authorizes nothing, a replay included.
+    committed = runtime.put(runtime.url, CHANGE, format="json")
+    assert committed.status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        turn_run(turn_id=runtime.admission.turn.pk, provider=ScriptedProvider())
+
+    retried = runtime.put(runtime.url, CHANGE, format="json")
+
+    error = assert_error(retried, 403, "CAPTURE_RETIRED")
+    assert error["detail"]["predicate"] == "credential_unexpired"
+    assert memory_current_get(workspace=assistant.tenant.workspace).version == 2
+    assert CommitFence.objects.count() == 1
+
+
 def test_a_turns_end_leaves_a_newer_turns_credential_alone(
     runtime, assistant, django_capture_on_commit_callbacks
 ):

@@ -174,6 +174,25 @@ def test_pre_compact_is_one_user_message_or_none(tenant, bot):
     assert content.index("<workspace_memory_index ") < content.index("<workspace_memory ")
 
 
+@pytest.mark.parametrize("purpose", ["later", "", "START", "pre-compact"])
+def test_a_purpose_the_context_does_not_take_is_validation_failed(tenant, bot, purpose):
+    client = client_of(tenant, bot)
+
+    response = client.get("/api/v1/bots/alpha/memory/context", {"purpose": purpose})
+
+    assert list(assert_error(response, 400, "VALIDATION_FAILED")["detail"]["fields"]) == ["purpose"]
+
+
+def test_purpose_start_is_the_default_context(tenant, bot):
+    client = client_of(tenant, bot)
+    client.post(TOOLS + "write", {"path": "notes/a.md", "content": "x\n"}, format="json")
+
+    named = client.get("/api/v1/bots/alpha/memory/context", {"purpose": "start"})
+
+    assert named.status_code == 200
+    assert named.json() == client.get("/api/v1/bots/alpha/memory/context").json()
+
+
 def test_the_context_lists_autoload_omissions(tenant, bot, settings):
     settings.MEMORY_AUTOLOAD_MAX_BYTES = 10
     client = client_of(tenant, bot)

@@ -43,7 +43,7 @@ def api_routes() -> Iterator[tuple[str, type[APIView]]]:
 
 
 def fill(route: str, workspace_id: int) -> str:
-    route = re.sub(r"<int:[a-z_]+>", str(workspace_id), route)
+    route = re.sub(r"<(?:int|id):[a-z_]+>", str(workspace_id), route)
     route = re.sub(r"<slug:[a-z_]+>", "helper", route)
     return re.sub(r"<uuid:[a-z_]+>", str(uuid.uuid4()), route)
 
