@@ -27,7 +27,11 @@ from django.conf import settings
 from automation.bot_memory import BotMemoryAccess, BotMemoryTool
 from automation.prompts import MarkerDefence
 from memory.spaces.index import autoload_select
-from memory.spaces.selectors import space_document_metas, space_documents_index
+from memory.spaces.selectors import (
+    space_document_metas,
+    space_documents_index,
+    stored_text_or_none,
+)
 
 INDEX_TAG = "workspace_memory_index"
 AUTOLOAD_TAG = "workspace_memory"
@@ -45,13 +49,16 @@ PRE_COMPACT_HEADING = (
     "any earlier copy of these blocks."
 )
 OVER_BOUND = "over_bound"
+NOT_UTF8 = "not_utf8"
 
 
 @dataclass(frozen=True)
 class Omission:
     path: str
     bytes: int
-    reason: str  # over_bound: the autoload set would pass MEMORY_AUTOLOAD_MAX_BYTES
+    # over_bound: the autoload set would pass MEMORY_AUTOLOAD_MAX_BYTES; not_utf8: the
+    # stored body is not UTF-8 (`stored_text`), so it has no text to give
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -79,7 +86,18 @@ def bot_context(*, access: BotMemoryAccess) -> BotContext:
     entries, bodies = space_documents_index(handle=access.handle, bodies_of=set(taken))
     # A body that grew since the listing is judged again on its real size.
     loaded, grown = _within_bound([(path, len(bodies[path])) for path in taken if path in bodies])
-    omitted = sorted(omitted + grown, key=lambda omission: omission.path)
+    texts = {
+        path: text
+        for path in loaded
+        if (text := stored_text_or_none(path, bodies[path])) is not None
+    }
+    unreadable = [
+        Omission(path=path, bytes=len(bodies[path]), reason=NOT_UTF8)
+        for path in loaded
+        if path not in texts
+    ]
+    loaded = [path for path in loaded if path in texts]
+    omitted = sorted(omitted + grown + unreadable, key=lambda omission: omission.path)
     scope_root = access.handle.id
     index = ""
     if entries:
@@ -95,7 +113,7 @@ def bot_context(*, access: BotMemoryAccess) -> BotContext:
         index = _block(INDEX_TAG, scope_root, INDEX_PREAMBLE, lines)
     autoload = ""
     if loaded or omitted:
-        parts = [_body(path, bodies[path]) for path in loaded]
+        parts = [_body(path, texts[path]) for path in loaded]
         parts += [
             _element("omitted", path=each.path, bytes=str(each.bytes), reason=each.reason)
             for each in omitted
@@ -128,8 +146,8 @@ def _within_bound(sized: list[tuple[str, int]]) -> tuple[list[str], list[Omissio
     return taken, omitted
 
 
-def _body(path: str, body: bytes) -> str:
-    text = _DEFENCE.neutralize(body.decode("utf-8", errors="replace"))
+def _body(path: str, stored: str) -> str:
+    text = _DEFENCE.neutralize(stored)
     # The closing tag on a line of its own, without adding a blank line to the body.
     if not text.endswith("\n"):
         text += "\n"

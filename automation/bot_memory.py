@@ -152,7 +152,8 @@ def memory_read(*, access: BotMemoryAccess, path: str) -> str:
         _seen_forget(access, prefix=None, paths=[path])
         raise
     _seen_record(access, [document.meta])
-    return document.body.decode("utf-8", errors="replace")
+    # space_document_read refused a body that is not UTF-8 (DOCUMENT_UNREADABLE).
+    return document.body.decode("utf-8")
 
 
 def memory_list(*, access: BotMemoryAccess, path: str = "") -> str:

@@ -17,10 +17,14 @@ three sides:
 - bare: `GET /bench/bare`, a Django function view that exists only in the bench's URLconf
   (bench/server_urls.py), behind the same middleware: the yardstick for the ping.
 
-The key session is opened through the server's own API, so its key lands in the cache the
-server reads. The admission is made in this process with `message_admit`, and its
-delivery credential is minted again here (as the tests do) because the raw credential
-`message_admit` writes is only in this process's cache. Each side keeps one keep-alive
+The key session is of the kind most recalls use in the product: the web frame's, opened by
+a signed-in browser session (one stored here with `force_login`, its cookie sent to the
+server's own API), so its key lands in the cache the server reads, and every recall checks
+that browser session (signed in, unexpired, the person's password unchanged) as the
+product's do. The admission is made in this
+process with `message_admit`, and its delivery credential is minted again here (as the
+tests do) because the raw credential `message_admit` writes is only in this process's
+cache. Each side keeps one keep-alive
 connection; after a warm-up they run interleaved in blocks. Every response must be a 200.
 
 Afterwards, untimed for the result, the same work is timed in this process (Django's test
@@ -34,6 +38,7 @@ import dataclasses
 import http.client
 import json
 import re
+import secrets
 import statistics
 import time
 import uuid
@@ -57,10 +62,11 @@ from automation.tokens import delivery_credential_generate
 from memory.models import MEMORY_PATH
 from memory.services import memory_policy_set, memory_save
 from memory_project.api.renderers import JSONRenderer
-from workspaces.models import Org, Team, User, Workspace
+from workspaces.models import KeySession, Org, Team, User, Workspace
 from workspaces.selectors import file_current_version, file_version_plaintext
 from workspaces.services import (
     api_token_create,
+    browser_session_digest,
     key_session_open,
     team_membership_ensure,
     workspace_create,
@@ -211,13 +217,36 @@ def _admit(tenant: Tenant, key_session_id: uuid.UUID, label: str) -> Admission:
     ).admission
 
 
-def _key_session_open_over_http(server: Server, *, workspace_id: int, pat: str) -> uuid.UUID:
+def _signed_in(user: User) -> str:
+    """A browser session signing `user` in (stored in the database the server reads, signed
+    with the secret it shares through DATA_DIR): its key, the browser's cookie."""
+    browser = Client()
+    browser.force_login(user)
+    return str(browser.session.session_key)
+
+
+def _key_session_open_over_http(server: Server, *, workspace: Workspace, user: User) -> uuid.UUID:
+    """A key session opened by a signed-in browser session, as the web frame opens one at the
+    browser's first visit of the workspace: the one the person's chat turns use, which ends
+    with that browser session and is checked against it on every use. Opened through the
+    API with the session's cookie (and a CSRF token, as the frame's script sends), which
+    records the browser session as the frame's page does: the page itself cannot render in
+    the bench's server, whose static files are not collected (bench/README.md)."""
+    browser_session_key = _signed_in(user)
+    csrf = secrets.token_hex(16)
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     try:
         conn.request(
             "POST",
-            f"/api/v1/workspaces/{workspace_id}/key-sessions",
-            headers={"Authorization": f"Bearer {pat}", "Content-Length": "0"},
+            f"/api/v1/workspaces/{workspace.pk}/key-sessions",
+            headers={
+                "Cookie": (
+                    f"{settings.SESSION_COOKIE_NAME}={browser_session_key}; "
+                    f"{settings.CSRF_COOKIE_NAME}={csrf}"
+                ),
+                "X-CSRFToken": csrf,
+                "Content-Length": "0",
+            },
         )
         response = conn.getresponse()
         body = response.read()
@@ -225,7 +254,13 @@ def _key_session_open_over_http(server: Server, *, workspace_id: int, pat: str) 
         conn.close()
     if response.status != 201:
         raise server.fail(f"opening the key session answered {response.status}: {body[:500]!r}")
-    return uuid.UUID(json.loads(body)["id"])
+    session_id = uuid.UUID(json.loads(body)["id"])
+    # The check every use of it then makes: it names this browser session.
+    if not KeySession.objects.filter(
+        pk=session_id, browser_session=browser_session_digest(browser_session_key)
+    ).exists():
+        raise server.fail("the key session opened names no browser session")
+    return session_id
 
 
 def _recall_check(server: Server, side: Side, *, version: int, text: str) -> bytes:
@@ -241,9 +276,6 @@ def _recall_check(server: Server, side: Side, *, version: int, text: str) -> byt
 
 
 def _over_http(tenant: Tenant, redis_url: str) -> dict[str, Any]:
-    _token, member_pat = api_token_create(
-        user=tenant.member, team=tenant.workspace.team, name="bench recall"
-    )
     _token, pinger_pat = api_token_create(
         user=tenant.pinger, team=tenant.workspace.team, name="bench ping"
     )
@@ -254,7 +286,7 @@ def _over_http(tenant: Tenant, redis_url: str) -> dict[str, Any]:
         env={"THROTTLE_CREDENTIAL_RATE": f"{SERVER_THROTTLE_RATE_PER_MINUTE}/min"},
     ) as server:
         key_session_id = _key_session_open_over_http(
-            server, workspace_id=tenant.workspace.pk, pat=member_pat
+            server, workspace=tenant.workspace, user=tenant.member
         )
         admission = _admit(tenant, key_session_id, "http")
         credential = delivery_credential_mint(admission)
@@ -353,9 +385,14 @@ def _in_process(tenant: Tenant, redis_url: str) -> dict[str, Any]:
     """The same two requests without HTTP (Django's test client), and memory_recall alone.
 
     This process has its own cache (not the server's Redis), so it opens its own key
-    session; the work is otherwise the same.
+    session, for a browser session of its own as the frame does; the work is otherwise the
+    same.
     """
-    key_session = key_session_open(workspace=tenant.workspace, user=tenant.member)
+    key_session = key_session_open(
+        workspace=tenant.workspace,
+        user=tenant.member,
+        browser_session_key=_signed_in(tenant.member),
+    )
     admission = _admit(tenant, key_session.pk, "in-process")
     credential = delivery_credential_mint(admission)
     admission.refresh_from_db()  # the service compares the digest it is handed

@@ -138,6 +138,7 @@ class LocalSpaceClient:
             "docCount": report.doc_count,
             "docBytes": report.doc_bytes,
             "unaddressable": report.unaddressable,
+            "unreadable": report.unreadable,
         }
 
     def import_archive(self, upload: ArchiveUpload, *, progress: Progress) -> dict[str, Any]:
@@ -158,8 +159,8 @@ class LocalSpaceClient:
 
 
 def _document_data(path: str, body: bytes, revision: int) -> dict[str, Any]:
-    # Every stored body passed the write path's UTF-8 check.
-    return {"path": path, "revision": revision, "content": body.decode("utf-8", errors="replace")}
+    # space_document_read refused a body that is not UTF-8 (DOCUMENT_UNREADABLE).
+    return {"path": path, "revision": revision, "content": body.decode("utf-8")}
 
 
 def _base_version_require(base_version: int | None) -> int:
@@ -356,6 +357,8 @@ def _manifest_summary(archive: BinaryIO) -> dict[str, Any]:
         "docCount": manifest["doc_count"],
         "docBytes": sum(document["size"] for document in manifest["documents"]),
         "unaddressable": manifest["unaddressable"],
+        # An archive exported before bodies that are not UTF-8 were listed has no such key.
+        "unreadable": manifest.get("unreadable", []),
     }
 
 

@@ -54,6 +54,7 @@ from memory.errors import (
 )
 from memory.spaces.handle import SpaceHandle, Visibility, space_handle_parse
 from memory.spaces.quotas import store_get
+from memory.spaces.selectors import stored_text_or_none
 from memory.spaces.services import (
     AUTO_MEMORY_SPACE_NAME,
     SpaceWriter,
@@ -173,7 +174,9 @@ def mirror_space_handle(*, team_id: int, bot_slug: str, project: str) -> SpaceHa
 class MirrorDocument:
     path: str
     revision: int
-    body: bytes
+    # None: the stored body is not UTF-8 (`stored_text`), listed as `unreadable` by the
+    # route; hydrate reports it and writes no file.
+    body: bytes | None
 
 
 class MirrorSpace(Protocol):
@@ -205,7 +208,11 @@ class LocalMirrorSpace:
 
     def documents(self) -> Sequence[MirrorDocument]:
         return [
-            MirrorDocument(path=each.meta.path, revision=each.meta.revision, body=each.body)
+            MirrorDocument(
+                path=each.meta.path,
+                revision=each.meta.revision,
+                body=None if stored_text_or_none(each.meta.path, each.body) is None else each.body,
+            )
             for each in store_get().read_all(self.handle)
         ]
 
@@ -247,6 +254,10 @@ class RemoteMirrorSpace:
                 path=each["path"], revision=int(each["revision"]), body=each["content"].encode()
             )
             for each in listing["documents"]
+        ] + [
+            # Never materialised, so its revision is never recorded.
+            MirrorDocument(path=path, revision=0, body=None)
+            for path in listing.get("unreadable", [])
         ]
 
     def write(self, path: str, body: bytes, *, expected_revision: int) -> int:
@@ -419,6 +430,9 @@ def mirror_hydrate(*, space: MirrorSpace, state_dir: Path, node_name: str) -> Hy
                 if not _is_canonical(document.path):
                     report.skipped.append(document.path)
                     continue
+                if document.body is None:
+                    report.errors.append(_unreadable(document.path))
+                    continue
                 try:
                     _file_replace(root, document.path, document.body)
                 except (OSError, MirrorStateUnsafe) as error:
@@ -433,6 +447,11 @@ def mirror_hydrate(*, space: MirrorSpace, state_dir: Path, node_name: str) -> Hy
             os.close(root)
         _manifest_write(node, space_id=space.space_id, files=files)
     return report
+
+
+def _unreadable(path: str) -> dict[str, str]:
+    message = "The stored document is not valid UTF-8; write it again or delete it."
+    return {"path": path, "code": "DOCUMENT_UNREADABLE", "message": message}
 
 
 def _blocked(path: str, error: OSError | MirrorStateUnsafe) -> dict[str, str]:

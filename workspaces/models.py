@@ -559,6 +559,10 @@ class AuditAction(models.TextChoices):
     SIGN_IN_FAILED = "sign_in_failed", "Sign-in failed"
     SPACE_GLOBAL_WRITTEN = "space_global_written", "Global memory space written"
     SPACE_GLOBAL_DELETED = "space_global_deleted", "Global memory space document deleted"
+    SPACE_UNADDRESSABLE_DELETED = (
+        "space_unaddressable_deleted",
+        "Memory space document under a path no longer valid deleted",
+    )
     SPACE_QUOTA_OVERRIDDEN = "space_quota_overridden", "Team memory space quota overridden"
     SPACE_PRIVATE_EXPIRED = "space_private_expired", "Private memory space expired"
     BOT_CREATED = "bot_created", "Bot created"

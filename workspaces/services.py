@@ -9,13 +9,13 @@ import uuid
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import Group, Permission
+from django.contrib.sessions.backends.db import SessionStore
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.validators import ProhibitNullCharactersValidator
@@ -90,6 +90,7 @@ from workspaces.sql import (
     loaded,
     pk_param,
     table,
+    user_with_browser_session,
 )
 from workspaces.tokens import bearer_secret_digest, jwt_encode, pat_generate
 from workspaces.violations import violation_code, violation_raises
@@ -1620,18 +1621,34 @@ def browser_session_digest(browser_session_key: str) -> str:
 
 
 def browser_session_is_live(*, session_key: str, user: User) -> bool:
-    """Whether the browser session `session_key` is still `user`'s sign-in: not signed out
-    (from the frame or the admin), not expired, and not signed in before the person's
-    password changed (its auth hash no longer matches, which Django itself judges only on
-    the session's next use). Read from the session store on every call, so no cache delays
-    a sign-out."""
-    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
-    if session.get(SESSION_KEY) != str(user.pk):
-        return False
+    """Whether the browser session `session_key` is still `user`'s sign-in
+    (`_browser_session_owner`)."""
+    _owner, live = _browser_session_owner(session_key=session_key, user_id=user.pk)
+    return live
+
+
+def _browser_session_owner(*, session_key: str, user_id: int) -> tuple[User | None, bool]:
+    """Person `user_id` as stored now (None if gone), and whether the browser session
+    `session_key` still signs them in: not signed out (from the frame or the admin), not
+    expired, and not signed in before their password changed (its auth hash no longer
+    matches, which Django itself judges only on the session's next use). Both rows are read
+    in one statement on every call, so no cache delays a sign-out or a password change.
+
+    Read from the database session store, the product's `SESSION_ENGINE`, as it loads a
+    session: an unexpired row, decoded (a tampered one decodes to nothing)."""
+    found = user_with_browser_session(user_id=user_id, session_key=session_key, now=timezone.now())
+    if found is None:
+        return None, False
+    owner, session_data = found
+    if session_data is None:
+        return owner, False
+    session = SessionStore().decode(session_data)
+    if session.get(SESSION_KEY) != str(owner.pk):
+        return owner, False
     session_hash = session.get(HASH_SESSION_KEY) or ""
-    return any(
+    return owner, any(
         constant_time_compare(session_hash, current)
-        for current in (user.get_session_auth_hash(), *user.get_session_auth_fallback_hash())
+        for current in (owner.get_session_auth_hash(), *owner.get_session_auth_fallback_hash())
     )
 
 
@@ -1703,8 +1720,8 @@ def _key_session_key_of(session_id: uuid.UUID, entry: dict[str, Any]) -> bytes |
     browser_session_key = entry.get("browser_session")
     if browser_session_key is None:
         return bytes(entry["key"])
-    owner = User.objects.filter(pk=entry["user_id"]).first()
-    if owner is not None and browser_session_is_live(session_key=browser_session_key, user=owner):
+    owner, live = _browser_session_owner(session_key=browser_session_key, user_id=entry["user_id"])
+    if live:
         return bytes(entry["key"])
     session = KeySession.objects.filter(pk=session_id).first()
     if session is not None:

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 import psycopg
+from django.contrib.sessions.models import Session
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.models import Q, QuerySet
 from django.db.models.base import ModelState
@@ -485,4 +486,33 @@ def _key_session_revoked_sql(vendor: str) -> str:
         SELECT s.revoked_at IS NOT NULL OR NOT {key_session_unrevoked("s.id")}
         FROM {table(KeySession)} s
         WHERE s.id = %s AND s.workspace_id = %s AND s.user_id = %s
+    """
+
+
+def user_with_browser_session(
+    *, user_id: int, session_key: str, now: datetime
+) -> tuple[User, str | None] | None:
+    """Person `user_id` as stored now, and the stored data of browser session `session_key`
+    if it is unexpired at `now` (None once signed out or expired, as Django's database
+    session store reads it); None if there is no such person."""
+    row = fetch_one(
+        _user_with_browser_session_sql(connection.vendor),
+        [session_key, datetime_param(now), user_id],
+    )
+    if row is None:
+        return None
+    return instance(User, row, 0), row[width(User)]
+
+
+@functools.cache
+def _user_with_browser_session_sql(vendor: str) -> str:
+    # Raw: every use of a key session a browser session opened (each recall of the frame's
+    # assistant) checks that session against the person's password hash, and reading the
+    # two rows apart cost a second round trip. Built once per process: the identifiers come
+    # from model metadata; every value is a parameter.
+    return f"""
+        SELECT {columns(User, "u")}, s.session_data
+        FROM {table(User)} u
+        LEFT JOIN {table(Session)} s ON s.session_key = %s AND s.expire_date > %s
+        WHERE u.id = %s
     """

@@ -13,12 +13,16 @@ import pytest
 from automation.bot_context import (
     AUTOLOAD_TAG,
     INDEX_TAG,
+    NOT_UTF8,
     OVER_BOUND,
     Omission,
     bot_context,
     bot_pre_compact_message,
 )
-from automation.bot_memory import bot_memory_access, memory_write
+from automation.bot_memory import bot_memory_access, memory_read, memory_write
+from memory.spaces.quotas import store_get
+from memory.tests.spaces.conftest import store_write
+from workspaces.errors import DocumentUnreadable
 from workspaces.models import Bot, TeamMembership
 
 pytestmark = pytest.mark.usefixtures("every_store")
@@ -166,3 +170,21 @@ def test_an_autoload_set_over_the_bound_lists_what_it_left_out(tenant, settings)
     assert '<omitted path="profile.md" bytes="20" reason="over_bound"/>' in context.autoload
     # The index still names every document.
     assert context.index.count("<file ") == 4
+
+
+def test_a_stored_body_that_is_not_utf8_is_omitted_and_refused_to_read(tenant):
+    bot = make_bot(tenant)
+    write(bot, "notes/a.md", "# A\n")
+    access = bot_memory_access(issuer=tenant.admin, bot=bot)
+    # The write path refuses it; a filesystem store's file can be edited on disk.
+    store_write(store_get(), access.handle, "notes/bad.md", b"caf\xe9\n", by="bot:helper")
+
+    context = bot_context(access=access)
+    with pytest.raises(DocumentUnreadable) as refused:
+        memory_read(access=access, path="notes/bad.md")
+
+    assert context.omitted == (Omission(path="notes/bad.md", bytes=5, reason=NOT_UTF8),)
+    assert '<omitted path="notes/bad.md" bytes="5" reason="not_utf8"/>' in context.autoload
+    assert "caf" not in context.autoload
+    assert 'path="notes/bad.md"' in context.index
+    assert refused.value.detail == {"reason": "not_utf8", "path": "notes/bad.md"}

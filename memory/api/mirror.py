@@ -101,6 +101,8 @@ class MirrorDocumentListApi(ApiView):
             content = serializers.CharField(allow_blank=True)
 
         documents = DocumentSerializer(many=True)
+        # Stored bodies that are not UTF-8 (DOCUMENT_UNREADABLE when read one at a time).
+        unreadable = serializers.ListField(child=serializers.CharField())
 
     @extend_schema(
         summary="Every document of the auto-memory space, with its body",
@@ -109,12 +111,15 @@ class MirrorDocumentListApi(ApiView):
     )
     @refuses(*MIRROR_REFUSALS, DocumentUnreadable)
     def get(self, request: Request) -> Response:
-        documents = [
-            # Every stored body passed the write path's UTF-8 check.
-            {"path": each.path, "revision": each.revision, "content": each.body.decode()}
-            for each in _mirror_space(request).documents()
-        ]
-        return Response(self.OutputSerializer({"documents": documents}).data)
+        documents, unreadable = [], []
+        for each in _mirror_space(request).documents():
+            if each.body is None:
+                unreadable.append(each.path)
+            else:
+                content = each.body.decode()  # the space checked it is UTF-8
+                documents.append({"path": each.path, "revision": each.revision, "content": content})
+        answer = {"documents": documents, "unreadable": unreadable}
+        return Response(self.OutputSerializer(answer).data)
 
 
 class MirrorDocumentApi(RawBodyApi):

@@ -4,7 +4,8 @@ The archive is a gzip tar that another product reading the same format can open:
 
     manifest.json        first: format, space, doc_count, documents (path, size, checksum,
                          revision), unaddressable (paths stored under a spelling no longer
-                         valid, listed rather than dropped)
+                         valid) and unreadable (stored bodies that are not UTF-8), both
+                         listed rather than dropped
     docs/<path>          one per document, sorted by path
     checksums.sha256     last: `<sha256>  docs/<path>` lines, as `sha256sum -c` reads them
 
@@ -47,6 +48,7 @@ from memory.errors import ArchiveChecksumMismatch, ArchiveInvalid
 from memory.secrets import secret_refuse
 from memory.spaces.handle import SpaceHandle
 from memory.spaces.quotas import store_get
+from memory.spaces.selectors import stored_text_or_none
 from memory.spaces.services import (
     SpaceWriter,
     space_document_write_check,
@@ -111,6 +113,7 @@ class ExportReport:
     doc_count: int
     doc_bytes: int  # the documents' bytes, before compression
     unaddressable: list[str]
+    unreadable: list[str]  # stored bodies that are not UTF-8 (`stored_text`)
 
 
 class ImportAction(enum.StrEnum):
@@ -179,6 +182,7 @@ def archive_export(
     `documents` raises) comes before a byte is written, so `out` never holds part of an
     archive. A document whose path is no longer canonical is listed as unaddressable."""
     unaddressable: list[str] = []
+    unreadable: list[str] = []
     exported: list[tuple[DocumentMeta, int]] = []  # each with its body's offset in the spool
     reading = iter(documents)
     with contextlib.ExitStack() as cleanup:
@@ -191,9 +195,11 @@ def archive_export(
             path = document.meta.path
             if not _addressable(path):
                 unaddressable.append(path)
+            elif (text := stored_text_or_none(path, document.body)) is None:
+                # An import would refuse it: listed, as an unaddressable one is.
+                unreadable.append(path)
             else:
-                # The scanner judges text; a body that is not UTF-8 is still scanned whole.
-                secret_refuse(document.body.decode("utf-8", "replace"), path=path)
+                secret_refuse(text, path=path)
                 _integrity_require(document)
                 exported.append((document.meta, bodies.tell()))
                 bodies.write(document.body)
@@ -201,14 +207,21 @@ def archive_export(
                 progress(done, max(total, done))
         exported.sort(key=lambda item: item[0].path)
         unaddressable.sort()
+        unreadable.sort()
         _archive_write(
-            out, space=space, documents=exported, unaddressable=unaddressable, bodies=bodies
+            out,
+            space=space,
+            documents=exported,
+            unaddressable=unaddressable,
+            unreadable=unreadable,
+            bodies=bodies,
         )
     metas = [meta for meta, _ in exported]
     return ExportReport(
         doc_count=len(metas),
         doc_bytes=sum(meta.size for meta in metas),
         unaddressable=unaddressable,
+        unreadable=unreadable,
     )
 
 
@@ -250,6 +263,7 @@ def _archive_write(
     space: dict[str, Any],
     documents: Sequence[tuple[DocumentMeta, int]],
     unaddressable: Sequence[str],
+    unreadable: Sequence[str],
     bodies: IO[bytes],
 ) -> None:
     """The archive of `documents` (sorted by path, each with its body's offset in
@@ -270,6 +284,7 @@ def _archive_write(
         "doc_count": len(listed),
         "documents": listed,
         "unaddressable": list(unaddressable),
+        "unreadable": list(unreadable),
     }
     checksums = "".join(f"{_hex(meta.checksum)}  {DOCS}{meta.path}\n" for meta in metas)
     with gzip.GzipFile(

@@ -79,7 +79,8 @@ def _escape(axis: str) -> str:
 
 def segment_problem(value: str) -> str | None:
     """Why `value` is not one path segment, or None: not empty, no `/` or `\\`, not `.` or
-    `..`, no control or other invisible character, at most 128 UTF-8 bytes."""
+    `..`, no control or other invisible character, no whitespace at either end, at most 128
+    UTF-8 bytes."""
     if value == "":
         return "empty"
     if "/" in value or "\\" in value:
@@ -94,6 +95,9 @@ def segment_problem(value: str) -> str | None:
     # would be two spaces that read alike, as two document paths would.
     if first_invisible(value) is not None:
         return "control_character"
+    # `n` and `n ` (or ` ` beside nothing) would be two spaces that `du` shows alike.
+    if value != value.strip():
+        return "surrounding_whitespace"
     if len(encoded) > MAX_SEGMENT_BYTES:
         return "too_long"
     return None

@@ -11,7 +11,7 @@ from memory.spaces.handle import SpaceHandle
 from memory.spaces.index import document_index_fields
 from memory.spaces.quotas import quotas_for, store_get
 from memory.spaces.store import DocumentMeta, StoredDocument
-from workspaces.errors import NotFound
+from workspaces.errors import DocumentUnreadable, NotFound
 from workspaces.paths import directory_path_require_canonical, document_path_require_canonical
 
 
@@ -34,9 +34,35 @@ class SpaceUsageReport:
     tenant_quota_bytes: int  # 0: no cap, and for a space with no tenant
 
 
+def stored_text(path: str, body: bytes) -> str:
+    """A stored body as text. The write path refuses a body that is not UTF-8, but the
+    filesystem store's files can be edited on disk: such a body is DocumentUnreadable
+    (`detail.reason` not_utf8) wherever one document is read, and listed as `unreadable`
+    where many are, never a 500 and never text with U+FFFD in place of its bytes."""
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DocumentUnreadable(
+            "The stored document is not valid UTF-8 and cannot be read; write it again "
+            "or delete it.",
+            reason="not_utf8",
+            path=path,
+        ) from None
+
+
+def stored_text_or_none(path: str, body: bytes) -> str | None:
+    """`stored_text`, or None for a body a bulk read lists as `unreadable`."""
+    try:
+        return stored_text(path, body)
+    except DocumentUnreadable:
+        return None
+
+
 def space_document_entry(meta: DocumentMeta, body: bytes) -> SpaceDocumentEntry:
-    # Every body passed the write path's UTF-8 check; "replace" only keeps a listing whole.
-    fields = document_index_fields(meta.path, body.decode("utf-8", errors="replace"))
+    # A body that is not UTF-8 is still listed (it holds quota; it can be deleted), with no
+    # index fields rather than text guessed from its bytes.
+    text = stored_text_or_none(meta.path, body)
+    fields = None if text is None else document_index_fields(meta.path, text)
     if fields is None:
         return SpaceDocumentEntry(meta=meta, title="", description="", tags=())
     return SpaceDocumentEntry(
@@ -45,10 +71,12 @@ def space_document_entry(meta: DocumentMeta, body: bytes) -> SpaceDocumentEntry:
 
 
 def space_document_read(*, handle: SpaceHandle, path: str) -> StoredDocument:
-    """The document at `path` (its canonical spelling only), or NotFound."""
+    """The document at `path` (its canonical spelling only), or NotFound; a body that is
+    not UTF-8 is DocumentUnreadable (`stored_text`), so every reader of it gets text."""
     document = store_get().read(handle, document_path_require_canonical(path))
     if document is None:
         raise NotFound()
+    stored_text(document.meta.path, document.body)
     return document
 
 

@@ -55,7 +55,7 @@ from memory.spaces.store import (
     PendingWrite,
     WriteBatch,
 )
-from workspaces.errors import DocumentTooLarge, InvalidText, NotFound
+from workspaces.errors import DocumentTooLarge, InvalidDocumentPath, InvalidText, NotFound
 from workspaces.models import AuditEvent, Team, User
 from workspaces.paths import document_path_require_canonical
 from workspaces.services import audit_record, document_nul_refuse, org_active_hold
@@ -262,21 +262,58 @@ def space_document_delete(
     *, handle: SpaceHandle, path: str, expected_revision: int | None, writer: SpaceWriter
 ) -> None:
     """Delete one document of a space and free its bytes (steps 1 to 3, then the store):
-    NotFound when absent, VersionConflict when `expected_revision` is stale."""
-    path = _admit(handle=handle, path=path, writer=writer)
+    NotFound when absent, VersionConflict when `expected_revision` is stale.
+
+    A document stored under a spelling the path rule now refuses (written before the rule,
+    or onto the filesystem store's disk; listings show it, an export lists it in
+    `unaddressable`) can be read or written by no spelling, so it is deleted by the one it
+    is listed under, and audited (`space_unaddressable_deleted`): nothing else would ever
+    free its bytes. A refused spelling that names no stored document stays refused."""
+    space_write_permit(handle=handle, writer=writer)
+    try:
+        canonical = document_path_require_canonical(path)
+    except InvalidDocumentPath:
+        if path not in {meta.path for meta in store_get().list(handle)}:
+            raise
+        canonical = None
     with _change_transaction(handle):
         store_get().delete(
             handle,
-            path,
+            path if canonical is None else canonical,
             expected_revision=expected_revision,
             deadline=_deadline(),
         )
-        _global_audit(
-            action=AuditEvent.Action.SPACE_GLOBAL_DELETED,
-            handle=handle,
-            writer=writer,
-            detail={"path": path, "expectedRevision": expected_revision},
-        )
+        detail: dict[str, object] = {"path": path, "expectedRevision": expected_revision}
+        if canonical is None:
+            _unaddressable_deleted_audit(handle=handle, writer=writer, detail=detail)
+        else:
+            _global_audit(
+                action=AuditEvent.Action.SPACE_GLOBAL_DELETED,
+                handle=handle,
+                writer=writer,
+                detail=detail,
+            )
+
+
+def _unaddressable_deleted_audit(
+    *, handle: SpaceHandle, writer: SpaceWriter, detail: dict[str, object]
+) -> None:
+    """Audit the deletion of a document stored under a path no longer valid, in any space:
+    it is the one change of a team's space the audit records, as a repair of what no
+    route could reach."""
+    org_id = (
+        None
+        if handle.tenant_id is None
+        else Team.objects.filter(pk=handle.tenant_id).values_list("org_id", flat=True).first()
+    )
+    audit_record(
+        actor=writer.user,
+        action=AuditEvent.Action.SPACE_UNADDRESSABLE_DELETED,
+        org_id=org_id,
+        target_type="memory_space",
+        # As _global_audit's: the space id can be longer than the target column.
+        detail={"space": handle.id, "updatedBy": writer.attribution, **detail},
+    )
 
 
 def _deadline() -> float:

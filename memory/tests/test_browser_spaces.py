@@ -413,6 +413,7 @@ def test_a_space_named_in_another_script_downloads_under_its_name(
         ("no\u200btes", "invisible character"),
         ("ops/notes", "“/”"),
         ("..", "“.” or “..”"),
+        ("notes ", "starts or ends with a space"),
     ],
 )
 def test_a_refused_space_name_says_what_is_wrong_with_it(

@@ -1043,3 +1043,29 @@ def test_a_malformed_remote_url_in_the_environment_is_one_line():
         "Configuration error: MEMORY_REMOTE_URL is not a base URL: it must look like "
         "https://host[:port][/path]\n"
     )
+
+
+@pytest.mark.usefixtures("every_store")
+def test_rm_deletes_a_document_under_a_path_no_longer_valid_by_its_listed_spelling(tenant):
+    space = [*org_space(tenant), "--user", tenant.member.username]
+    store_write(store_get(), handle_of(tenant), "old/./b.md", b"legacy\n")
+
+    removed = memory("rm", "old/./b.md", *space, "--base-version", "1")
+
+    assert removed == "deleted old/./b.md\n"
+    assert store_get().list(handle_of(tenant)) == []
+    assert store_get().usage(handle_of(tenant)).used_bytes == 0
+
+
+@pytest.mark.usefixtures("every_store")
+def test_cat_of_a_stored_body_that_is_not_utf8_is_refused_as_unreadable(tenant):
+    # The write path refuses it; a filesystem store's file can be edited on disk.
+    store_write(store_get(), handle_of(tenant), "bad.md", b"caf\xe9\n")
+
+    space = [*org_space(tenant), "--user", tenant.member.username]
+
+    code, message, out = refused("cat", "bad.md", *space)
+
+    assert code == 1
+    assert message.startswith("DOCUMENT_UNREADABLE")
+    assert out == ""

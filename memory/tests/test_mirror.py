@@ -146,7 +146,7 @@ def _seed(space: LocalMirrorSpace, files: dict[str, str]) -> None:
 
 
 def _bodies(space: LocalMirrorSpace) -> dict[str, str]:
-    return {each.path: each.body.decode() for each in space.documents()}
+    return {each.path: each.body.decode() for each in space.documents() if each.body is not None}
 
 
 def _revisions(space: LocalMirrorSpace) -> dict[str, int]:
@@ -505,6 +505,21 @@ def test_a_document_at_a_non_canonical_path_is_skipped_and_never_deleted(space, 
     assert report.written == ["fine.md"]
     assert synced.deleted == []
     assert set(_bodies(space)) == {"old/./legacy.md", "fine.md"}
+
+
+def test_a_stored_body_that_is_not_utf8_is_reported_not_written(space, state):
+    store_write(store_get(), space.handle, "bad.md", b"caf\xe9\n", by="mirror:scribe")
+    _seed(space, {"fine.md": "fine\n"})
+
+    report = mirror_hydrate(space=space, state_dir=state, node_name=NODE)
+    synced = mirror_sync_back(space=space, state_dir=state, node_name=NODE)
+
+    assert [(each["path"], each["code"]) for each in report.errors] == [
+        ("bad.md", "DOCUMENT_UNREADABLE")
+    ]
+    assert report.written == ["fine.md"]
+    assert not (report.directory / "bad.md").exists()
+    assert synced.deleted == []
 
 
 def test_the_time_budget_grows_with_the_documents_and_has_a_cap():

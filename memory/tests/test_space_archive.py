@@ -365,18 +365,26 @@ def test_an_archive_built_by_hand_in_the_documented_layout_imports(tenant):
     assert contents(handle) == DOCUMENTS
 
 
-def test_a_document_under_a_path_no_longer_valid_is_listed_not_dropped(tenant):
+@pytest.mark.parametrize(
+    ("path", "body", "listed_in"),
+    [("old/./b.md", b"legacy\n", "unaddressable"), ("b.md", b"caf\xe9\n", "unreadable")],
+    ids=["path no longer valid", "body not UTF-8"],
+)
+def test_a_document_an_import_would_refuse_is_listed_not_dropped(tenant, path, body, listed_in):
     handle = space(tenant)
     fill(tenant, handle, {"a.md": b"kept\n"})
-    # Stored under a spelling the path rule now refuses: only the store can hold it.
-    store_write(store_get(), handle, "old/./b.md", b"legacy\n", expected=0)
+    # Stored under a spelling the path rule now refuses, or edited on disk past the UTF-8
+    # check (the filesystem store): only the store can hold it.
+    store_write(store_get(), handle, path, body, expected=0)
 
     with tarfile.open(fileobj=io.BytesIO(exported(handle)), mode="r:gz") as tar:
         names = tar.getnames()
         manifest = json.loads(member_bytes(tar, "manifest.json"))
 
     assert names == ["manifest.json", "docs/a.md", "checksums.sha256"]
-    assert manifest["unaddressable"] == ["old/./b.md"]
+    assert {key: manifest[key] for key in ("unaddressable", "unreadable")} == {
+        key: [path] if key == listed_in else [] for key in ("unaddressable", "unreadable")
+    }
     assert manifest["doc_count"] == 1
 
 

@@ -27,6 +27,7 @@ const SPACE_NAME_PROBLEMS = {
   separator: "names have no “/” or “\\”.",
   dot_segment: "a name may not be “.” or “..”.",
   control_character: "it holds an invisible character; retype it.",
+  surrounding_whitespace: "it starts or ends with a space; remove it.",
   invalid_text: "it holds characters that cannot be stored; retype it.",
   too_long: "it is longer than 128 bytes (UTF-8); shorten it.",
 };

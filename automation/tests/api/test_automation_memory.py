@@ -3,14 +3,17 @@ over HTTP, for an agent runtime holding a turn's delivery credential."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import timedelta
 from typing import Any
 
 import psycopg
 import pytest
+from django.contrib.sessions.models import Session
 from django.core.cache import cache
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
@@ -33,7 +36,8 @@ from memory.selectors import memory_current_get
 from memory.services import memory_policy_set, memory_save
 from memory.tests.secret_corpus import CREDENTIALS, PROSE, fake
 from workspaces import sql
-from workspaces.models import FileVersion
+from workspaces.models import FileVersion, User
+from workspaces.services import key_session_open
 from workspaces.tokens import bearer_secret_digest
 
 CHANGE = {"expectedVersion": 1, "changes": [{"op": "add", "line": "- likes green tea"}]}
@@ -662,3 +666,36 @@ def test_a_turns_credential_ends_when_its_sender_leaves_the_team(runtime, assist
         assert_error(refused, 401, "TOKEN_INVALID")
     assert Admission.objects.get(pk=runtime.admission.pk).recall_count == 0
     assert memory_current_get(workspace=workspace).version == 1
+
+
+def test_a_recall_under_a_browser_opened_key_session_checks_that_session_in_one_statement(
+    assistant, django_capture_on_commit_callbacks, turns_held
+):
+    # The frame's key session, the one most recalls use: every use checks that its browser
+    # session still signs the person in, read afresh (the session's row and the person's
+    # password hash), in one statement beside the lookup and the receipt.
+    browser = Client()
+    browser.force_login(assistant.tenant.member)
+    framed = dataclasses.replace(
+        assistant,
+        key_session=key_session_open(
+            workspace=assistant.tenant.workspace,
+            user=assistant.tenant.member,
+            browser_session_key=browser.session.session_key,
+        ),
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        admission = framed.send()
+    runtime = Runtime(framed, admission)
+
+    with CaptureQueriesContext(connection) as queries:
+        response = runtime.get(runtime.url, {"purpose": "recall"})
+
+    assert response.json()["status"] == "provided"
+    statements = [" ".join(query["sql"].split()) for query in queries.captured_queries]
+    assert len(statements) == 3, statements
+    lookup, browser_session, receipt = statements
+    assert "credential_digest" in lookup
+    assert Session._meta.db_table in browser_session
+    assert User._meta.db_table in browser_session
+    assert "UPDATE" in receipt

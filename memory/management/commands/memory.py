@@ -597,6 +597,8 @@ class Command(BaseCommand):
         )
         for path in summary["unaddressable"]:
             self.stderr.write(f"not exported, its path is no longer valid: {path}")
+        for path in summary["unreadable"]:
+            self.stderr.write(f"not exported, its stored body is not UTF-8: {path}")
 
     def import_(self, client: SpaceClient, options: dict[str, Any]) -> None:
         source = Path(options["archive"])

@@ -16,7 +16,9 @@ from rest_framework.test import APIClient
 
 from conftest import Tenant, assert_error
 from memory.mirror import LocalMirrorSpace
+from memory.spaces.quotas import store_get
 from memory.tests.secret_corpus import CREDENTIALS
+from memory.tests.spaces.conftest import store_write
 from workspaces.models import ApiToken, Bot
 from workspaces.services import api_token_create, bot_token_issue
 
@@ -71,7 +73,8 @@ def test_a_bot_writes_lists_and_deletes_in_its_auto_memory_space(tenant, scribe)
     assert created.status_code == 200
     assert created.json()["updatedBy"] == "mirror:scribe"
     assert listed.json() == {
-        "documents": [{"path": "notes.md", "revision": 1, "content": "# Notes\n"}]
+        "documents": [{"path": "notes.md", "revision": 1, "content": "# Notes\n"}],
+        "unreadable": [],
     }
     assert_error(stale, 409, "VERSION_CONFLICT")
     assert deleted.status_code == 204
@@ -182,6 +185,22 @@ def test_the_round_trip_remotely(remote):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_stored_body_that_is_not_utf8_is_a_hydrate_error_remotely(remote):
+    bot, flags = remote
+    space = LocalMirrorSpace(bot=bot, project="repo")
+    store_write(store_get(), space.handle, "bad.md", b"caf\xe9\n", by="mirror:scribe")
+    space.write("fine.md", b"fine\n", expected_revision=0)
+
+    hydrated = mirror_json("hydrate", *flags, "--node", "node-abcd")
+
+    assert hydrated["written"] == ["fine.md"]
+    assert [(each["path"], each["code"]) for each in hydrated["errors"]] == [
+        ("bad.md", "DOCUMENT_UNREADABLE")
+    ]
+    assert not (Path(hydrated["directory"]) / "bad.md").exists()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_bad_token_remotely_is_refused_with_exit_1(remote):
     _, flags = remote
     flags = [flags[0], flags[1], "--token", "iap_wrong", *flags[4:]]
@@ -208,3 +227,18 @@ def test_a_persons_token_remotely_is_told_to_send_the_bots(remote):
     assert message.startswith("TOKEN_SCOPE_REFUSED: ")
     assert "bot's token" in message
     assert "person acting" not in message
+
+
+def test_a_stored_body_that_is_not_utf8_is_listed_as_unreadable(tenant, scribe):
+    space = LocalMirrorSpace(bot=scribe, project="repo")
+    store_write(store_get(), space.handle, "bad.md", b"caf\xe9\n", by="mirror:scribe")
+    client = bot_client(scribe, tenant.admin)
+    assert put(client, "good.md", b"# Good\n", 0).status_code == 200
+
+    listed = client.get(DOCS)
+
+    assert listed.status_code == 200
+    assert listed.json() == {
+        "documents": [{"path": "good.md", "revision": 1, "content": "# Good\n"}],
+        "unreadable": ["bad.md"],
+    }

@@ -17,6 +17,7 @@ from memory.models import SpaceDocument
 from memory.spaces import selectors, services
 from memory.spaces.handle import SpaceHandle, Visibility
 from memory.spaces.quotas import store_get
+from memory.tests.spaces.conftest import store_write
 from memory_project.wsgi import application
 from workspaces.models import AuditEvent
 from workspaces.services import api_token_create
@@ -553,6 +554,25 @@ def test_space_invalid_is_400_on_every_verb(api):
     assert {response.json()["error"]["code"] for response in responses} == {"SPACE_INVALID"}
 
 
+@pytest.mark.parametrize("name", [" ", "n ", " n", "\u3000n", "n\xa0"])
+@pytest.mark.parametrize("field", ["name", "project"])
+def test_a_space_name_with_surrounding_whitespace_is_refused_on_every_verb(api, field, name):
+    # `n` and `n ` would be two spaces that `du` shows alike: refused as an invisible
+    # character is, before anything is read or written.
+    space = {"visibility": "project", "name": "n", "project": "p", field: name}
+
+    responses = every_verb(api, space)
+
+    assert [response.status_code for response in responses] == [400] * 5
+    for response in responses:
+        error = assert_error(response, 400, "SPACE_INVALID")
+        assert error["detail"] == {
+            "reason": "bad_name" if field == "name" else "bad_qualifier",
+            "field": field,
+            "problem": "surrounding_whitespace",
+        }
+
+
 class UnreachableStore:
     def __getattr__(self, name: str) -> Any:
         def refuse(*args: Any, **kwargs: Any) -> Any:
@@ -777,3 +797,55 @@ def test_an_honest_body_through_the_wsgi_stack_is_stored_whole(tenant):
     stored = store_get().read(org_handle(tenant), "whole.md")
     assert stored is not None
     assert stored.body == body
+
+
+# ---- a stored body that is not UTF-8 ----------------------------------------------------------
+
+# Only the store can hold it (the write path refuses it); the filesystem store's files can be
+# edited on disk.
+NOT_UTF8 = b"# Caf\xe9\n"
+
+
+def test_a_stored_body_that_is_not_utf8_is_422_document_unreadable_and_still_listed(api, tenant):
+    store_write(store_get(), org_handle(tenant), "bad.md", NOT_UTF8)
+    assert api.put(ORG_SPACE, "good.md", b"# Good\n", base=0).status_code == 200
+
+    error = assert_error(api.get_doc(ORG_SPACE, "bad.md"), 422, "DOCUMENT_UNREADABLE")
+    listed = api.get_docs(ORG_SPACE)
+
+    assert error["detail"] == {"reason": "not_utf8", "path": "bad.md"}
+    assert listed.status_code == 200
+    assert [each["path"] for each in listed.json()["documents"]] == ["bad.md", "good.md"]
+    # Freed like any other: the way out for whoever finds it.
+    assert api.delete(ORG_SPACE, "bad.md", base=1).status_code == 204
+
+
+# ---- a document stored under a path no longer valid ---------------------------------------------
+
+
+@pytest.mark.parametrize("stored", ["old/./b.md", "old//b.md", "Old/B.MD"])
+def test_a_document_under_a_path_no_longer_valid_is_deleted_by_that_spelling(api, tenant, stored):
+    # Only the store can hold it (the path rule refuses it on every write); export lists it
+    # in `unaddressable`. Deleting it by the spelling listed is the way to free its bytes.
+    handle = org_handle(tenant)
+    store_write(store_get(), handle, stored, b"legacy\n")
+    listed = [each["path"] for each in api.get_docs(ORG_SPACE).json()["documents"]]
+
+    deleted = api.delete(ORG_SPACE, stored, base=1)
+
+    assert listed == [stored]
+    assert deleted.status_code == 204
+    assert store_get().list(handle) == []
+    assert store_get().usage(handle).used_bytes == 0
+    event = AuditEvent.objects.get(action="space_unaddressable_deleted")
+    assert event.detail["path"] == stored
+    assert event.detail["space"] == handle.id
+
+
+def test_a_path_no_longer_valid_that_holds_no_document_is_still_refused(api, tenant):
+    store_write(store_get(), org_handle(tenant), "old/./b.md", b"legacy\n")
+
+    refused = api.delete(ORG_SPACE, "old/./c.md", base=1)
+
+    assert_error(refused, 400, "INVALID_DOCUMENT_PATH")
+    assert [meta.path for meta in store_get().list(org_handle(tenant))] == ["old/./b.md"]
