@@ -185,8 +185,8 @@ class NoHardDeleteMixin:
 
 class ChangedFieldsOnlyMixin:
     """Saves an edited row's changed fields alone, so an edit never writes back state that a
-    service changed while the form was open (a workspace's AI consent): a
-    whole-row save would undo it, unaudited."""
+    service changed while the form was open (a workspace's AI consent): a whole-row save
+    would undo it, unaudited."""
 
     def save_model(self, request: HttpRequest, obj: Any, form: ModelForm, change: bool) -> None:
         if change:
@@ -195,10 +195,10 @@ class ChangedFieldsOnlyMixin:
             obj.save()
 
 
-class ServiceRefusalMixin:
-    """Shows a service's refusal of a save (a role change, a name taken meanwhile) on the
-    page it came from, as the delete page does; the view's transaction, its log entry
-    included, is rolled back by it."""
+class ServiceRefusalAdmin(admin.ModelAdmin):
+    """The page of a row whose saves go through services: a service's refusal of a save (a
+    role change, a name taken meanwhile) is shown on the page it came from, as on the delete
+    page; the view's transaction, its log entry included, is rolled back by it."""
 
     def changeform_view(
         self,
@@ -208,11 +208,9 @@ class ServiceRefusalMixin:
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         try:
-            return super().changeform_view(  # type: ignore[misc]
-                request, object_id, form_url, extra_context
-            )
+            return super().changeform_view(request, object_id, form_url, extra_context)
         except DomainError as refusal:
-            self.message_user(request, refusal.message, messages.ERROR)  # type: ignore[attr-defined]
+            self.message_user(request, refusal.message, messages.ERROR)
             return HttpResponseRedirect(request.path)
 
 
@@ -271,7 +269,7 @@ class OrgQuotaForm(forms.Form):
 
 
 @admin.register(models.Org)
-class OrgAdmin(ServiceRefusalMixin, admin.ModelAdmin):
+class OrgAdmin(ServiceRefusalAdmin):
     list_display = ("name", "status", "deletion_due_at", "memory_quota_bytes", "created_at")
     list_select_related = ()
     list_filter = ("status", "deletion_due_at", "created_at")
@@ -363,7 +361,7 @@ class OrgAdmin(ServiceRefusalMixin, admin.ModelAdmin):
 
 
 @admin.register(models.Team)
-class TeamAdmin(ServiceRefusalMixin, NoHardDeleteMixin, admin.ModelAdmin):
+class TeamAdmin(NoHardDeleteMixin, ServiceRefusalAdmin):
     list_display = ("name", "org", "created_at")
     list_select_related = ("org",)
     search_fields = ("name", "org__name")
@@ -391,7 +389,7 @@ class TeamAdmin(ServiceRefusalMixin, NoHardDeleteMixin, admin.ModelAdmin):
             obj.save(update_fields=others)
 
 
-class MembershipAdmin(ServiceRefusalMixin, admin.ModelAdmin):
+class MembershipAdmin(ServiceRefusalAdmin):
     """A user's role in a team or a workspace: one page shape for both, named by `scope`
     (the field that holds the team or the workspace).
 
