@@ -223,9 +223,15 @@ class QueryStringMiddleware:
         view_class = getattr(view_func, "cls", None)
         if not (is_api_path(request.path) and request.GET and isinstance(view_class, type)):
             return None
-        # HEAD is answered by GET, as DRF answers it; a method the view has not is its 405.
+        # HEAD is answered by GET, as DRF answers it; a method the view does not take (one it
+        # has no handler for, or leaves out of `http_method_names`, as OPTIONS) is its 405.
         method = "GET" if request.method == "HEAD" else str(request.method)
-        if not (issubclass(view_class, APIView) and hasattr(view_class, method.lower())):
+        handler = method.lower()
+        if not (
+            issubclass(view_class, APIView)
+            and handler in view_class.http_method_names
+            and hasattr(view_class, handler)
+        ):
             return None
         taken = query_parameters(view_func, method)
         if taken is None or set(request.GET) <= taken:

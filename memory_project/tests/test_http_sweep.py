@@ -97,6 +97,14 @@ def test_every_route_answers_every_verb_as_the_contract_says(make_world, route, 
         )
         if {each.strip() for each in response.get("Allow", "").split(",")} != allowed:
             problems.append(f"{verb}: Allow is {response.get('Allow')!r}, not {sorted(allowed)}")
+        # Its query is not judged: no operation of the route is being asked for.
+        response = client.generic(verb, f"{url}?unknownParameter=1", **headers)
+        expect(
+            f"{verb} with a query",
+            response,
+            405,
+            None if verb == "HEAD" else "METHOD_NOT_ALLOWED",
+        )
         if not _needs_a_credential(view):
             continue
         response = anonymous.generic(verb, url)
