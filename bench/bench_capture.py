@@ -236,6 +236,8 @@ _STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "file_id",
             "memory_path",
             "base_version",
+            "team",
+            "org_active",
             "file_id",
             "version",
             "ciphertext",
@@ -352,6 +354,7 @@ def capture_plan(side: AutoSide) -> list[Statement]:
         "admitted": Admission.Status.ADMITTED.value,
         "auto": MemoryPolicy.Mode.AUTO.value,
         "team": side.workspace.team_id,
+        "org_active": Org.Status.ACTIVE.value,
     }
     plan: list[Statement] = []
     cursor_statements = iter(recorded)
@@ -425,6 +428,7 @@ class RawCapture:
             "admitted": Admission.Status.ADMITTED.value,
             "auto": MemoryPolicy.Mode.AUTO.value,
             "team": side.workspace.team_id,
+            "org_active": Org.Status.ACTIVE.value,
         }
         self.read_columns: tuple[int, int, int] | None = None
 
