@@ -417,7 +417,8 @@ def mirror_hydrate(*, space: MirrorSpace, state_dir: Path, node_name: str) -> Hy
     """Materialise the space into the node's directory (created even for an empty space):
     every document at its canonical path, files 0600 and directories 0700, then the
     manifest of what was written. A file a previous hydrate wrote whose document is gone is
-    pruned; files the mirror never wrote are left alone."""
+    pruned, not one whose document became unreadable; files the mirror never wrote are
+    left alone."""
     node = mirror_node(state_dir=state_dir, space_id=space.space_id, name=node_name)
     with node_locked(node):
         previous = manifest_read(node) or {}
@@ -432,6 +433,10 @@ def mirror_hydrate(*, space: MirrorSpace, state_dir: Path, node_name: str) -> Hy
                     continue
                 if document.body is None:
                     report.errors.append(_unreadable(document.path))
+                    # Still in the space: a copy an earlier hydrate wrote is its last
+                    # readable text, kept (and known, so no sync reads it as a deletion).
+                    if document.path in previous:
+                        files[document.path] = previous[document.path]
                     continue
                 try:
                     _file_replace(root, document.path, document.body)

@@ -522,6 +522,23 @@ def test_a_stored_body_that_is_not_utf8_is_reported_not_written(space, state):
     assert synced.deleted == []
 
 
+def test_a_copy_hydrated_before_its_body_became_unreadable_is_kept_not_pruned(space, state):
+    _seed(space, {"bad.md": "cafe\n"})
+    first = mirror_hydrate(space=space, state_dir=state, node_name=NODE)
+    assert first.written == ["bad.md"]
+    store_write(store_get(), space.handle, "bad.md", b"caf\xe9\n", by="mirror:scribe")
+
+    report = mirror_hydrate(space=space, state_dir=state, node_name=NODE)
+    synced = mirror_sync_back(space=space, state_dir=state, node_name=NODE)
+
+    # The document is still in the space: its last readable copy stays, and is not taken
+    # for a local deletion or a local edit either.
+    assert report.pruned == []
+    assert (report.directory / "bad.md").read_text() == "cafe\n"
+    assert (synced.written, synced.deleted) == ([], [])
+    assert _revisions(space)["bad.md"] == 2
+
+
 def test_the_time_budget_grows_with_the_documents_and_has_a_cap():
     assert sync_budget_seconds(0) < sync_budget_seconds(10) < sync_budget_seconds(100)
     assert sync_budget_seconds(10**9) == SYNC_BUDGET_CAP_SECONDS
