@@ -1578,29 +1578,50 @@ def key_session_for_browser(
     finds the first's session instead of opening another.
     """
     digest = browser_session_digest(browser_session_key)
+    # A visit usually finds its live session: only opening one takes the lock, and decides
+    # again under it.
+    decided, kept = _browser_key_session_kept(
+        digest=digest, workspace=workspace, user=user, reopen=reopen
+    )
+    if decided:
+        return kept
     with transaction.atomic():
         WorkspaceMembership.objects.select_for_update().filter(
             workspace=workspace, user=user
         ).first()
-        newest = (
-            KeySession.objects.filter(browser_session=digest, workspace=workspace, user=user)
-            .order_by("-created_at", "-pk")
-            .first()
+        decided, kept = _browser_key_session_kept(
+            digest=digest, workspace=workspace, user=user, reopen=reopen
         )
-        if newest is not None:
-            try:
-                key_session_resolve(session_id=newest.pk, workspace=workspace, user=user)
-            except KeySessionUnavailable as unavailable:
-                if unavailable.detail.get("reason") == "revoked" and not reopen:
-                    return None
-            except KeySessionStoreUnavailable:
-                # Kept for when the cache is back; the page works without a key session.
-                return newest
-            else:
-                return newest
+        if decided:
+            return kept
         return key_session_open(
             workspace=workspace, user=user, browser_session_key=browser_session_key
         )
+
+
+def _browser_key_session_kept(
+    *, digest: str, workspace: Workspace, user: User, reopen: bool
+) -> tuple[bool, KeySession | None]:
+    """Whether the newest key session browser session `digest` opened on `workspace` is the
+    answer of `key_session_for_browser`, and that answer: it while live (or while the cache
+    cannot tell), None once revoked unless `reopen`. Not decided: none yet, or one to
+    replace."""
+    newest = (
+        KeySession.objects.filter(browser_session=digest, workspace=workspace, user=user)
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    if newest is None:
+        return False, None
+    try:
+        key_session_resolve(session_id=newest.pk, workspace=workspace, user=user)
+    except KeySessionUnavailable as unavailable:
+        revoked = unavailable.detail.get("reason") == "revoked"
+        return (True, None) if revoked and not reopen else (False, None)
+    except KeySessionStoreUnavailable:
+        # Kept for when the cache is back; the page works without a key session.
+        return True, newest
+    return True, newest
 
 
 def key_sessions_end_for_browser(*, user: User, browser_session_key: str) -> None:
