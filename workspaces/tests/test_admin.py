@@ -53,14 +53,6 @@ MODELS = [
 ]
 
 
-@pytest.fixture
-def staff_client(client, tenant):
-    tenant.admin.is_staff = tenant.admin.is_superuser = True
-    tenant.admin.save(update_fields=["is_staff", "is_superuser"])
-    client.force_login(tenant.admin)
-    return client
-
-
 def org_action(client, action: str, *orgs: Org, **data: str):
     return client.post(
         reverse("admin:workspaces_org_changelist"),

@@ -20,14 +20,6 @@ from workspaces.models import (
 from workspaces.services import api_token_create, key_session_open, org_create, team_rename
 
 
-@pytest.fixture
-def staff_client(client, tenant):
-    tenant.admin.is_staff = tenant.admin.is_superuser = True
-    tenant.admin.save(update_fields=["is_staff", "is_superuser"])
-    client.force_login(tenant.admin)
-    return client
-
-
 def events(action: str) -> list[AuditEvent]:
     return list(AuditEvent.objects.filter(action=action).order_by("pk"))
 
